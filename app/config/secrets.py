@@ -1,0 +1,121 @@
+"""The bot token and the LLM API key: environment first, then the OS keyring.
+
+When the OS has no usable keyring (a bare Linux session, CI) the secrets go to a file readable by
+the owner only, and `SecretStore.backend_name` says so, so the window can tell the user.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import tomllib
+from pathlib import Path
+
+import keyring
+import keyring.errors
+from keyring.backends import fail as keyring_fail
+
+from app.config.settings import Secrets
+
+_log = logging.getLogger(__name__)
+_SERVICE = "familiar"
+_KEYS = ("discord_token", "llm_api_key")
+
+
+def _keyring_usable() -> bool:
+    backend = keyring.get_keyring()
+    if isinstance(backend, keyring_fail.Keyring):
+        return False
+    priority = getattr(backend, "priority", 0)
+    return bool(priority and priority > 0)
+
+
+class SecretStore:
+    def __init__(self, familiar: str, fallback_file: Path, *, use_keyring: bool | None = None) -> None:
+        self._familiar = familiar
+        self._file = fallback_file
+        self._use_keyring = _keyring_usable() if use_keyring is None else use_keyring
+
+    @property
+    def backend_name(self) -> str:
+        return "OS keyring" if self._use_keyring else f"file {self._file} (no OS keyring found)"
+
+    def _account(self, key: str) -> str:
+        return f"{self._familiar}:{key}"
+
+    def _read_file(self) -> dict[str, str]:
+        try:
+            data = tomllib.loads(self._file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            _log.warning("ignoring unreadable secrets file %s", self._file)
+            return {}
+        section = data.get(self._familiar, {})
+        return {k: str(v) for k, v in section.items() if k in _KEYS} if isinstance(section, dict) else {}
+
+    def get(self, key: str) -> str:
+        if key not in _KEYS:
+            raise KeyError(key)
+        if self._use_keyring:
+            try:
+                return keyring.get_password(_SERVICE, self._account(key)) or ""
+            except keyring.errors.KeyringError as exc:
+                _log.warning("keyring read failed (%s); falling back to %s", exc, self._file)
+        return self._read_file().get(key, "")
+
+    def set(self, key: str, value: str) -> None:
+        if key not in _KEYS:
+            raise KeyError(key)
+        if self._use_keyring:
+            try:
+                if value:
+                    keyring.set_password(_SERVICE, self._account(key), value)
+                else:
+                    try:
+                        keyring.delete_password(_SERVICE, self._account(key))
+                    except keyring.errors.PasswordDeleteError:
+                        pass
+                return
+            except keyring.errors.KeyringError as exc:
+                _log.warning("keyring write failed (%s); writing %s instead", exc, self._file)
+        self._write_file(key, value)
+
+    def _write_file(self, key: str, value: str) -> None:
+        try:
+            everything = tomllib.loads(self._file.read_text(encoding="utf-8"))
+        except (FileNotFoundError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            everything = {}
+        section = dict(everything.get(self._familiar, {}))
+        if value:
+            section[key] = value
+        else:
+            section.pop(key, None)
+        everything[self._familiar] = section
+        lines: list[str] = []
+        for name, values in sorted(everything.items()):
+            if not isinstance(values, dict):
+                continue
+            lines.append(f"[{_quote(name)}]")
+            lines.extend(f"{k} = {_quote(str(v))}" for k, v in sorted(values.items()))
+            lines.append("")
+        self._file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._file.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines))
+        tmp.replace(self._file)
+
+    def load(self, env: dict[str, str] | None = None) -> Secrets:
+        """Secrets with the environment (DISCORD_TOKEN, FAMILIAR_LLM_API_KEY) taking precedence."""
+        environ = os.environ if env is None else env
+        token = environ.get("DISCORD_TOKEN", "").strip() or self.get("discord_token")
+        api_key = environ.get("FAMILIAR_LLM_API_KEY", "").strip() or self.get("llm_api_key")
+        return Secrets(discord_token=token, llm_api_key=api_key)
+
+
+def _quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in escaped)
+    return f'"{escaped}"'

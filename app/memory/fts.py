@@ -1,0 +1,531 @@
+"""tantivy side-indexes: blocking index access (executor only) and an async group committer.
+
+SQL commits first and is canonical. The committer reads what SQL has past the index's persisted
+watermark, stages many documents, and commits them together. A commit that fails with a transient
+lock (the Windows antivirus race: PermissionDenied / Access is denied / os error 5, or LockBusy) is
+rolled back and the batch is replayed as upserts with backoff; if it still cannot land, the watermark
+does not move, so the next round (the reconciler) indexes what SQL has and the index lacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import tantivy
+
+from app.memory.records import IndexHealth
+
+_log = logging.getLogger(__name__)
+
+_TRANSIENT = re.compile(
+    r"PermissionDenied|Access is denied|os error 5\b|os error 32\b|LockBusy|lock busy"
+    r"|Operation not permitted|os error 1\b",
+    re.IGNORECASE,
+)
+_META = "familiar-index.json"
+
+
+def is_transient(error: BaseException) -> bool:
+    """tantivy raises plain ValueError; a transient file lock is recognised by its message."""
+    return isinstance(error, ValueError) and bool(_TRANSIENT.search(str(error)))
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSpec:
+    name: str
+    schema_version: int
+    build_schema: Callable[[], tantivy.Schema]
+    search_fields: tuple[str, ...]
+
+
+def _turn_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field("id", stored=True, indexed=True, fast=True)
+    builder.add_text_field("place", stored=False, tokenizer_name="raw")
+    builder.add_text_field("author", stored=False, tokenizer_name="default")
+    builder.add_text_field("content", stored=False, tokenizer_name="default")
+    return builder.build()
+
+
+TURNS = IndexSpec(name="turns", schema_version=1, build_schema=_turn_schema, search_fields=("content", "author"))
+
+
+class FtsIndex:
+    """One tantivy index directory. Every method blocks: call them from an executor thread."""
+
+    def __init__(self, path: Path, spec: IndexSpec) -> None:
+        self.path = path
+        self.spec = spec
+        self._schema = spec.build_schema()
+        self._index: tantivy.Index | None = None
+        self._writer: tantivy.IndexWriter | None = None
+        self.writable = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self, *, writable: bool = True) -> bool:
+        """Open (or create) the index. Returns True when it had to be created afresh.
+
+        An index of another schema version, or one tantivy cannot read, is wiped and recreated:
+        it is a projection, and SQL still has everything.
+        """
+        created = False
+        meta = self.path / _META
+        compatible = False
+        if self.path.is_dir() and (self.path / "meta.json").exists():
+            try:
+                recorded = json.loads(meta.read_text(encoding="utf-8")).get("schema_version")
+                compatible = recorded == self.spec.schema_version
+            except (OSError, ValueError):
+                compatible = False
+        if compatible:
+            try:
+                self._index = tantivy.Index(self._schema, path=str(self.path), reuse=True)
+            except ValueError as exc:
+                _log.warning("index %s is unreadable (%s); rebuilding it from SQL", self.path, exc)
+                compatible = False
+        if not compatible:
+            if not writable:
+                raise ValueError(f"index {self.path} is missing or incompatible")
+            self.wipe()
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._index = tantivy.Index(self._schema, path=str(self.path), reuse=False)
+            meta.write_text(json.dumps({"schema_version": self.spec.schema_version}), encoding="utf-8")
+            created = True
+        if writable:
+            try:
+                assert self._index is not None
+                self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
+                self.writable = True
+            except ValueError as exc:
+                if "LockBusy" not in str(exc):
+                    raise
+                _log.info("index %s is being written by another process; opening it read-only", self.path)
+                self.writable = False
+        return created
+
+    def wipe(self) -> None:
+        self.close()
+        if self.path.exists():
+            shutil.rmtree(self.path)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(ValueError):
+                self._writer.wait_merging_threads()
+        self._writer = None
+        self._index = None
+        self.writable = False
+
+    # -- writing -----------------------------------------------------------------------------
+    def _require_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            raise ValueError(f"index {self.spec.name} is not open for writing")
+        return self._writer
+
+    def stage(self, docs: Sequence[dict[str, Any]], delete_ids: Sequence[int], *, upsert: bool) -> None:
+        writer = self._require_writer()
+        for doc_id in delete_ids:
+            writer.delete_documents_by_term("id", doc_id)
+        for doc in docs:
+            if upsert:
+                writer.delete_documents_by_term("id", doc["id"])
+            writer.add_document(tantivy.Document(**doc))
+
+    def commit(self) -> None:
+        self._commit_writer(self._require_writer())
+        assert self._index is not None
+        self._index.reload()
+
+    def _commit_writer(self, writer: tantivy.IndexWriter) -> None:
+        """The one call that touches the files; a seam for fault-injection tests."""
+        writer.commit()
+
+    def rollback(self) -> None:
+        if self._writer is not None:
+            self._writer.rollback()
+
+    # -- reading -----------------------------------------------------------------------------
+    def search(self, text: str, limit: int, place: str | None = None) -> list[tuple[int, float]]:
+        if self._index is None:
+            raise ValueError(f"index {self.spec.name} is not open")
+        query, _errors = self._index.parse_query_lenient(text, list(self.spec.search_fields))
+        if place is not None:
+            query = tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Must, query),
+                    (tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "place", place)),
+                ]
+            )
+        searcher = self._index.searcher()
+        result = searcher.search(query, limit, count=False)
+        hits = result.hits
+        ids = searcher.fast_field_values("id", [address for _score, address in hits])
+        return [(int(i), float(score)) for (score, _a), i in zip(hits, ids, strict=True) if i is not None]
+
+    def num_docs(self) -> int:
+        if self._index is None:
+            return 0
+        self._index.reload()
+        return int(self._index.searcher().num_docs)
+
+    def all_ids(self) -> set[int]:
+        """Every document id in the index (for the reconciler)."""
+        if self._index is None:
+            return set()
+        self._index.reload()
+        searcher = self._index.searcher()
+        total = int(searcher.num_docs)
+        if total == 0:
+            return set()
+        hits = searcher.search(tantivy.Query.all_query(), total, count=False).hits
+        return {int(i) for i in searcher.fast_field_values("id", [a for _s, a in hits]) if i is not None}
+
+
+class IndexSource(Protocol):
+    """Where a committer reads what to index: SQL, the canonical store."""
+
+    async def documents_after(self, watermark: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """Documents with id > watermark (at most `limit` rows scanned) and the id the scan reached."""
+        ...
+
+    async def removals(self, limit: int) -> list[tuple[int, int]]:
+        """(outbox id, document id) to delete from the index."""
+        ...
+
+    async def load_state(self) -> tuple[int, int, bool]: ...
+
+    async def save_state(self, *, watermark: int, schema_version: int, rebuilding: bool, outbox_upto: int | None) -> None: ...
+
+    async def newest_id(self) -> int: ...
+
+    async def documents_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]: ...
+
+    async def indexable_ids(self) -> set[int]: ...
+
+
+@dataclass(slots=True)
+class _Counters:
+    commits: int = 0
+    documents: int = 0
+    retries: int = 0
+    live_attempt: int = 0
+    failures: int = 0
+    last_error: str | None = None
+    pending: int = 0
+    lag: int = 0
+    rebuilt_at_start: bool = False
+    waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
+
+
+class IndexCommitter:
+    """Feeds one FtsIndex from SQL with group commits, retries and reconciliation."""
+
+    def __init__(
+        self,
+        index: FtsIndex,
+        source: IndexSource,
+        *,
+        executor: ThreadPoolExecutor | None = None,
+        batch_size: int = 5000,
+        linger: float = 0.02,
+        max_attempts: int = 5,
+        backoff: float = 0.05,
+        failure_pause: float = 1.0,
+        on_health: Callable[[IndexHealth], None] | None = None,
+    ) -> None:
+        self.index = index
+        self._source = source
+        self._own_executor = executor is None
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fts-{index.spec.name}")
+        self._batch = batch_size
+        self._linger = linger
+        self._max_attempts = max_attempts
+        self._backoff = backoff
+        self._failure_pause = failure_pause
+        self._on_health = on_health
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._watermark = 0
+        self._upsert = True  # the first round after opening replays as upserts (crash recovery)
+        self._c = _Counters()
+        self._closing = False
+
+    async def _run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def start(self) -> None:
+        watermark, version, rebuilding = await self._source.load_state()
+        created = await self._run_blocking(self.index.open)
+        if created or version != self.index.spec.schema_version or rebuilding:
+            if not created:
+                await self._run_blocking(self._recreate)
+            watermark = 0
+            self._c.rebuilt_at_start = True
+            await self._source.save_state(
+                watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
+            )
+        self._watermark = watermark
+        if not self.index.writable:
+            self._publish()
+            return
+        self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+        self.notify()
+
+    def _recreate(self) -> None:
+        self.index.wipe()
+        self.index.open()
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._run_blocking(self.index.close)
+        for _target, fut in self._c.waiters:
+            if not fut.done():
+                fut.cancel()
+        if self._own_executor:
+            self._executor.shutdown(wait=True)
+
+    def notify(self) -> None:
+        """New rows exist in SQL (or an outbox entry): wake the committer."""
+        self._wake.set()
+
+    @property
+    def watermark(self) -> int:
+        return self._watermark
+
+    async def flush(self, timeout: float = 30.0) -> None:
+        """Wait until everything SQL has now is committed to the index."""
+        target = await self._source.newest_id()
+        if self._watermark >= target and not await self._source.removals(1):
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._c.waiters.append((target, fut))
+        self.notify()
+        await asyncio.wait_for(fut, timeout)
+
+    def health(self) -> IndexHealth:
+        c = self._c
+        return IndexHealth(
+            name=self.index.spec.name,
+            commits=c.commits,
+            documents_committed=c.documents,
+            retries=c.retries,
+            live_attempt=c.live_attempt,
+            failures=c.failures,
+            last_error=c.last_error,
+            pending=c.pending,
+            lag=c.lag,
+            watermark=self._watermark,
+            rebuilt_at_start=c.rebuilt_at_start,
+        )
+
+    def _publish(self) -> None:
+        if self._on_health is not None:
+            try:
+                self._on_health(self.health())
+            except Exception:  # a listener must never stop indexing
+                _log.exception("index health listener failed")
+
+    async def _loop(self) -> None:
+        while not self._closing:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._linger:
+                await asyncio.sleep(self._linger)  # let a burst of appends gather into one commit
+            try:
+                while await self._round():
+                    pass
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep the familiar running whatever the index does
+                self._c.failures += 1
+                self._c.last_error = _one_line(exc)
+                self._c.live_attempt = 0
+                _log.warning("index %s: round failed: %s", self.index.spec.name, self._c.last_error)
+                self._publish()
+                await asyncio.sleep(self._failure_pause)
+                self._wake.set()
+                continue
+            self._settle_waiters(idle=True)
+
+    async def _round(self) -> bool:
+        """One group commit. Returns True when there may be more to do right away."""
+        # Removals are read before documents: a document read afterwards already reflects them, and
+        # deletes are staged before adds, so a redacted row can never be added back.
+        removals = await self._source.removals(self._batch)
+        docs, reached = await self._source.documents_after(self._watermark, self._batch)
+        newest = await self._source.newest_id()
+        self._c.pending = len(docs) + len(removals)
+        self._c.lag = max(0, newest - self._watermark)
+        if reached <= self._watermark and not removals:
+            self._c.pending = 0
+            self._c.lag = 0
+            if self._c.rebuilt_at_start or self._upsert:
+                await self._finish_rebuild()
+            return False
+        delete_ids = [doc_id for _oid, doc_id in removals]
+        landed = await self._commit_with_retries(docs, delete_ids)
+        if not landed:
+            self._upsert = True
+            self._publish()
+            await asyncio.sleep(self._failure_pause)
+            return True
+        self._watermark = reached
+        await self._source.save_state(
+            watermark=reached,
+            schema_version=self.index.spec.schema_version,
+            rebuilding=self._c.rebuilt_at_start and reached < newest,
+            outbox_upto=max((oid for oid, _d in removals), default=None),
+        )
+        self._c.commits += 1
+        self._c.documents += len(docs)
+        self._c.pending = 0
+        self._c.lag = max(0, newest - reached)
+        self._publish()
+        self._settle_waiters(idle=False)
+        return True
+
+    async def _finish_rebuild(self) -> None:
+        await self._source.save_state(
+            watermark=self._watermark, schema_version=self.index.spec.schema_version, rebuilding=False, outbox_upto=None
+        )
+        self._upsert = False
+
+    async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> bool:
+        upsert = self._upsert
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                await self._run_blocking(self._stage_and_commit, docs, delete_ids, upsert)
+                if self._c.live_attempt:
+                    self._c.live_attempt = 0
+                    self._c.last_error = None
+                return True
+            except ValueError as exc:
+                await self._run_blocking(self._safe_rollback)
+                self._c.last_error = _one_line(exc)
+                if not is_transient(exc):
+                    _log.error("index %s: commit failed: %s", self.index.spec.name, self._c.last_error)
+                    break
+                upsert = True  # a failed commit may have lost part of the batch: replay as upserts
+                if attempt == self._max_attempts:
+                    break
+                self._c.retries += 1
+                self._c.live_attempt = attempt + 1
+                self._publish()
+                await asyncio.sleep(self._backoff * (2 ** (attempt - 1)))
+        self._c.failures += 1
+        self._c.live_attempt = 0
+        _log.warning(
+            "index %s: %d documents could not be committed (%s); SQL keeps them and the index will catch up",
+            self.index.spec.name,
+            len(docs),
+            self._c.last_error,
+        )
+        return False
+
+    def _stage_and_commit(self, docs: list[dict[str, Any]], delete_ids: list[int], upsert: bool) -> None:
+        self.index.stage(docs, delete_ids, upsert=upsert)
+        self.index.commit()
+
+    def _safe_rollback(self) -> None:
+        try:
+            self.index.rollback()
+        except ValueError as exc:
+            _log.warning("index %s: rollback failed: %s", self.index.spec.name, exc)
+
+    def _settle_waiters(self, *, idle: bool) -> None:
+        keep: list[tuple[int, asyncio.Future[None]]] = []
+        for target, fut in self._c.waiters:
+            if fut.done():
+                continue
+            if self._watermark >= target and idle:
+                fut.set_result(None)
+            else:
+                keep.append((target, fut))
+        self._c.waiters = keep
+
+    async def reconcile(self) -> int:
+        """Index what SQL has and the index lacks, and drop what the index has and SQL does not.
+
+        Returns the number of documents repaired.
+        """
+        wanted = await self._source.indexable_ids()
+        present: set[int] = await self._run_blocking(self.index.all_ids)
+        missing = sorted(i for i in wanted if i <= self._watermark and i not in present)
+        extra = sorted(present - wanted)
+        if not missing and not extra:
+            return 0
+        docs = await self._source.documents_by_ids(missing)
+        if not await self._commit_with_retries(docs, extra):
+            raise ValueError(f"index {self.index.spec.name}: reconcile could not commit ({self._c.last_error})")
+        self._c.commits += 1
+        self._c.documents += len(docs)
+        self._publish()
+        return len(missing) + len(extra)
+
+    async def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Drop the index and build it again from SQL; `progress(done, total)` after each commit."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._source.save_state(
+            watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
+        )
+        await self._run_blocking(self._recreate)
+        self._watermark = 0
+        self._upsert = False
+        total = await self._source.newest_id()
+        done = 0
+        while True:
+            docs, reached = await self._source.documents_after(self._watermark, self._batch)
+            if reached <= self._watermark:
+                break
+            if not await self._commit_with_retries(docs, []):
+                raise ValueError(f"index {self.index.spec.name}: rebuild could not commit ({self._c.last_error})")
+            self._watermark = reached
+            done += len(docs)
+            await self._source.save_state(
+                watermark=reached, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
+            )
+            if progress is not None:
+                progress(reached, total)
+        await self._source.save_state(
+            watermark=self._watermark,
+            schema_version=self.index.spec.schema_version,
+            rebuilding=False,
+            outbox_upto=None,
+        )
+        self._closing = False
+        self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+        self.notify()
+        return done
+
+    async def search(self, text: str, limit: int, place: str | None = None) -> list[tuple[int, float]]:
+        started = time.perf_counter()
+        # Searches run beside commits (tantivy readers are thread-safe), not behind them.
+        hits: list[tuple[int, float]] = await asyncio.to_thread(self.index.search, text, limit, place)
+        _log.debug("search %r took %.2f ms", text, (time.perf_counter() - started) * 1000)
+        return hits
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else type(exc).__name__

@@ -1,0 +1,176 @@
+"""Numbered schema migrations, each applied in one transaction with its bookkeeping row.
+
+Before migrating a database that already holds data, a backup is written with SQLite's backup
+API; if the backup fails the migration does not run.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from app.memory.errors import MigrationError
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "turns",
+        """
+        CREATE TABLE turns (
+            id           INTEGER PRIMARY KEY,
+            platform     TEXT    NOT NULL,
+            place        TEXT    NOT NULL,
+            guild_id     INTEGER,
+            channel_id   INTEGER NOT NULL,
+            message_id   INTEGER,
+            author_key   TEXT    NOT NULL,
+            author_name  TEXT    NOT NULL,
+            content      TEXT    NOT NULL,
+            mode         TEXT    NOT NULL DEFAULT 'text',
+            created_at   TEXT    NOT NULL,
+            revision     INTEGER NOT NULL DEFAULT 0,
+            redacted     INTEGER NOT NULL DEFAULT 0,
+            reply_to     INTEGER,
+            superseded   INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX turns_place ON turns (place, id);
+        CREATE UNIQUE INDEX turns_message ON turns (platform, message_id, revision)
+            WHERE message_id IS NOT NULL;
+        CREATE TABLE participants (
+            canonical_key TEXT PRIMARY KEY,
+            display_name  TEXT NOT NULL,
+            is_self       INTEGER NOT NULL DEFAULT 0,
+            first_seen    TEXT NOT NULL,
+            last_seen     TEXT NOT NULL
+        );
+        CREATE TRIGGER turns_participant AFTER INSERT ON turns BEGIN
+            INSERT INTO participants (canonical_key, display_name, is_self, first_seen, last_seen)
+            VALUES (NEW.author_key, NEW.author_name, NEW.author_key = 'familiar:self', NEW.created_at,
+                    NEW.created_at)
+            ON CONFLICT (canonical_key) DO UPDATE SET display_name = excluded.display_name,
+                last_seen = MAX(last_seen, excluded.last_seen);
+        END;
+        CREATE TABLE deleted_sources (
+            platform    TEXT    NOT NULL,
+            message_id  INTEGER NOT NULL,
+            deleted_at  TEXT    NOT NULL,
+            PRIMARY KEY (platform, message_id)
+        );
+        CREATE TABLE index_state (
+            name           TEXT PRIMARY KEY,
+            watermark      INTEGER NOT NULL DEFAULT 0,
+            schema_version INTEGER NOT NULL DEFAULT 0,
+            rebuilding     INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE index_outbox (
+            id      INTEGER PRIMARY KEY,
+            name    TEXT    NOT NULL,
+            doc_id  INTEGER NOT NULL
+        );
+        """,
+    ),
+)
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+    return int(row[0])
+
+
+def _has_data(conn: sqlite3.Connection) -> bool:
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            " AND name != 'schema_migrations'"
+        )
+    ]
+    return any(conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone() for t in tables)
+
+
+def backup(conn: sqlite3.Connection, backups_dir: Path, from_version: int) -> Path:
+    backups_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = backups_dir / f"history-v{from_version}-{stamp}.db"
+    dest = sqlite3.connect(target)
+    try:
+        conn.backup(dest)
+    finally:
+        dest.close()
+    check = sqlite3.connect(target)
+    try:
+        if check.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            raise sqlite3.DatabaseError("backup failed its integrity check")
+    finally:
+        check.close()
+    return target
+
+
+def migrate(
+    conn: sqlite3.Connection, backups_dir: Path, migrations: Sequence[Migration] = MIGRATIONS
+) -> Path | None:
+    """Bring the schema up to date. Returns the backup's path when one was written."""
+    version = current_version(conn)
+    todo = [m for m in migrations if m.version > version]
+    if not todo:
+        return None
+    newest = max(m.version for m in migrations)
+    if version > newest:
+        raise MigrationError(
+            f"history.db is schema v{version}, newer than this Familiar knows (v{newest}); update Familiar"
+        )
+    backup_path: Path | None = None
+    if version > 0 and _has_data(conn):
+        try:
+            backup_path = backup(conn, backups_dir, version)
+        except (OSError, sqlite3.Error) as exc:
+            raise MigrationError(
+                f"could not back up history.db before migrating (v{version}): {exc}; nothing was changed"
+            ) from exc
+        _log.info("backed up history.db to %s before migrating", backup_path)
+    for migration in todo:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, datetime.now(UTC).isoformat()),
+            )
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise MigrationError(f"migration {migration.version} ({migration.name}) failed: {exc}") from exc
+    return backup_path
+
+
+def _statements(script: str) -> list[str]:
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return out

@@ -1,0 +1,64 @@
+"""Frozen records that cross the store's boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A turn about to be appended."""
+
+    platform: str  # "discord" or "local"
+    place: str  # "guild:<guild id>/<channel id>", "dm:<user id>" or "local"
+    channel_id: int
+    author_key: str  # canonical key, e.g. "discord:<user id>" or "familiar:self"
+    author_name: str
+    content: str
+    created_at: datetime
+    guild_id: int | None = None
+    message_id: int | None = None
+    reply_to: int | None = None
+    mode: str = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    id: int
+    platform: str
+    place: str
+    guild_id: int | None
+    channel_id: int
+    message_id: int | None
+    author_key: str
+    author_name: str
+    content: str
+    mode: str
+    created_at: datetime
+    revision: int
+    redacted: bool
+    reply_to: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSearchHit:
+    turn: Turn
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class IndexHealth:
+    """Commit health of one side-index, as published to the window and `familiar index status`."""
+
+    name: str
+    commits: int
+    documents_committed: int
+    retries: int
+    live_attempt: int  # 0 when no retry is in progress
+    failures: int
+    last_error: str | None
+    pending: int  # documents waiting to be committed
+    lag: int  # rows SQL has that the index does not yet
+    watermark: int
+    rebuilt_at_start: bool

@@ -1,0 +1,344 @@
+"""The store: SQLite (through aiosqlite) is the source of truth.
+
+One writer connection, fed in order by aiosqlite's own thread, with explicit transactions; a second
+connection serves reads beside it (WAL). Turns are append-only: an edit adds a revision, a deletion
+redacts (content cleared, row kept, marker recorded) so nothing can bring the text back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from app.memory.errors import StoreError
+from app.memory.migrations import migrate
+from app.memory.records import NewTurn, Turn
+
+_log = logging.getLogger(__name__)
+
+_TURN_COLUMNS = (
+    "id, platform, place, guild_id, channel_id, message_id, author_key, author_name, content, mode,"
+    " created_at, revision, redacted, reply_to"
+)
+MAX_CONTENT_CHARS = 100_000
+
+
+def _iso(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        raise StoreError("timestamps must carry a time zone")
+    return moment.astimezone(UTC).isoformat()
+
+
+def _turn(row: Sequence[Any]) -> Turn:
+    return Turn(
+        id=row[0],
+        platform=row[1],
+        place=row[2],
+        guild_id=row[3],
+        channel_id=row[4],
+        message_id=row[5],
+        author_key=row[6],
+        author_name=row[7],
+        content=row[8],
+        mode=row[9],
+        created_at=datetime.fromisoformat(row[10]),
+        revision=row[11],
+        redacted=bool(row[12]),
+        reply_to=row[13],
+    )
+
+
+_INSERT_TURN = (
+    "INSERT OR IGNORE INTO turns (platform, place, guild_id, channel_id, message_id, author_key, author_name,"
+    " content, mode, created_at, reply_to) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11"
+    " WHERE ?5 IS NULL OR NOT EXISTS"
+    " (SELECT 1 FROM deleted_sources WHERE platform = ?1 AND message_id = ?5)"
+)
+
+
+def _turn_row(t: NewTurn) -> tuple[Any, ...]:
+    return (
+        t.platform,
+        t.place,
+        t.guild_id,
+        t.channel_id,
+        t.message_id,
+        t.author_key,
+        _clean_text(t.author_name, "display name")[:200],
+        _clean_text(t.content, "message content"),
+        t.mode,
+        _iso(t.created_at),
+        t.reply_to,
+    )
+
+
+def _clean_text(text: str, what: str) -> str:
+    """Reject what SQLite or tantivy would choke on: lone surrogates; cap huge text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+        _log.warning("%s contained invalid UTF-8 (lone surrogates); replaced them", what)
+    if len(text) > MAX_CONTENT_CHARS:
+        raise StoreError(f"{what} is too long ({len(text)} characters, at most {MAX_CONTENT_CHARS})")
+    return text
+
+
+class Store:
+    """Async access to one familiar's history.db."""
+
+    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection) -> None:
+        self.path = path
+        self._writer = writer
+        self._reader = reader
+        self.backup_written: Path | None = None
+        # aiosqlite orders single calls, not transactions: one lock keeps write transactions whole.
+        self._write_lock = asyncio.Lock()
+
+    def _tx(self) -> _transaction:
+        return _transaction(self._writer, self._write_lock)
+
+    @classmethod
+    async def open(cls, path: Path, backups_dir: Path) -> Store:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        backup_written = await asyncio.to_thread(_migrate_sync, path, backups_dir)
+        writer = await aiosqlite.connect(path, isolation_level=None)
+        reader = await aiosqlite.connect(path, isolation_level=None)
+        for conn in (writer, reader):
+            await conn.execute("PRAGMA journal_mode = WAL")
+            await conn.execute("PRAGMA synchronous = NORMAL")
+            await conn.execute("PRAGMA busy_timeout = 5000")
+            await conn.execute("PRAGMA foreign_keys = ON")
+        store = cls(path, writer, reader)
+        store.backup_written = backup_written
+        return store
+
+    async def close(self) -> None:
+        for conn in (self._writer, self._reader):
+            try:
+                await conn.close()
+            except (sqlite3.Error, ValueError) as exc:  # already closed
+                _log.debug("closing store connection: %s", exc)
+
+    # -- low-level helpers shared by the memory package ------------------------------------
+    async def write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
+        """Run statements in one explicit write transaction."""
+        async with self._tx():
+            for sql, params in statements:
+                await self._writer.execute(sql, params)
+
+    async def read_all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        async with self._reader.execute(sql, params) as cursor:
+            return [tuple(r) for r in await cursor.fetchall()]
+
+    async def read_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        async with self._reader.execute(sql, params) as cursor:
+            row = await cursor.fetchone()
+        return tuple(row) if row is not None else None
+
+    # -- turns -----------------------------------------------------------------------------
+    async def append_turn(self, turn: NewTurn) -> Turn | None:
+        """Append one turn in one statement. Returns None when its message was deleted (a stale
+        backfill) or is already stored."""
+        row = _turn_row(turn)
+        async with self._write_lock:
+            rows = await self._writer.execute_fetchall(_INSERT_TURN + " RETURNING " + _TURN_COLUMNS, row)
+        found = list(rows)
+        return _turn(tuple(found[0])) if found else None
+
+    async def append_turns(self, turns: Sequence[NewTurn]) -> list[int]:
+        """Append turns in one transaction; returns the new row ids in order.
+
+        A turn whose Discord message was deleted, or that is already stored, is skipped.
+        """
+        rows = [_turn_row(t) for t in turns]
+        async with self._tx():
+            async with self._writer.execute("SELECT COALESCE(MAX(id), 0) FROM turns") as cursor:
+                before = int((await cursor.fetchone() or (0,))[0])
+            await self._writer.executemany(_INSERT_TURN, rows)
+            async with self._writer.execute("SELECT id FROM turns WHERE id > ? ORDER BY id", (before,)) as cursor:
+                return [int(r[0]) for r in await cursor.fetchall()]
+
+    async def edit_message(
+        self, platform: str, message_id: int, content: str, edited_at: datetime
+    ) -> Turn | None:
+        """Add a revision for an edited message. Returns the new turn, or None if unknown/deleted/unchanged."""
+        content = _clean_text(content, "message content")
+        async with self._tx():
+            async with self._writer.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE platform = ? AND message_id = ? AND superseded = 0"
+                " ORDER BY revision DESC LIMIT 1",
+                (platform, message_id),
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                return None
+            current = _turn(tuple(row))
+            if current.redacted or current.content == content:
+                return None
+            cursor = await self._writer.execute(
+                "INSERT INTO turns (platform, place, guild_id, channel_id, message_id, author_key, author_name,"
+                " content, mode, created_at, revision, reply_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    current.platform,
+                    current.place,
+                    current.guild_id,
+                    current.channel_id,
+                    message_id,
+                    current.author_key,
+                    current.author_name,
+                    content,
+                    current.mode,
+                    _iso(edited_at),
+                    current.revision + 1,
+                    current.reply_to,
+                ),
+            )
+            new_id = int(cursor.lastrowid or 0)
+            await self._writer.execute("UPDATE turns SET superseded = 1 WHERE id = ?", (current.id,))
+            await self._writer.execute(
+                "INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", (current.id,)
+            )
+        return (await self.turns_by_ids([new_id]))[0]
+
+    async def redact_message(self, platform: str, message_id: int, deleted_at: datetime) -> list[int]:
+        """A deleted message: clear the text of every revision, keep the rows, remember the deletion."""
+        async with self._tx():
+            await self._writer.execute(
+                "INSERT OR IGNORE INTO deleted_sources (platform, message_id, deleted_at) VALUES (?, ?, ?)",
+                (platform, message_id, _iso(deleted_at)),
+            )
+            async with self._writer.execute(
+                "SELECT id FROM turns WHERE platform = ? AND message_id = ?", (platform, message_id)
+            ) as cursor:
+                ids = [int(r[0]) for r in await cursor.fetchall()]
+            if ids:
+                await self._redact_ids(ids)
+        return ids
+
+    async def _redact_ids(self, ids: Sequence[int]) -> None:
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            await self._writer.execute(
+                f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks})", chunk
+            )
+            await self._writer.executemany(
+                "INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(i,) for i in chunk]
+            )
+
+    async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
+        """Turns in the order of `ids` (missing ids are left out)."""
+        found: dict[int, Turn] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in await self.read_all(f"SELECT {_TURN_COLUMNS} FROM turns WHERE id IN ({marks})", chunk):
+                found[row[0]] = _turn(row)
+        return [found[i] for i in ids if i in found]
+
+    async def recent_turns(self, place: str, limit: int) -> list[Turn]:
+        """The latest revision of the newest `limit` turns of a place, oldest first; redacted ones left out."""
+        if limit <= 0:
+            return []
+        rows = await self.read_all(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
+            " ORDER BY id DESC LIMIT ?",
+            (place, limit),
+        )
+        return [_turn(r) for r in reversed(rows)]
+
+    async def count_turns(self) -> int:
+        row = await self.read_one("SELECT COUNT(*) FROM turns")
+        return int(row[0]) if row else 0
+
+    async def max_turn_id(self) -> int:
+        row = await self.read_one("SELECT COALESCE(MAX(id), 0) FROM turns")
+        return int(row[0]) if row else 0
+
+    async def turns_for_index(self, after_id: int, limit: int) -> tuple[list[tuple[int, str, str, str]], int]:
+        """Indexable (id, place, author_name, content) among the `limit` rows after `after_id`, and the
+        id that scan reached. One query, so the two can never disagree."""
+        rows = await self.read_all(
+            "SELECT id, place, author_name, content, superseded OR redacted FROM turns"
+            " WHERE id > ? ORDER BY id LIMIT ?",
+            (after_id, limit),
+        )
+        reached = int(rows[-1][0]) if rows else after_id
+        return [(int(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows if not r[4]], reached
+
+    # -- index bookkeeping -------------------------------------------------------------------
+    async def index_state(self, name: str) -> tuple[int, int, bool]:
+        """(watermark, schema_version, rebuilding) of a side-index."""
+        row = await self.read_one(
+            "SELECT watermark, schema_version, rebuilding FROM index_state WHERE name = ?", (name,)
+        )
+        if row is None:
+            return (0, 0, False)
+        return (int(row[0]), int(row[1]), bool(row[2]))
+
+    async def set_index_state(
+        self, name: str, *, watermark: int, schema_version: int, rebuilding: bool, outbox_upto: int | None = None
+    ) -> None:
+        async with self._tx():
+            await self._writer.execute(
+                "INSERT INTO index_state (name, watermark, schema_version, rebuilding) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET watermark = excluded.watermark,"
+                " schema_version = excluded.schema_version, rebuilding = excluded.rebuilding",
+                (name, watermark, schema_version, int(rebuilding)),
+            )
+            if outbox_upto is not None:
+                await self._writer.execute(
+                    "DELETE FROM index_outbox WHERE name = ? AND id <= ?", (name, outbox_upto)
+                )
+
+    async def outbox(self, name: str, limit: int) -> list[tuple[int, int]]:
+        """(outbox id, document id) waiting to be removed from an index."""
+        rows = await self.read_all(
+            "SELECT id, doc_id FROM index_outbox WHERE name = ? ORDER BY id LIMIT ?", (name, limit)
+        )
+        return [(int(r[0]), int(r[1])) for r in rows]
+
+
+class _transaction:
+    """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception."""
+
+    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+        self._conn = conn
+        self._lock = lock
+
+    async def __aenter__(self) -> None:
+        await self._lock.acquire()
+        try:
+            await self._conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            if exc_type is None:
+                await self._conn.execute("COMMIT")
+            else:
+                await self._conn.execute("ROLLBACK")
+        finally:
+            self._lock.release()
+
+
+def _migrate_sync(path: Path, backups_dir: Path) -> Path | None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA busy_timeout = 5000")
+        return migrate(conn, backups_dir)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a readable Familiar database: {exc}") from exc
+    finally:
+        conn.close()

@@ -1,0 +1,79 @@
+"""Typed events the runtime publishes; the UI bridge turns them into Qt signals.
+
+Every event is a frozen dataclass so it can cross from the runtime to the window without being
+mutated on the way. Consumers match on the class.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ConnectionState(enum.StrEnum):
+    STOPPED = "stopped"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    FAILED = "failed"
+
+
+class ActivityKind(enum.StrEnum):
+    MESSAGE_IN = "message_in"
+    REPLY_OUT = "reply_out"
+    EDIT = "edit"
+    DELETE = "delete"
+    ERROR = "error"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class GuildInfo:
+    id: int
+    name: str
+    member_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionChanged:
+    state: ConnectionState
+    detail: str = ""
+    at: datetime = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class GuildsChanged:
+    guilds: tuple[GuildInfo, ...]
+    at: datetime = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyMeasured:
+    milliseconds: float
+    at: datetime = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """One line of the Dashboard's live activity log."""
+
+    kind: ActivityKind
+    where: str
+    summary: str
+    at: datetime = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class FailureReported:
+    """A failure explained in one line for the window and the CLI (never a traceback)."""
+
+    message: str
+    at: datetime = field(default_factory=_now)
+
+
+RuntimeEvent = ConnectionChanged | GuildsChanged | LatencyMeasured | Activity | FailureReported

@@ -1,0 +1,444 @@
+"""The client for any OpenAI-compatible chat-completions endpoint.
+
+OpenAI, OpenRouter, Ollama, LM Studio, llama.cpp and vLLM all speak the same
+`POST {base_url}/chat/completions` protocol; this module talks to them through the official
+`openai` async client with its own retries (exponential backoff with jitter on timeouts,
+connection errors, 429 and 5xx), a concurrency cap and one-line, user-actionable errors.
+
+Runtime layer: no Qt, qasync or discord imports here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypedDict
+
+import openai
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionMessageParam,
+    ChatCompletionSystemMessageParam,
+    ChatCompletionUserMessageParam,
+)
+
+from app.config.settings import LLMSection, Secrets
+from app.runtime.errors import FamiliarError
+
+__all__ = ["ChatMessage", "LLMClient", "LLMEndpoint", "LLMError", "strip_reasoning"]
+
+_MAX_BACKOFF = 30.0
+_MAX_RETRY_AFTER = 30.0
+_DETAIL_LIMIT = 200
+
+
+class ChatMessage(TypedDict):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class LLMError(FamiliarError):
+    """The LLM endpoint could not give an answer; the message is one line a user can act on."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMEndpoint:
+    """Everything needed to reach one OpenAI-compatible endpoint and ask it for completions."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+    model: str
+    timeout: float
+    max_retries: int
+    max_concurrency: int
+    temperature: float
+    max_tokens: int
+
+    @classmethod
+    def for_replies(cls, llm: LLMSection, secrets: Secrets) -> LLMEndpoint:
+        """The endpoint the familiar answers chat messages with."""
+        return cls(
+            base_url=llm.base_url.strip(),
+            api_key=secrets.llm_api_key.strip(),
+            model=llm.model.strip(),
+            timeout=llm.timeout,
+            max_retries=llm.max_retries,
+            max_concurrency=llm.max_concurrency,
+            temperature=llm.temperature,
+            max_tokens=llm.max_tokens,
+        )
+
+    @classmethod
+    def for_background(cls, llm: LLMSection, secrets: Secrets) -> LLMEndpoint:
+        """The endpoint for background memory work: [llm.background] overrides when not blank."""
+        base_url = llm.background.base_url.strip() or llm.base_url.strip()
+        model = llm.background.model.strip() or llm.model.strip()
+        return cls(
+            base_url=base_url,
+            api_key=secrets.llm_api_key.strip(),
+            model=model,
+            timeout=llm.timeout,
+            max_retries=llm.max_retries,
+            max_concurrency=llm.max_concurrency,
+            temperature=llm.temperature,
+            max_tokens=llm.max_tokens,
+        )
+
+    def missing(self) -> tuple[str, ...]:
+        """Names of the settings that must be filled in before this endpoint can be used."""
+        out: list[str] = []
+        if not self.base_url.strip():
+            out.append("LLM endpoint")
+        if not self.model.strip():
+            out.append("LLM model")
+        return tuple(out)
+
+
+_THINK_BLOCKS = re.compile(r"\A\s*(?:<think(?:ing)?>.*?</think(?:ing)?>\s*)+", re.DOTALL | re.IGNORECASE)
+_UNCLOSED_THINK = re.compile(r"\A\s*<think(?:ing)?>", re.IGNORECASE)
+_BARE_THINK_END = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
+_HAS_THINK_START = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
+
+
+def strip_reasoning(text: str) -> str:
+    """Remove leading <think>...</think> reasoning blocks and surrounding whitespace.
+
+    Also handles the two malformed shapes local models produce: an opening <think> that never
+    closes (the answer was cut off while reasoning: nothing is left) and a bare leading
+    "...</think>" whose opening tag the chat template already put into the prompt.
+    """
+    blocks = _THINK_BLOCKS.match(text)
+    if blocks is not None:
+        text = text[blocks.end() :]
+    if _UNCLOSED_THINK.match(text):
+        return ""
+    if blocks is None:
+        end = _BARE_THINK_END.search(text)
+        if end is not None and _HAS_THINK_START.search(text, 0, end.start()) is None:
+            text = text[end.end() :]
+    return text.strip()
+
+
+def _one_line(text: str, limit: int = _DETAIL_LIMIT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _error_detail(exc: openai.APIStatusError) -> str:
+    """The server's own error message, on one line, or '' when it gave none."""
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error") or body.get("detail")
+        if isinstance(message, dict):
+            message = message.get("message")
+        if isinstance(message, str):
+            return _one_line(message)
+        return ""
+    if isinstance(body, str):
+        return _one_line(body)
+    return ""
+
+
+def _connection_reason(exc: BaseException) -> str:
+    """A few words on why a connection failed, from the exception chain."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(current, socket.gaierror):
+            return "host not found"
+        if isinstance(current, ConnectionResetError):
+            return "connection reset"
+        text = str(current).lower()
+        if "refused" in text:
+            return "connection refused"
+        if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+            return "host not found"
+        if "certificate" in text or "ssl" in text:
+            return "TLS error: " + _one_line(str(current), 120)
+        current = current.__cause__ or current.__context__
+    detail = _one_line(str(exc.__cause__ or exc), 120)
+    return detail or "connection failed"
+
+
+class _RetryableError(Exception):
+    """One failed attempt that may succeed when tried again."""
+
+    def __init__(
+        self,
+        kind: Literal["timeout", "connection", "status"],
+        *,
+        status: int = 0,
+        detail: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.status = status
+        self.detail = detail
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    content: str
+    finish_reason: str
+
+
+def _to_openai(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessageParam]:
+    out: list[ChatCompletionMessageParam] = []
+    for message in messages:
+        role = message["role"]
+        content = message["content"]
+        if role == "system":
+            out.append(ChatCompletionSystemMessageParam(role="system", content=content))
+        elif role == "user":
+            out.append(ChatCompletionUserMessageParam(role="user", content=content))
+        elif role == "assistant":
+            out.append(ChatCompletionAssistantMessageParam(role="assistant", content=content))
+        else:  # pragma: no cover - guarded by the type
+            raise ValueError(f"unknown chat role {role!r}")
+    return out
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    raw = exc.response.headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
+
+
+class LLMClient:
+    """Asks one OpenAI-compatible endpoint for chat completions."""
+
+    def __init__(self, endpoint: LLMEndpoint, *, retry_base_delay: float = 0.5) -> None:
+        self._endpoint = endpoint
+        self._retry_base_delay = retry_base_delay
+        self._semaphore = asyncio.Semaphore(max(1, endpoint.max_concurrency))
+        self._client: openai.AsyncOpenAI | None = None
+        self._closed = False
+
+    @property
+    def endpoint(self) -> LLMEndpoint:
+        return self._endpoint
+
+    @property
+    def _url(self) -> str:
+        return self._endpoint.base_url.strip()
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        """The model's answer to `messages`, stripped of whitespace and leading reasoning blocks.
+
+        Raises LLMError (one line, naming the endpoint) when no usable answer came back.
+        """
+        answer = await self._request(messages, max_tokens=max_tokens, temperature=temperature)
+        text = strip_reasoning(answer.content)
+        if not text:
+            if answer.finish_reason == "length":
+                raise LLMError(
+                    f"The LLM endpoint {self._url} returned an empty answer (it was cut off at the "
+                    "token limit). Raise max_tokens in Settings."
+                )
+            raise LLMError(f"The LLM endpoint {self._url} returned an empty answer.")
+        return text
+
+    async def check(self) -> str:
+        """Send a tiny prompt and return a one-line success message; raises LLMError otherwise."""
+        started = time.perf_counter()
+        await self._request([ChatMessage(role="user", content="ping")], max_tokens=5, temperature=0.0)
+        elapsed_ms = round((time.perf_counter() - started) * 1000)
+        return f"OK: model '{self._endpoint.model}' at {self._url} answered in {elapsed_ms} ms"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections. Later calls raise LLMError."""
+        self._closed = True
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _openai(self) -> openai.AsyncOpenAI:
+        if self._closed:
+            raise LLMError("The LLM connection is closed; restart the familiar to use it again.")
+        missing = self._endpoint.missing()
+        if missing:
+            raise LLMError(f"Set the {' and the '.join(missing)} in Settings first.")
+        if not self._url.lower().startswith(("http://", "https://")):
+            raise LLMError(
+                f"The LLM endpoint '{self._url}' is not a web address. "
+                "It must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)."
+            )
+        if self._client is None:
+            self._client = openai.AsyncOpenAI(
+                base_url=self._url,
+                api_key=self._endpoint.api_key or "not-needed",
+                timeout=self._endpoint.timeout,
+                max_retries=0,
+            )
+        return self._client
+
+    async def _request(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> _Answer:
+        client = self._openai()
+        payload = _to_openai(messages)
+        tokens = self._endpoint.max_tokens if max_tokens is None else max_tokens
+        temp = self._endpoint.temperature if temperature is None else temperature
+        attempts = max(0, self._endpoint.max_retries) + 1
+        for attempt in range(attempts):
+            try:
+                async with self._semaphore:
+                    return await self._attempt(client, payload, tokens, temp)
+            except _RetryableError as failure:
+                if attempt + 1 >= attempts:
+                    raise self._exhausted(failure, attempts) from None
+                await asyncio.sleep(self._backoff(attempt, failure.retry_after))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = min(_MAX_BACKOFF, self._retry_base_delay * (2.0**attempt))
+        delay = delay * (0.5 + random.random())  # jitter: 50% to 150% of the nominal delay
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return delay
+
+    async def _attempt(
+        self,
+        client: openai.AsyncOpenAI,
+        payload: list[ChatCompletionMessageParam],
+        max_tokens: int,
+        temperature: float,
+    ) -> _Answer:
+        url = self._url
+        try:
+            # The openai timeout bounds each phase; this one bounds the whole attempt.
+            async with asyncio.timeout(self._endpoint.timeout):
+                completion: object = await client.chat.completions.create(
+                    model=self._endpoint.model,
+                    messages=payload,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    stream=False,
+                )
+        except TimeoutError:
+            raise _RetryableError("timeout") from None
+        except openai.APITimeoutError:
+            raise _RetryableError("timeout") from None
+        except openai.APIConnectionError as exc:
+            raise _RetryableError("connection", detail=_connection_reason(exc)) from None
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise self._not_openai() from None
+        except openai.APIResponseValidationError:
+            raise self._not_openai() from None
+        except openai.OpenAIError as exc:
+            raise LLMError(f"The LLM endpoint {url} failed: {_one_line(str(exc))}") from None
+        return self._parse(completion)
+
+    def _not_openai(self) -> LLMError:
+        return LLMError(
+            f"The LLM endpoint {self._url} sent an answer that is not an OpenAI-style chat completion. "
+            "Check that the URL is an OpenAI-compatible API (it usually ends in /v1)."
+        )
+
+    def _parse(self, completion: object) -> _Answer:
+        if not isinstance(completion, ChatCompletion):
+            raise self._not_openai()
+        try:
+            if "choices" not in completion.model_fields_set:
+                raise self._not_openai()
+            choices = completion.choices
+            if not choices:
+                raise LLMError(f"The LLM endpoint {self._url} returned an empty answer (no choices).")
+            choice = choices[0]
+            content = choice.message.content
+            finish_reason = str(choice.finish_reason or "")
+        except (AttributeError, IndexError, TypeError):
+            raise self._not_openai() from None
+        if content is not None and not isinstance(content, str):
+            raise self._not_openai()
+        return _Answer(content=content or "", finish_reason=finish_reason)
+
+    def _status_error(self, exc: openai.APIStatusError) -> Exception:
+        """A retryable failure for 408/429/5xx, else the final LLMError."""
+        url = self._url
+        status = exc.status_code
+        detail = _error_detail(exc)
+        if status in (408, 429) or status >= 500:
+            return _RetryableError("status", status=status, detail=detail, retry_after=_retry_after(exc))
+        said = f" The server said: {detail}" if detail else ""
+        if status == 401:
+            return LLMError(f"The LLM endpoint {url} rejected the API key (401). Check the key in Settings.")
+        if status == 403:
+            return LLMError(
+                f"The LLM endpoint {url} refused access (403). Check the API key and its permissions in Settings."
+                + said
+            )
+        if status == 404:
+            if "model" in detail.lower():
+                return LLMError(
+                    f"The LLM endpoint {url} has no model '{self._endpoint.model}' (404). "
+                    "Check the model name in Settings."
+                )
+            return LLMError(
+                f"The LLM endpoint {url} has no chat completions API (404). "
+                "Check the URL in Settings (it usually ends in /v1)."
+            )
+        if status in (400, 422):
+            return LLMError(f"The LLM endpoint {url} refused the request ({status}).{said}")
+        return LLMError(f"The LLM endpoint {url} answered with an error {status}.{said}")
+
+    def _exhausted(self, failure: _RetryableError, attempts: int) -> LLMError:
+        url = self._url
+        tries = _plural(attempts, "attempt")
+        if failure.kind == "timeout":
+            return LLMError(
+                f"The LLM endpoint {url} did not answer within {self._endpoint.timeout:g} s ({tries}). "
+                "Is the model loaded? Raise the timeout in Settings if it is just slow."
+            )
+        if failure.kind == "connection":
+            if failure.detail == "host not found":
+                hint = "Check the address in Settings."
+            elif failure.detail.startswith("TLS error"):
+                hint = "Check https:// versus http:// in Settings."
+            else:
+                hint = "Is the server running?"
+            return LLMError(f"Cannot reach the LLM endpoint {url} ({failure.detail}). {hint}")
+        said = f" The server said: {failure.detail}" if failure.detail else ""
+        if failure.status == 429:
+            return LLMError(
+                f"The LLM endpoint {url} is rate limiting requests (429) after {tries}. "
+                f"Wait a moment or lower max_concurrency in Settings.{said}"
+            )
+        if failure.status == 408:
+            return LLMError(f"The LLM endpoint {url} timed out the request (408) after {tries}. Is the model loaded?")
+        return LLMError(f"The LLM endpoint {url} answered with an error {failure.status} after {tries}.{said}")

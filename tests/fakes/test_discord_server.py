@@ -1,0 +1,475 @@
+"""Conformance tests: the real, unmodified discord.py client against FakeDiscord.
+
+Every test fails on an ``on_error`` call, on an ERROR record from the ``discord`` logger, on a route
+the fake does not handle and on an exception inside the fake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import traceback
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import discord
+import pytest
+import pytest_asyncio
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from tests.fakes.discord_server import FakeDiscord
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(15)]
+
+GUILD = 10
+GENERAL = 11
+RANDOM = 12
+ALICE = 500
+BOT_ID = 1000
+STEP = 2.0  # timeout of every single wait
+
+
+class RecordingClient(discord.Client):
+    """A discord.Client that records its events and fails loudly through ``errors``."""
+
+    def __init__(self, *, message_content: bool = True, members: bool = False) -> None:
+        intents = discord.Intents.default()
+        intents.message_content = message_content
+        intents.members = members
+        super().__init__(intents=intents, guild_ready_timeout=0.1)
+        self.events: list[tuple[str, Any]] = []
+        self.errors: list[str] = []
+        self.on_message_hook: Callable[[discord.Message], Awaitable[None]] | None = None
+        self._changed = asyncio.Event()
+
+    def _record(self, name: str, value: Any) -> None:
+        self.events.append((name, value))
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def seen(self, name: str) -> list[Any]:
+        return [value for event, value in self.events if event == name]
+
+    async def wait_event(self, name: str, predicate: Callable[[Any], bool] = lambda _: True) -> Any:
+        async with asyncio.timeout(STEP):
+            while True:
+                changed = self._changed
+                for value in self.seen(name):
+                    if predicate(value):
+                        return value
+                await changed.wait()
+
+    async def on_ready(self) -> None:
+        self._record("ready", None)
+
+    async def on_resumed(self) -> None:
+        self._record("resumed", None)
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        self._record("guild_join", guild)
+
+    async def on_message(self, message: discord.Message) -> None:
+        self._record("message", message)
+        assert self.user is not None
+        if self.on_message_hook is not None and message.author.id != self.user.id:
+            await self.on_message_hook(message)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        self._record("raw_message_edit", payload)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        self._record("raw_message_delete", payload)
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        self.errors.append(f"{event_method}: {traceback.format_exc()}")
+
+
+def has_id(wanted: int) -> Callable[[Any], bool]:
+    return lambda event: bool(event.id == wanted)
+
+
+class RecordingShardedClient(RecordingClient, discord.AutoShardedClient):
+    """Sharded variant: asks GET /gateway/bot and sends ``shard`` in IDENTIFY."""
+
+
+class ErrorRecords(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(autouse=True)
+def discord_error_logs() -> Iterator[ErrorRecords]:
+    handler = ErrorRecords()
+    logger = logging.getLogger("discord")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+    assert [f"{r.name}: {r.getMessage()}" for r in handler.records] == []
+
+
+@asynccontextmanager
+async def serve(**kwargs: Any) -> AsyncIterator[FakeDiscord]:
+    """Start a FakeDiscord and point discord.py at it; restore the class attributes afterwards."""
+    fake = FakeDiscord(**kwargs)
+    await fake.start()
+    old_base, old_gateway = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+    Route.BASE = fake.api_base
+    DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(fake.gateway_url)
+    try:
+        yield fake
+        assert fake.unhandled == []
+        assert fake.errors == []
+    finally:
+        Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = old_base, old_gateway
+        await fake.close()
+
+
+@pytest_asyncio.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with serve() as server:
+        server.add_user(ALICE, "alice")
+        server.add_guild(GUILD, "Test Guild", {GENERAL: "general", RANDOM: "random"})
+        yield server
+
+
+@asynccontextmanager
+async def running(
+    fake: FakeDiscord, client: RecordingClient | None = None, *, message_content: bool = True
+) -> AsyncIterator[RecordingClient]:
+    """A RecordingClient logged in to ``fake`` and past on_ready."""
+    client = client or RecordingClient(message_content=message_content)
+    task = asyncio.create_task(client.start(fake.token))
+    ready = asyncio.create_task(client.wait_event("ready"))
+    try:
+        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            ready.cancel()
+            task.result()
+            raise AssertionError("client.start() returned before on_ready")
+        ready.result()
+        yield client
+    finally:
+        ready.cancel()
+        await client.close()
+        async with asyncio.timeout(STEP):
+            await task
+    assert client.errors == []
+
+
+async def test_login_ready_exposes_user_guilds_and_channels(fake: FakeDiscord) -> None:
+    async with running(fake) as client:
+        assert client.user is not None
+        assert (client.user.id, client.user.name, client.user.bot) == (BOT_ID, "Familiar", True)
+        assert client.application_id == BOT_ID
+        guild = client.get_guild(GUILD)
+        assert guild is not None and guild.name == "Test Guild"
+        assert [c.name for c in guild.text_channels] == ["general", "random"]
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        assert guild.me is not None
+        assert channel.permissions_for(guild.me).send_messages
+        await fake.wait_for_identify(STEP)
+        await fake.wait_for_delivered(STEP)
+        assert fake.identify_count == 1 and fake.resume_count == 0
+        # Login is exactly two REST calls; the gateway is reached directly, zlib-stream compressed.
+        assert fake.requests == ["GET /api/v10/users/@me", "GET /api/v10/oauth2/applications/@me"]
+        assert fake.gateway_queries == [{"v": "10", "encoding": "json", "compress": "zlib-stream"}]
+
+
+async def test_message_in_reply_out_and_bot_sees_its_own_message(fake: FakeDiscord) -> None:
+    async def reply(message: discord.Message) -> None:
+        async with message.channel.typing():
+            await message.reply(f"echo: {message.content}")
+
+    async with running(fake) as client:
+        client.on_message_hook = reply
+        incoming_id = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="hello")
+        [post] = await fake.wait_for_posted(1)
+        assert (post.channel_id, post.content) == (GENERAL, "echo: hello")
+        assert post.message_reference is not None and int(post.message_reference["message_id"]) == incoming_id
+        await fake.wait_for_typing(1, STEP)
+        assert fake.typing_events == [GENERAL]
+
+        incoming = await client.wait_event("message", lambda m: m.id == incoming_id)
+        assert isinstance(incoming.author, discord.Member) and incoming.author.name == "alice"
+        assert incoming.content == "hello" and incoming.guild.id == GUILD
+
+        own = await client.wait_event("message", lambda m: m.id == post.message_id)
+        assert client.user is not None and own.author.id == client.user.id
+        assert own.reference.message_id == incoming_id and own.reference.resolved.content == "hello"
+        assert post.message_id != incoming_id and post.message_id > 1 << 22
+
+
+async def test_user_edit_and_delete_fire_raw_events(fake: FakeDiscord) -> None:
+    async with running(fake) as client:
+        mid = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="first")
+        await client.wait_event("message", lambda m: m.id == mid)
+        await fake.edit_message(mid, "second")
+        edit = await client.wait_event("raw_message_edit", lambda p: p.message_id == mid)
+        assert edit.data["content"] == "second" and edit.message.content == "second"
+        assert edit.cached_message is not None and edit.cached_message.content == "first"
+        await fake.delete_message(mid)
+        delete = await client.wait_event("raw_message_delete", lambda p: p.message_id == mid)
+        assert (delete.channel_id, delete.guild_id) == (GENERAL, GUILD)
+
+
+async def test_bot_edits_and_deletes_its_own_message(fake: FakeDiscord) -> None:
+    async def draft_then_delete(message: discord.Message) -> None:
+        sent = await message.channel.send("draft")
+        await sent.edit(content="final")
+        await sent.delete()
+
+    async with running(fake) as client:
+        client.on_message_hook = draft_then_delete
+        await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="go")
+        await fake.wait_until(lambda: len(fake.bot_deletes) == 1, STEP, "bot delete")
+        [post] = fake.posted
+        assert [e.content for e in fake.bot_edits] == ["final"]
+        assert fake.bot_deletes == [post.message_id]
+        edit = await client.wait_event("raw_message_edit", lambda p: p.message_id == post.message_id)
+        assert edit.data["content"] == "final"
+        await client.wait_event("raw_message_delete", lambda p: p.message_id == post.message_id)
+
+
+async def test_wrong_token_raises_login_failure(fake: FakeDiscord) -> None:
+    client = RecordingClient()
+    try:
+        with pytest.raises(discord.LoginFailure):
+            await client.start("not-the-token")
+    finally:
+        await client.close()
+    assert fake.identify_count == 0
+    assert fake.rejected == ["GET /api/v10/users/@me: 401 0 401: Unauthorized"]
+
+
+async def test_wrong_token_at_identify_closes_4004(fake: FakeDiscord) -> None:
+    client = RecordingClient()
+    try:
+        await client.login(fake.token)
+        client.http.token = "revoked-token"  # the token became invalid between login and IDENTIFY
+        with pytest.raises(discord.ConnectionClosed) as closed:
+            await client.connect()
+        assert closed.value.code == 4004
+    finally:
+        await client.close()
+    assert fake.identify_count == 0
+
+
+async def test_disallowed_message_content_intent_raises_privileged_intents_required() -> None:
+    async with serve(allow_message_content=False) as fake:
+        client = RecordingClient(message_content=True)
+        try:
+            with pytest.raises(discord.PrivilegedIntentsRequired):
+                async with asyncio.timeout(STEP):
+                    await client.start(fake.token)
+        finally:
+            await client.close()
+        assert fake.identify_count == 0
+
+
+async def test_content_is_filtered_without_message_content_intent() -> None:
+    async with serve(allow_message_content=False) as fake:
+        fake.add_user(ALICE, "alice")
+        fake.add_guild(GUILD, "Test Guild", {GENERAL: "general"})
+        dm = fake.add_dm(ALICE)
+
+        async def reply_to_mention(message: discord.Message) -> None:
+            if message.guild is not None and message.content:
+                await message.channel.send(f"you said {message.content!r}")
+
+        async with running(fake, message_content=False) as client:
+            client.on_message_hook = reply_to_mention
+            plain = await fake.send_message(
+                channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="secret", embeds=[{"title": "t"}]
+            )
+            mention = await fake.send_message(
+                channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content=f"<@{BOT_ID}> hi"
+            )
+            direct = await fake.send_message(channel_id=dm, author_id=ALICE, content="in a dm")
+            got: dict[int, discord.Message] = {}
+            for mid in (plain, mention, direct):
+                got[mid] = await client.wait_event("message", has_id(mid))
+            assert (got[plain].content, got[plain].embeds) == ("", [])
+            assert got[mention].content == f"<@{BOT_ID}> hi"
+            assert client.user is not None and got[mention].mentions == [client.user]
+            assert got[direct].content == "in a dm"
+            [post] = await fake.wait_for_posted(1)
+            own = await client.wait_event("message", has_id(post.message_id))
+            assert own.content == f"you said '<@{BOT_ID}> hi'"  # the bot's own messages are never emptied
+
+
+async def test_close_4000_resumes_and_replays_missed_events_once(fake: FakeDiscord) -> None:
+    async def reply(message: discord.Message) -> None:
+        await message.channel.send(f"re: {message.content}")
+
+    async with running(fake) as client:
+        client.on_message_hook = reply
+        before = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="before")
+        await client.wait_event("message", lambda m: m.id == before)
+        await fake.wait_for_posted(1)
+
+        await fake.close_gateway(4000)
+        missed = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="missed")
+        await fake.wait_for_resume(STEP)
+        await client.wait_event("resumed")
+        await client.wait_event("message", lambda m: m.id == missed)
+        after = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="after")
+        await client.wait_event("message", lambda m: m.id == after)
+
+        ids = [m.id for m in client.seen("message")]
+        assert (ids.count(before), ids.count(missed), ids.count(after)) == (1, 1, 1)
+        assert (fake.identify_count, fake.resume_count) == (1, 1)
+        assert fake.replayed_frames >= 1
+        posts = await fake.wait_for_posted(3)
+        assert [p.content for p in posts] == ["re: before", "re: missed", "re: after"]
+
+
+async def test_dm_message_reply_and_dm_channel_routes(fake: FakeDiscord) -> None:
+    dm = fake.add_dm(ALICE)
+
+    async def reply(message: discord.Message) -> None:
+        await message.channel.send("dm reply")
+
+    async with running(fake) as client:
+        client.on_message_hook = reply
+        mid = await fake.send_message(channel_id=dm, author_id=ALICE, content="hi bot")
+        incoming = await client.wait_event("message", lambda m: m.id == mid)
+        assert isinstance(incoming.channel, discord.DMChannel) and incoming.guild is None
+        [post] = await fake.wait_for_posted(1)
+        assert (post.channel_id, post.content) == (dm, "dm reply")
+
+        user = await client.fetch_user(ALICE)
+        assert user.name == "alice"
+        channel = await user.create_dm()
+        assert channel.id == dm
+        fetched = await client.fetch_channel(dm)
+        assert isinstance(fetched, discord.DMChannel) and fetched.recipient is not None
+        assert fetched.recipient.id == ALICE
+
+
+async def test_rich_payloads_through_the_real_client(fake: FakeDiscord) -> None:
+    async with running(fake) as client:
+        first = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="question")
+        second = await fake.send_message(
+            channel_id=GENERAL,
+            guild_id=GUILD,
+            author_id=ALICE,
+            content="with embed",
+            reply_to=first,
+            embeds=[{"type": "rich", "title": "T", "description": "D"}],
+            mentions_bot=True,
+        )
+        msg = await client.wait_event("message", lambda m: m.id == second)
+        assert msg.embeds[0].title == "T" and msg.reference.resolved.content == "question"
+        assert client.user is not None and client.user in msg.mentions
+
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        sent = await channel.send("file", file=discord.File(io.BytesIO(b"abc"), filename="a.txt"))
+        assert sent.attachments[0].filename == "a.txt" and sent.attachments[0].size == 3
+        with_embed = await channel.send(embed=discord.Embed(title="card"))
+        assert with_embed.embeds[0].title == "card"
+        assert [(p.content, p.files) for p in fake.posted] == [("file", [("a.txt", b"abc")]), ("", [])]
+        assert fake.posted[1].embeds[0]["title"] == "card"
+
+        fetched = await channel.fetch_message(second)
+        assert fetched.content == "with embed"
+        history = [m.id async for m in channel.history(limit=10)]
+        assert history == [with_embed.id, sent.id, second, first]
+        assert isinstance(await client.fetch_channel(GENERAL), discord.TextChannel)
+
+        await client.change_presence(activity=discord.Game("testing"))
+        await fake.wait_until(lambda: len(fake.presence_updates) == 1, STEP, "presence update")
+
+        fake.add_guild(20, "Second Guild", {21: "lobby"})
+        joined = await client.wait_event("guild_join")
+        assert joined.id == 20 and [c.name for c in joined.text_channels] == ["lobby"]
+
+
+async def test_rejects_messages_discord_would_reject(fake: FakeDiscord) -> None:
+    async with running(fake) as client:
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        with pytest.raises(discord.HTTPException) as too_long:
+            await channel.send("x" * 2001)
+        assert too_long.value.code == 50035
+        assert fake.posted == [] and len(fake.rejected) == 1
+
+
+async def test_rest_content_type_auth_and_unhandled_routes(fake: FakeDiscord) -> None:
+    auth = {"Authorization": f"Bot {fake.token}"}
+    async with aiohttp.ClientSession() as http:
+        async with http.get(fake.api_base + "/users/@me", headers=auth) as resp:
+            assert resp.status == 200 and resp.headers["Content-Type"] == "application/json"
+            assert (await resp.json())["id"] == str(BOT_ID)
+        async with http.get(fake.api_base + "/users/@me", headers={"Authorization": "Bot nope"}) as resp:
+            assert resp.status == 401 and set(await resp.json()) == {"message", "code"}
+        async with http.post(fake.api_base + f"/channels/{GENERAL}/typing", headers=auth) as resp:
+            assert resp.status == 204
+        async with http.get(fake.api_base + "/nothing/here", headers=auth) as resp:
+            assert resp.status == 404
+    assert fake.unhandled == ["GET /api/v10/nothing/here"]
+    fake.unhandled.clear()
+
+
+async def test_raw_gateway_plain_text_identify_and_4004(fake: FakeDiscord) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.ws_connect(fake.gateway_url + "?v=10&encoding=json") as ws:
+            hello = await ws.receive_json(timeout=STEP)
+            assert hello["op"] == 10 and hello["d"]["heartbeat_interval"] > 0
+            await ws.send_json({"op": 1, "d": None})
+            assert (await ws.receive_json(timeout=STEP))["op"] == 11
+            await ws.send_json({"op": 2, "d": {"token": "bad", "intents": 513, "properties": {}}})
+            closing = await ws.receive(timeout=STEP)
+            assert closing.type is aiohttp.WSMsgType.CLOSE and closing.data == 4004
+
+        async with http.ws_connect(fake.gateway_url + "?v=10&encoding=json&compress=zlib-stream") as ws:
+            inflate = zlib.decompressobj()
+
+            async def receive() -> dict[str, Any]:
+                msg = await ws.receive(timeout=STEP)
+                assert msg.type is aiohttp.WSMsgType.BINARY and msg.data.endswith(b"\x00\x00\xff\xff")
+                result: dict[str, Any] = json.loads(inflate.decompress(msg.data))
+                return result
+
+            assert (await receive())["op"] == 10
+            await ws.send_json({"op": 2, "d": {"token": fake.token, "intents": 513, "properties": {}}})
+            ready, guild = await receive(), await receive()
+            assert (ready["t"], ready["s"], guild["t"], guild["s"]) == ("READY", 1, "GUILD_CREATE", 2)
+            assert ready["d"]["resume_gateway_url"] == fake.gateway_url
+            assert ready["d"]["guilds"] == [{"id": str(GUILD), "unavailable": True}]
+    assert fake.identify_count == 1
+
+
+async def test_sharded_client_and_member_chunking() -> None:
+    async with serve(allow_members=True) as fake:
+        fake.add_user(ALICE, "alice")
+        fake.add_guild(GUILD, "Test Guild", {GENERAL: "general"})
+        async with running(fake, RecordingShardedClient(members=True)) as client:
+            assert fake.requests[-1] == "GET /api/v10/gateway/bot"
+            guild = client.get_guild(GUILD)
+            assert guild is not None and guild.chunked and guild.shard_id == 0
+            async with asyncio.timeout(STEP):
+                members = await guild.chunk()
+            assert sorted(m.id for m in members) == [ALICE, BOT_ID]
+
+
+async def test_resume_of_unknown_session_is_invalidated(fake: FakeDiscord) -> None:
+    async with aiohttp.ClientSession() as http, http.ws_connect(fake.gateway_url + "?v=10&encoding=json") as ws:
+        assert (await ws.receive_json(timeout=STEP))["op"] == 10
+        await ws.send_json({"op": 6, "d": {"token": fake.token, "session_id": "nope", "seq": 3}})
+        assert await ws.receive_json(timeout=STEP) == {"op": 9, "d": False, "s": None, "t": None}
+    assert fake.resume_count == 0
