@@ -6,6 +6,7 @@ the owner only, and `SecretStore.backend_name` says so, so the window can tell t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -73,10 +74,8 @@ class SecretStore:
                 if value:
                     keyring.set_password(_SERVICE, self._account(key), value)
                 else:
-                    try:
+                    with contextlib.suppress(keyring.errors.PasswordDeleteError):
                         keyring.delete_password(_SERVICE, self._account(key))
-                    except keyring.errors.PasswordDeleteError:
-                        pass
                 return
             except keyring.errors.KeyringError as exc:
                 _log.warning("keyring write failed (%s); writing %s instead", exc, self._file)

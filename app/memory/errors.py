@@ -9,5 +9,5 @@ class MigrationError(StoreError):
     """The database could not be migrated; nothing was changed."""
 
 
-class RevisionConflict(StoreError):
+class RevisionConflictError(StoreError):
     """An update carried a revision that is no longer current."""

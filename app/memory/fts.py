@@ -205,7 +205,9 @@ class IndexSource(Protocol):
 
     async def load_state(self) -> tuple[int, int, bool]: ...
 
-    async def save_state(self, *, watermark: int, schema_version: int, rebuilding: bool, outbox_upto: int | None) -> None: ...
+    async def save_state(
+        self, *, watermark: int, schema_version: int, rebuilding: bool, outbox_upto: int | None
+    ) -> None: ...
 
     async def newest_id(self) -> int: ...
 
@@ -267,6 +269,11 @@ class IndexCommitter:
     async def start(self) -> None:
         watermark, version, rebuilding = await self._source.load_state()
         created = await self._run_blocking(self.index.open)
+        if not self.index.writable:
+            # Another process (the running familiar) owns the writer: read what is there, touch nothing.
+            self._watermark = watermark
+            self._publish()
+            return
         if created or version != self.index.spec.schema_version or rebuilding:
             if not created:
                 await self._run_blocking(self._recreate)
@@ -276,9 +283,6 @@ class IndexCommitter:
                 watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
             )
         self._watermark = watermark
-        if not self.index.writable:
-            self._publish()
-            return
         self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
         self.notify()
 
@@ -309,7 +313,7 @@ class IndexCommitter:
     def watermark(self) -> int:
         return self._watermark
 
-    async def flush(self, timeout: float = 30.0) -> None:
+    async def flush(self, timeout: float = 30.0) -> None:  # noqa: ASYNC109 - a bound, not a cancel scope
         """Wait until everything SQL has now is committed to the index."""
         target = await self._source.newest_id()
         if self._watermark >= target and not await self._source.removals(1):
@@ -339,7 +343,7 @@ class IndexCommitter:
         if self._on_health is not None:
             try:
                 self._on_health(self.health())
-            except Exception:  # a listener must never stop indexing
+            except Exception:  # noqa: BLE001 - a listener must never stop indexing
                 _log.exception("index health listener failed")
 
     async def _loop(self) -> None:
@@ -353,7 +357,7 @@ class IndexCommitter:
                     pass
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # keep the familiar running whatever the index does
+            except Exception as exc:  # noqa: BLE001 - keep the familiar running whatever the index does
                 self._c.failures += 1
                 self._c.last_error = _one_line(exc)
                 self._c.live_attempt = 0
@@ -481,6 +485,11 @@ class IndexCommitter:
 
     async def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Drop the index and build it again from SQL; `progress(done, total)` after each commit."""
+        if not self.index.writable:
+            raise ValueError(
+                f"another Familiar process is writing the {self.index.spec.name} index;"
+                " rebuild it from that window, or stop it first"
+            )
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -517,6 +526,27 @@ class IndexCommitter:
         self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
         self.notify()
         return done
+
+    async def status(self) -> IndexHealth:
+        """Health with lag measured from SQL now (meaningful in a process that is not the writer too)."""
+        watermark, _version, _rebuilding = await self._source.load_state()
+        newest = await self._source.newest_id()
+        health = self.health()
+        if not self.index.writable:
+            self._watermark = watermark
+        return IndexHealth(
+            name=health.name,
+            commits=health.commits,
+            documents_committed=health.documents_committed,
+            retries=health.retries,
+            live_attempt=health.live_attempt,
+            failures=health.failures,
+            last_error=health.last_error,
+            pending=health.pending,
+            lag=max(0, newest - watermark),
+            watermark=watermark,
+            rebuilt_at_start=health.rebuilt_at_start,
+        )
 
     async def search(self, text: str, limit: int, place: str | None = None) -> list[tuple[int, float]]:
         started = time.perf_counter()

@@ -47,11 +47,7 @@ class TurnIndexSource:
 
     async def documents_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
         turns = await self._store.turns_by_ids(ids)
-        return [
-            _doc((t.id, t.place, t.author_name, t.content))
-            for t in turns
-            if not t.redacted
-        ]
+        return [_doc((t.id, t.place, t.author_name, t.content)) for t in turns if not t.redacted]
 
     async def indexable_ids(self) -> set[int]:
         rows = await self._store.read_all("SELECT id FROM turns WHERE superseded = 0 AND redacted = 0")
@@ -129,11 +125,7 @@ class History:
             return []
         hits = await self.turns_index.search(query, limit, place)
         turns = {t.id: t for t in await self.store.turns_by_ids([i for i, _s in hits])}
-        return [
-            TurnSearchHit(turn=turns[i], score=score)
-            for i, score in hits
-            if i in turns and not turns[i].redacted
-        ]
+        return [TurnSearchHit(turn=turns[i], score=score) for i, score in hits if i in turns and not turns[i].redacted]
 
     def index_health(self) -> IndexHealth:
         return self.turns_index.health()

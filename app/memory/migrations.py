@@ -124,9 +124,7 @@ def backup(conn: sqlite3.Connection, backups_dir: Path, from_version: int) -> Pa
     return target
 
 
-def migrate(
-    conn: sqlite3.Connection, backups_dir: Path, migrations: Sequence[Migration] = MIGRATIONS
-) -> Path | None:
+def migrate(conn: sqlite3.Connection, backups_dir: Path, migrations: Sequence[Migration] = MIGRATIONS) -> Path | None:
     """Bring the schema up to date. Returns the backup's path when one was written."""
     version = current_version(conn)
     todo = [m for m in migrations if m.version > version]

@@ -102,8 +102,8 @@ class Store:
         # aiosqlite orders single calls, not transactions: one lock keeps write transactions whole.
         self._write_lock = asyncio.Lock()
 
-    def _tx(self) -> _transaction:
-        return _transaction(self._writer, self._write_lock)
+    def _tx(self) -> _Transaction:
+        return _Transaction(self._writer, self._write_lock)
 
     @classmethod
     async def open(cls, path: Path, backups_dir: Path) -> Store:
@@ -166,9 +166,7 @@ class Store:
             async with self._writer.execute("SELECT id FROM turns WHERE id > ? ORDER BY id", (before,)) as cursor:
                 return [int(r[0]) for r in await cursor.fetchall()]
 
-    async def edit_message(
-        self, platform: str, message_id: int, content: str, edited_at: datetime
-    ) -> Turn | None:
+    async def edit_message(self, platform: str, message_id: int, content: str, edited_at: datetime) -> Turn | None:
         """Add a revision for an edited message. Returns the new turn, or None if unknown/deleted/unchanged."""
         content = _clean_text(content, "message content")
         async with self._tx():
@@ -203,9 +201,7 @@ class Store:
             )
             new_id = int(cursor.lastrowid or 0)
             await self._writer.execute("UPDATE turns SET superseded = 1 WHERE id = ?", (current.id,))
-            await self._writer.execute(
-                "INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", (current.id,)
-            )
+            await self._writer.execute("INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", (current.id,))
         return (await self.turns_by_ids([new_id]))[0]
 
     async def redact_message(self, platform: str, message_id: int, deleted_at: datetime) -> list[int]:
@@ -227,9 +223,7 @@ class Store:
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            await self._writer.execute(
-                f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks})", chunk
-            )
+            await self._writer.execute(f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks})", chunk)
             await self._writer.executemany(
                 "INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(i,) for i in chunk]
             )
@@ -295,9 +289,7 @@ class Store:
                 (name, watermark, schema_version, int(rebuilding)),
             )
             if outbox_upto is not None:
-                await self._writer.execute(
-                    "DELETE FROM index_outbox WHERE name = ? AND id <= ?", (name, outbox_upto)
-                )
+                await self._writer.execute("DELETE FROM index_outbox WHERE name = ? AND id <= ?", (name, outbox_upto))
 
     async def outbox(self, name: str, limit: int) -> list[tuple[int, int]]:
         """(outbox id, document id) waiting to be removed from an index."""
@@ -307,7 +299,7 @@ class Store:
         return [(int(r[0]), int(r[1])) for r in rows]
 
 
-class _transaction:
+class _Transaction:
     """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception."""
 
     def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:

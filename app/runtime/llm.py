@@ -380,8 +380,10 @@ class LLMClient:
             if not choices:
                 raise LLMError(f"The LLM endpoint {self._url} returned an empty answer (no choices).")
             choice = choices[0]
-            content = choice.message.content
-            finish_reason = str(choice.finish_reason or "")
+            # Loosely typed on purpose: a non-conforming server can put anything here.
+            content: object = choice.message.content
+            reason: object = choice.finish_reason
+            finish_reason = str(reason or "")
         except (AttributeError, IndexError, TypeError):
             raise self._not_openai() from None
         if content is not None and not isinstance(content, str):

@@ -214,9 +214,7 @@ def build_guild_create(
     }
 
 
-def build_ready(
-    user: JSON, guild_ids: list[int], session_id: str, resume_url: str, shard: list[int] | None
-) -> JSON:
+def build_ready(user: JSON, guild_ids: list[int], session_id: str, resume_url: str, shard: list[int] | None) -> JSON:
     ready: JSON = {
         "v": 10,
         "user": user,
@@ -574,7 +572,9 @@ class FakeDiscord:
 
     async def edit_message(self, message_id: int, content: str) -> None:
         msg = self._messages[message_id] = {
-            **self._messages[message_id], "content": content, "edited_timestamp": now_iso()
+            **self._messages[message_id],
+            "content": content,
+            "edited_timestamp": now_iso(),
         }
         await self._dispatch("MESSAGE_UPDATE", msg)
 

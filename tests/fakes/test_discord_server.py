@@ -175,7 +175,8 @@ async def test_login_ready_exposes_user_guilds_and_channels(fake: FakeDiscord) -
         assert (client.user.id, client.user.name, client.user.bot) == (BOT_ID, "Familiar", True)
         assert client.application_id == BOT_ID
         guild = client.get_guild(GUILD)
-        assert guild is not None and guild.name == "Test Guild"
+        assert guild is not None
+        assert guild.name == "Test Guild"
         assert [c.name for c in guild.text_channels] == ["general", "random"]
         channel = client.get_channel(GENERAL)
         assert isinstance(channel, discord.TextChannel)
@@ -183,7 +184,8 @@ async def test_login_ready_exposes_user_guilds_and_channels(fake: FakeDiscord) -
         assert channel.permissions_for(guild.me).send_messages
         await fake.wait_for_identify(STEP)
         await fake.wait_for_delivered(STEP)
-        assert fake.identify_count == 1 and fake.resume_count == 0
+        assert fake.identify_count == 1
+        assert fake.resume_count == 0
         # Login is exactly two REST calls; the gateway is reached directly, zlib-stream compressed.
         assert fake.requests == ["GET /api/v10/users/@me", "GET /api/v10/oauth2/applications/@me"]
         assert fake.gateway_queries == [{"v": "10", "encoding": "json", "compress": "zlib-stream"}]
@@ -199,18 +201,24 @@ async def test_message_in_reply_out_and_bot_sees_its_own_message(fake: FakeDisco
         incoming_id = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="hello")
         [post] = await fake.wait_for_posted(1)
         assert (post.channel_id, post.content) == (GENERAL, "echo: hello")
-        assert post.message_reference is not None and int(post.message_reference["message_id"]) == incoming_id
+        assert post.message_reference is not None
+        assert int(post.message_reference["message_id"]) == incoming_id
         await fake.wait_for_typing(1, STEP)
         assert fake.typing_events == [GENERAL]
 
         incoming = await client.wait_event("message", lambda m: m.id == incoming_id)
-        assert isinstance(incoming.author, discord.Member) and incoming.author.name == "alice"
-        assert incoming.content == "hello" and incoming.guild.id == GUILD
+        assert isinstance(incoming.author, discord.Member)
+        assert incoming.author.name == "alice"
+        assert incoming.content == "hello"
+        assert incoming.guild.id == GUILD
 
         own = await client.wait_event("message", lambda m: m.id == post.message_id)
-        assert client.user is not None and own.author.id == client.user.id
-        assert own.reference.message_id == incoming_id and own.reference.resolved.content == "hello"
-        assert post.message_id != incoming_id and post.message_id > 1 << 22
+        assert client.user is not None
+        assert own.author.id == client.user.id
+        assert own.reference.message_id == incoming_id
+        assert own.reference.resolved.content == "hello"
+        assert post.message_id != incoming_id
+        assert post.message_id > 1 << 22
 
 
 async def test_user_edit_and_delete_fire_raw_events(fake: FakeDiscord) -> None:
@@ -219,8 +227,10 @@ async def test_user_edit_and_delete_fire_raw_events(fake: FakeDiscord) -> None:
         await client.wait_event("message", lambda m: m.id == mid)
         await fake.edit_message(mid, "second")
         edit = await client.wait_event("raw_message_edit", lambda p: p.message_id == mid)
-        assert edit.data["content"] == "second" and edit.message.content == "second"
-        assert edit.cached_message is not None and edit.cached_message.content == "first"
+        assert edit.data["content"] == "second"
+        assert edit.message.content == "second"
+        assert edit.cached_message is not None
+        assert edit.cached_message.content == "first"
         await fake.delete_message(mid)
         delete = await client.wait_event("raw_message_delete", lambda p: p.message_id == mid)
         assert (delete.channel_id, delete.guild_id) == (GENERAL, GUILD)
@@ -304,7 +314,8 @@ async def test_content_is_filtered_without_message_content_intent() -> None:
                 got[mid] = await client.wait_event("message", has_id(mid))
             assert (got[plain].content, got[plain].embeds) == ("", [])
             assert got[mention].content == f"<@{BOT_ID}> hi"
-            assert client.user is not None and got[mention].mentions == [client.user]
+            assert client.user is not None
+            assert got[mention].mentions == [client.user]
             assert got[direct].content == "in a dm"
             [post] = await fake.wait_for_posted(1)
             own = await client.wait_event("message", has_id(post.message_id))
@@ -347,7 +358,8 @@ async def test_dm_message_reply_and_dm_channel_routes(fake: FakeDiscord) -> None
         client.on_message_hook = reply
         mid = await fake.send_message(channel_id=dm, author_id=ALICE, content="hi bot")
         incoming = await client.wait_event("message", lambda m: m.id == mid)
-        assert isinstance(incoming.channel, discord.DMChannel) and incoming.guild is None
+        assert isinstance(incoming.channel, discord.DMChannel)
+        assert incoming.guild is None
         [post] = await fake.wait_for_posted(1)
         assert (post.channel_id, post.content) == (dm, "dm reply")
 
@@ -356,7 +368,8 @@ async def test_dm_message_reply_and_dm_channel_routes(fake: FakeDiscord) -> None
         channel = await user.create_dm()
         assert channel.id == dm
         fetched = await client.fetch_channel(dm)
-        assert isinstance(fetched, discord.DMChannel) and fetched.recipient is not None
+        assert isinstance(fetched, discord.DMChannel)
+        assert fetched.recipient is not None
         assert fetched.recipient.id == ALICE
 
 
@@ -373,13 +386,16 @@ async def test_rich_payloads_through_the_real_client(fake: FakeDiscord) -> None:
             mentions_bot=True,
         )
         msg = await client.wait_event("message", lambda m: m.id == second)
-        assert msg.embeds[0].title == "T" and msg.reference.resolved.content == "question"
-        assert client.user is not None and client.user in msg.mentions
+        assert msg.embeds[0].title == "T"
+        assert msg.reference.resolved.content == "question"
+        assert client.user is not None
+        assert client.user in msg.mentions
 
         channel = client.get_channel(GENERAL)
         assert isinstance(channel, discord.TextChannel)
         sent = await channel.send("file", file=discord.File(io.BytesIO(b"abc"), filename="a.txt"))
-        assert sent.attachments[0].filename == "a.txt" and sent.attachments[0].size == 3
+        assert sent.attachments[0].filename == "a.txt"
+        assert sent.attachments[0].size == 3
         with_embed = await channel.send(embed=discord.Embed(title="card"))
         assert with_embed.embeds[0].title == "card"
         assert [(p.content, p.files) for p in fake.posted] == [("file", [("a.txt", b"abc")]), ("", [])]
@@ -396,7 +412,8 @@ async def test_rich_payloads_through_the_real_client(fake: FakeDiscord) -> None:
 
         fake.add_guild(20, "Second Guild", {21: "lobby"})
         joined = await client.wait_event("guild_join")
-        assert joined.id == 20 and [c.name for c in joined.text_channels] == ["lobby"]
+        assert joined.id == 20
+        assert [c.name for c in joined.text_channels] == ["lobby"]
 
 
 async def test_rejects_messages_discord_would_reject(fake: FakeDiscord) -> None:
@@ -406,17 +423,20 @@ async def test_rejects_messages_discord_would_reject(fake: FakeDiscord) -> None:
         with pytest.raises(discord.HTTPException) as too_long:
             await channel.send("x" * 2001)
         assert too_long.value.code == 50035
-        assert fake.posted == [] and len(fake.rejected) == 1
+        assert fake.posted == []
+        assert len(fake.rejected) == 1
 
 
 async def test_rest_content_type_auth_and_unhandled_routes(fake: FakeDiscord) -> None:
     auth = {"Authorization": f"Bot {fake.token}"}
     async with aiohttp.ClientSession() as http:
         async with http.get(fake.api_base + "/users/@me", headers=auth) as resp:
-            assert resp.status == 200 and resp.headers["Content-Type"] == "application/json"
+            assert resp.status == 200
+            assert resp.headers["Content-Type"] == "application/json"
             assert (await resp.json())["id"] == str(BOT_ID)
         async with http.get(fake.api_base + "/users/@me", headers={"Authorization": "Bot nope"}) as resp:
-            assert resp.status == 401 and set(await resp.json()) == {"message", "code"}
+            assert resp.status == 401
+            assert set(await resp.json()) == {"message", "code"}
         async with http.post(fake.api_base + f"/channels/{GENERAL}/typing", headers=auth) as resp:
             assert resp.status == 204
         async with http.get(fake.api_base + "/nothing/here", headers=auth) as resp:
@@ -429,19 +449,22 @@ async def test_raw_gateway_plain_text_identify_and_4004(fake: FakeDiscord) -> No
     async with aiohttp.ClientSession() as http:
         async with http.ws_connect(fake.gateway_url + "?v=10&encoding=json") as ws:
             hello = await ws.receive_json(timeout=STEP)
-            assert hello["op"] == 10 and hello["d"]["heartbeat_interval"] > 0
+            assert hello["op"] == 10
+            assert hello["d"]["heartbeat_interval"] > 0
             await ws.send_json({"op": 1, "d": None})
             assert (await ws.receive_json(timeout=STEP))["op"] == 11
             await ws.send_json({"op": 2, "d": {"token": "bad", "intents": 513, "properties": {}}})
             closing = await ws.receive(timeout=STEP)
-            assert closing.type is aiohttp.WSMsgType.CLOSE and closing.data == 4004
+            assert closing.type is aiohttp.WSMsgType.CLOSE
+            assert closing.data == 4004
 
         async with http.ws_connect(fake.gateway_url + "?v=10&encoding=json&compress=zlib-stream") as ws:
             inflate = zlib.decompressobj()
 
             async def receive() -> dict[str, Any]:
                 msg = await ws.receive(timeout=STEP)
-                assert msg.type is aiohttp.WSMsgType.BINARY and msg.data.endswith(b"\x00\x00\xff\xff")
+                assert msg.type is aiohttp.WSMsgType.BINARY
+                assert msg.data.endswith(b"\x00\x00\xff\xff")
                 result: dict[str, Any] = json.loads(inflate.decompress(msg.data))
                 return result
 
@@ -461,7 +484,9 @@ async def test_sharded_client_and_member_chunking() -> None:
         async with running(fake, RecordingShardedClient(members=True)) as client:
             assert fake.requests[-1] == "GET /api/v10/gateway/bot"
             guild = client.get_guild(GUILD)
-            assert guild is not None and guild.chunked and guild.shard_id == 0
+            assert guild is not None
+            assert guild.chunked
+            assert guild.shard_id == 0
             async with asyncio.timeout(STEP):
                 members = await guild.chunk()
             assert sorted(m.id for m in members) == [ALICE, BOT_ID]

@@ -1,0 +1,331 @@
+"""The familiar: one object the window and the CLI talk to (the FamiliarFacade), and the sink the
+Discord adapter feeds. It owns the store, the LLM clients and the Discord connection."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import discord
+
+from app.config.editing import set_values
+from app.config.errors import ConfigError
+from app.config.paths import FamiliarPaths, ensure_familiar
+from app.config.secrets import SecretStore
+from app.config.settings import Secrets, Settings, apply_environment, load_settings
+from app.memory.errors import StoreError
+from app.memory.history import History
+from app.memory.records import IndexHealth, NewTurn, Turn
+from app.runtime.discord_client import DiscordAdapter
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ConnectionState, FailureReported, RuntimeEvent
+from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
+from app.runtime.llm import LLMClient, LLMEndpoint
+from app.runtime.messages import IncomingMessage
+from app.runtime.prompt import SELF_KEY, build_reply_prompt
+
+_log = logging.getLogger(__name__)
+
+LOCAL_PLACE = "local"
+OWNER_KEY = "local:owner"
+MAX_LOCAL_CHARS = 8000
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What a familiar is made of once its files are read and validated."""
+
+    paths: FamiliarPaths
+    settings: Settings
+    secrets: Secrets
+    persona: str
+
+
+def load_familiar(paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Loaded:
+    """Create the familiar from the template if needed, then read and validate its files.
+
+    Raises ConfigError (file, line, key) without writing anything but the template copy.
+    """
+    ensure_familiar(paths)
+    settings = apply_environment(load_settings(paths.character_toml), env)
+    try:
+        persona = paths.character_md.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(paths.character_md, None, None, "not valid UTF-8") from None
+    return Loaded(paths=paths, settings=settings, secrets=secret_store.load(env), persona=persona)
+
+
+class Familiar:
+    """The runtime facade (see app.runtime.facade.FamiliarFacade)."""
+
+    def __init__(
+        self, loaded: Loaded, history: History, secret_store: SecretStore, env: dict[str, str] | None = None
+    ) -> None:
+        self._loaded = loaded
+        self._env = env
+        self.history = history
+        self._secret_store = secret_store
+        self._subscribers: list[Callable[[RuntimeEvent], None]] = []
+        self._llm = LLMClient(LLMEndpoint.for_replies(loaded.settings.llm, loaded.secrets))
+        self._discord: DiscordAdapter | None = None
+        self._last_error: str | None = None
+        self._index_health: IndexHealth | None = None
+
+    @classmethod
+    async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
+        loaded = load_familiar(paths, secret_store, env)
+        holder: list[Familiar] = []
+
+        def on_health(health: IndexHealth) -> None:
+            if holder:
+                holder[0]._index_health = health
+
+        try:
+            history = await History.open(paths.history_db, paths.fts, paths.backups, on_health=on_health)
+        except StoreError as exc:
+            raise FamiliarError(str(exc)) from exc
+        familiar = cls(loaded, history, secret_store, env)
+        holder.append(familiar)
+        return familiar
+
+    async def close(self) -> None:
+        await self.stop()
+        await self._llm.aclose()
+        await self.history.close()
+
+    # -- facade: identity and events -----------------------------------------------------------
+    @property
+    def familiar_name(self) -> str:
+        return self._loaded.paths.name
+
+    @property
+    def home(self) -> Path:
+        return self._loaded.paths.folder
+
+    @property
+    def settings(self) -> Settings:
+        return self._loaded.settings
+
+    def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def publish(self, event: RuntimeEvent) -> None:
+        if isinstance(event, FailureReported):
+            self._last_error = event.message
+        for callback in list(self._subscribers):
+            try:
+                callback(event)
+            except Exception:  # noqa: BLE001 - one broken listener must not silence the others
+                _log.exception("event listener failed")
+
+    def _missing(self) -> tuple[str, ...]:
+        missing: list[str] = []
+        if not self._loaded.secrets.discord_token:
+            missing.append("bot token")
+        missing.extend(self._llm.endpoint.missing())
+        return tuple(missing)
+
+    def get_status(self) -> StatusSnapshot:
+        adapter = self._discord
+        missing = self._missing()
+        return StatusSnapshot(
+            state=adapter.state if adapter is not None else ConnectionState.STOPPED,
+            guilds=adapter.guilds if adapter is not None else (),
+            latency_ms=adapter.latency_ms if adapter is not None else None,
+            last_error=self._last_error,
+            configured=not missing,
+            missing=missing,
+        )
+
+    # -- facade: Discord -----------------------------------------------------------------------
+    async def start(self) -> None:
+        missing = self._missing()
+        if "bot token" in missing:
+            raise self._fail("No bot token yet: paste it in Settings, or set DISCORD_TOKEN.")
+        if missing:
+            raise self._fail(f"No {' and no '.join(missing)} yet: set them in Settings.")
+        if self._discord is not None:
+            return
+        adapter = DiscordAdapter(self._loaded.settings.discord, self._loaded.secrets.discord_token, self, self.publish)
+        self._discord = adapter
+        try:
+            await adapter.start()
+        except FamiliarError as exc:
+            self._discord = None
+            self.publish(FailureReported(message=str(exc)))
+            raise
+
+    async def stop(self) -> None:
+        adapter, self._discord = self._discord, None
+        if adapter is not None:
+            await adapter.stop()
+
+    def _fail(self, message: str) -> FamiliarError:
+        self.publish(FailureReported(message=message))
+        return FamiliarError(message)
+
+    async def wait_closed(self) -> BaseException | None:
+        """For headless mode: wait until the Discord connection ends by itself (fatal close)."""
+        adapter = self._discord
+        if adapter is None:
+            return None
+        return await adapter.wait_closed()
+
+    # -- MessageSink: what the familiar does with Discord traffic --------------------------------
+    async def on_discord_message(self, message: IncomingMessage) -> None:
+        await self.history.append_turn(
+            NewTurn(
+                platform="discord",
+                place=message.place,
+                guild_id=message.guild_id,
+                channel_id=message.channel_id,
+                message_id=message.message_id,
+                author_key=f"discord:{message.author_id}",
+                author_name=message.author_name,
+                content=message.content,
+                created_at=message.created_at,
+                reply_to=message.reply_to,
+            )
+        )
+
+    async def reply_for(self, message: IncomingMessage) -> str:
+        return await self._reply(message.place)
+
+    async def on_discord_reply_sent(self, message: IncomingMessage, sent: discord.Message) -> None:
+        await self.history.append_turn(
+            NewTurn(
+                platform="discord",
+                place=message.place,
+                guild_id=message.guild_id,
+                channel_id=message.channel_id,
+                message_id=sent.id,
+                author_key=SELF_KEY,
+                author_name=self._loaded.settings.familiar.display_name,
+                content=sent.content,
+                created_at=sent.created_at,
+                reply_to=message.message_id,
+            )
+        )
+
+    async def on_discord_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
+        await self.history.edit_message("discord", message_id, content, edited_at)
+
+    async def on_discord_delete(self, message_id: int) -> None:
+        await self.history.redact_message("discord", message_id, datetime.now(UTC))
+
+    async def _reply(self, place: str) -> str:
+        history = await self.history.recent_turns(place, self._loaded.settings.history.recent_turns)
+        prompt = build_reply_prompt(self._loaded.persona, self._loaded.settings.familiar.display_name, place, history)
+        return await self._llm.complete(prompt)
+
+    # -- facade: local chat --------------------------------------------------------------------
+    async def chat_local(self, text: str) -> ChatLine:
+        text = text.strip()
+        if not text:
+            raise FamiliarError("Type a message first.")
+        if len(text) > MAX_LOCAL_CHARS:
+            raise FamiliarError(f"That message is too long ({len(text)} characters, at most {MAX_LOCAL_CHARS}).")
+        if self._llm.endpoint.missing():
+            raise FamiliarError(f"No {' and no '.join(self._llm.endpoint.missing())} yet: set them in Settings.")
+        await self._append_local(OWNER_KEY, "You", text)
+        reply = await self._reply(LOCAL_PLACE)
+        turn = await self._append_local(SELF_KEY, self._loaded.settings.familiar.display_name, reply)
+        return _chat_line(turn)
+
+    async def _append_local(self, author_key: str, author_name: str, content: str) -> Turn:
+        turn = await self.history.append_turn(
+            NewTurn(
+                platform="local",
+                place=LOCAL_PLACE,
+                channel_id=0,
+                author_key=author_key,
+                author_name=author_name,
+                content=content,
+                created_at=datetime.now(UTC),
+            )
+        )
+        if turn is None:  # pragma: no cover - local turns carry no message id, so they are never skipped
+            raise FamiliarError("the local chat could not be saved")
+        return turn
+
+    async def load_local_history(self, limit: int = 50) -> list[ChatLine]:
+        return [_chat_line(t) for t in await self.history.recent_turns(LOCAL_PLACE, limit)]
+
+    # -- facade: memory --------------------------------------------------------------------------
+    async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:
+        hits = await self.history.search_turns(query, limit)
+        return [
+            TurnHit(
+                turn_id=h.turn.id,
+                where=h.turn.place,
+                author=h.turn.author_name,
+                content=h.turn.content,
+                created_at=h.turn.created_at,
+                score=h.score,
+            )
+            for h in hits
+        ]
+
+    def index_health(self) -> IndexHealth:
+        return self._index_health or self.history.index_health()
+
+    async def index_status(self) -> IndexHealth:
+        return await self.history.turns_index.status()
+
+    async def rebuild_index(self, progress: Callable[[int, int], None] | None = None) -> int:
+        try:
+            return await self.history.turns_index.rebuild(progress)
+        except ValueError as exc:
+            raise FamiliarError(str(exc)) from exc
+
+    # -- facade: settings ------------------------------------------------------------------------
+    async def save_credentials(
+        self, *, bot_token: str | None, llm_base_url: str | None, llm_api_key: str | None, llm_model: str | None
+    ) -> None:
+        values: dict[str, str] = {}
+        if llm_base_url is not None:
+            url = llm_base_url.strip()
+            if url and not url.startswith(("http://", "https://")):
+                raise FamiliarError(f"The LLM endpoint must start with http:// or https:// (got '{url}').")
+            values["llm.base_url"] = url
+        if llm_model is not None:
+            values["llm.model"] = llm_model.strip()
+        if values:
+            try:
+                set_values(self._loaded.paths.character_toml, values)
+            except ConfigError as exc:
+                raise FamiliarError(str(exc)) from exc
+        if bot_token is not None:
+            self._secret_store.set("discord_token", bot_token.strip())
+        if llm_api_key is not None:
+            self._secret_store.set("llm_api_key", llm_api_key.strip())
+        try:
+            reloaded = load_familiar(self._loaded.paths, self._secret_store, self._env)
+        except ConfigError as exc:
+            raise FamiliarError(str(exc)) from exc
+        self._loaded = reloaded
+        old, self._llm = self._llm, LLMClient(LLMEndpoint.for_replies(reloaded.settings.llm, reloaded.secrets))
+        await old.aclose()
+
+    async def test_llm_endpoint(self) -> str:
+        return await self._llm.check()
+
+
+def _chat_line(turn: Turn) -> ChatLine:
+    return ChatLine(
+        turn_id=turn.id,
+        author=turn.author_name,
+        content=turn.content,
+        from_familiar=turn.author_key == SELF_KEY,
+        created_at=turn.created_at,
+    )

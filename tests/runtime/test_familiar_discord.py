@@ -1,0 +1,224 @@
+"""The familiar against a wire-level fake Discord and a fake OpenAI-compatible server.
+
+Real discord.py, real openai client, real SQLite and tantivy; nothing patched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.runtime.errors import FamiliarError
+from app.runtime.events import Activity, ActivityKind, ConnectionState, FailureReported, RuntimeEvent
+from app.runtime.service import Familiar
+from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME, OTHER_BOT
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.llm_server import FakeLLM
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _search_until(familiar: Familiar, query: str, expected: int, timeout: float = 5.0) -> list[str]:
+    """Search until `expected` hits appear (the index follows SQL asynchronously)."""
+    hits: list[str] = []
+
+    async def poll() -> None:
+        nonlocal hits
+        while True:
+            await familiar.history.turns_index.flush(timeout)
+            hits = [h.content for h in await familiar.search_turns(query)]
+            if len(hits) == expected:
+                return
+            await asyncio.sleep(0.01)
+
+    try:
+        await asyncio.wait_for(poll(), timeout)
+    except TimeoutError:
+        pytest.fail(f"searching {query!r}: expected {expected} hits, got {hits}")
+    return hits
+
+
+async def test_mention_gets_a_reply_with_persona_and_history(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    await familiar.start()
+    status = familiar.get_status()
+    assert status.state is ConnectionState.CONNECTED
+    assert [g.name for g in status.guilds] == ["Lantern Club"]
+
+    await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=BOB, content="the kettle is on")
+    fake_llm.script("Hello alice, I smell tea.")
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="hi familiar", mentions_bot=True
+    )
+    posted = await fake_discord.wait_for_posted(1)
+    assert posted[0].content == "Hello alice, I smell tea."
+    assert posted[0].channel_id == GENERAL
+    assert posted[0].message_reference is not None  # it answers the message it replies to
+    assert GENERAL in fake_discord.typing_events
+
+    request = fake_llm.requests[0]
+    assert request.model == "test-model"
+    system = request.messages[0]
+    assert system["role"] == "system"
+    assert "Wisp" in system["content"]
+    history = [m["content"] for m in request.messages[1:]]
+    assert history[0] == "bob: the kettle is on"
+    assert history[-1].startswith("alice: ")
+    assert "hi familiar" in history[-1]
+
+    assert await _search_until(familiar, "tea", 1) == ["Hello alice, I smell tea."]
+    assert await _search_until(familiar, "kettle", 1) == ["the kettle is on"]
+    kinds = {e.kind for e in events if isinstance(e, Activity)}
+    assert {ActivityKind.MESSAGE_IN, ActivityKind.REPLY_OUT} <= kinds
+
+
+async def test_who_the_familiar_answers(familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM) -> None:
+    await familiar.start()
+    # Not addressed in an ordinary channel: stored, not answered.
+    await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="just chatting")
+    # Another bot mentioning it: ignored by default.
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=OTHER_BOT, content="hey bot", mentions_bot=True
+    )
+    # A home channel: answered without a mention.
+    await fake_discord.send_message(channel_id=HOME, guild_id=GUILD_ID, author_id=ALICE, content="anyone home?")
+    posted = await fake_discord.wait_for_posted(1)
+    assert posted[0].channel_id == HOME
+    # A DM: answered.
+    dm = fake_discord.add_dm(BOB)
+    await fake_discord.send_message(channel_id=dm, author_id=BOB, content="psst")
+    posted = await fake_discord.wait_for_posted(2)
+    assert posted[1].channel_id == dm
+    # A reply to the familiar's own message: answered.
+    await fake_discord.send_message(
+        channel_id=HOME, guild_id=GUILD_ID, author_id=BOB, content="replying", reply_to=posted[0].message_id
+    )
+    await fake_discord.wait_for_posted(3)
+    await fake_discord.wait_for_delivered()
+    assert len(fake_llm.requests) == 3  # never for "just chatting", the other bot, or its own echoes
+    assert await _search_until(familiar, "chatting", 1) == ["just chatting"]
+    assert sorted(await _search_until(familiar, "psst", 2)) == ["echo: bob: psst", "psst"]  # message and reply
+
+
+async def test_long_replies_are_split_cleanly(familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM) -> None:
+    await familiar.start()
+    paragraph = "The lantern flickers over the old map. " * 40
+    fake_llm.script(paragraph + "\n\n" + paragraph + "\n\n" + paragraph)
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="tell me a story", mentions_bot=True
+    )
+    posted = await fake_discord.wait_for_posted(3)
+    assert all(len(p.content) <= 2000 for p in posted)
+    assert all(p.content.endswith(".") for p in posted)  # cut at sentence or paragraph ends
+    assert " ".join(p.content for p in posted).split() == (paragraph * 3).split()
+    assert fake_discord.rejected == []
+
+
+async def test_edit_and_delete_reach_the_store(familiar: Familiar, fake_discord: FakeDiscord) -> None:
+    await familiar.start()
+    message_id = await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="my cat is called Pepper"
+    )
+    assert await _search_until(familiar, "pepper", 1) == ["my cat is called Pepper"]
+    await fake_discord.edit_message(message_id, "my cat is called Salt")
+    assert await _search_until(familiar, "salt", 1) == ["my cat is called Salt"]
+    assert await _search_until(familiar, "pepper", 0) == []
+    rows = await familiar.history.store.read_all(
+        "SELECT revision, content, redacted FROM turns WHERE message_id = ? ORDER BY revision", (message_id,)
+    )
+    assert rows == [(0, "my cat is called Pepper", 0), (1, "my cat is called Salt", 0)]
+
+    await fake_discord.delete_message(message_id)
+    assert await _search_until(familiar, "salt", 0) == []
+    rows = await familiar.history.store.read_all(
+        "SELECT revision, content, redacted FROM turns WHERE message_id = ? ORDER BY revision", (message_id,)
+    )
+    assert rows == [(0, "", 1), (1, "", 1)]  # the rows stay, the text is gone
+
+
+async def test_reconnect_resumes_without_losing_a_message(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    await familiar.start()
+    await fake_discord.close_gateway(4000)
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="sent while you blinked", mentions_bot=True
+    )
+    await fake_discord.wait_for_resume()
+    posted = await fake_discord.wait_for_posted(1)
+    await fake_discord.wait_for_delivered()
+    assert fake_discord.identify_count == 1
+    assert fake_discord.resume_count == 1
+    assert len(posted) == 1
+    assert len(fake_llm.requests) == 1
+    assert len(await _search_until(familiar, "blinked", 2)) == 2  # the message and the reply quoting it
+
+
+async def test_bad_token_is_a_clear_message(familiar: Familiar, fake_discord: FakeDiscord) -> None:
+    fake_discord.token = "another-token"
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    with pytest.raises(FamiliarError, match="rejected the bot token"):
+        await familiar.start()
+    assert (
+        familiar.get_status().state is ConnectionState.FAILED or familiar.get_status().state is ConnectionState.STOPPED
+    )
+    failures = [e.message for e in events if isinstance(e, FailureReported)]
+    assert len(failures) == 1
+    assert "\n" not in failures[0]
+
+
+async def test_missing_message_content_intent_is_explained(familiar: Familiar, fake_discord: FakeDiscord) -> None:
+    fake_discord.allowed_privileged = 0  # the Message Content switch is off in the Developer Portal
+    with pytest.raises(FamiliarError, match="Message Content Intent"):
+        await familiar.start()
+    assert familiar.get_status().last_error is not None
+
+
+async def test_unreachable_llm_is_reported_and_the_bot_keeps_going(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    await familiar.start()
+    await fake_llm.close()  # the endpoint goes away
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="are you there?", mentions_bot=True
+    )
+
+    async def failure() -> str:
+        while True:
+            found = [e.message for e in events if isinstance(e, FailureReported)]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.01)
+
+    message = await asyncio.wait_for(failure(), 10)
+    assert "Cannot reach the LLM endpoint" in message
+    assert fake_discord.posted == []
+    # nothing lost: the message is stored and the connection is still up
+    assert await _search_until(familiar, "there", 1) == ["are you there?"]
+    assert familiar.get_status().state is ConnectionState.CONNECTED
+
+
+async def test_stop_disconnects_cleanly(familiar: Familiar, fake_discord: FakeDiscord) -> None:
+    await familiar.start()
+    await familiar.stop()
+    assert familiar.get_status().state is ConnectionState.STOPPED
+    assert familiar.get_status().guilds == ()
+
+
+async def test_local_chat_uses_its_own_channel(familiar: Familiar, fake_llm: FakeLLM) -> None:
+    fake_llm.script("I am right here.")
+    line = await familiar.chat_local("where are you?")
+    assert line.content == "I am right here."
+    assert line.from_familiar
+    history = await familiar.load_local_history()
+    assert [(h.author, h.content) for h in history] == [("You", "where are you?"), ("Wisp", "I am right here.")]
+    assert "private test chat" in fake_llm.requests[0].messages[0]["content"]
+    with pytest.raises(FamiliarError, match="Type a message"):
+        await familiar.chat_local("   ")
