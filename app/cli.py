@@ -125,6 +125,7 @@ async def _with_familiar(paths: FamiliarPaths, args: argparse.Namespace, handler
 
 
 async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    await familiar.history.catch_up()
     hits = await familiar.search_turns(args.query, args.limit)
     document = {
         "query": args.query,

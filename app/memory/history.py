@@ -127,5 +127,11 @@ class History:
         turns = {t.id: t for t in await self.store.turns_by_ids([i for i, _s in hits])}
         return [TurnSearchHit(turn=turns[i], score=score) for i, score in hits if i in turns and not turns[i].redacted]
 
+    async def catch_up(self, timeout: float = 60.0) -> None:
+        """When this process writes the index: wait until it holds everything SQL has (after a crash,
+        the first open re-indexes what the last run did not commit)."""
+        if self.turns_index.index.writable:
+            await self.turns_index.flush(timeout)
+
     def index_health(self) -> IndexHealth:
         return self.turns_index.health()

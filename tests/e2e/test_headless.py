@@ -1,0 +1,186 @@
+"""`familiar run --headless` as a real process against the fake Discord and the fake LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from app.config.paths import FamiliarPaths
+from tests.conftest import ALICE, GENERAL, GUILD_ID, TOKEN, write_character_toml
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.llm_server import FakeLLM
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _env(home: Path, token: str = TOKEN) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAMILIAR_", "DISCORD_"))}
+    env.update({"FAMILIAR_HOME": str(home), "DISCORD_TOKEN": token, "PYTHONPATH": str(REPO)})
+    return env
+
+
+class Headless:
+    """A running `familiar run --headless` process and what it printed."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._reader = asyncio.create_task(self._read())
+        self._changed = asyncio.Event()
+
+    async def _read(self) -> None:
+        assert self.process.stderr is not None
+        while line := await self.process.stderr.readline():
+            self.lines.append(line.decode("utf-8", "replace").rstrip())
+            self._changed.set()
+
+    async def wait_for_line(self, needle: str, timeout: float = 20.0, count: int = 1) -> str:
+        async def scan() -> str:
+            while True:
+                found = [line for line in self.lines if needle in line]
+                if len(found) >= count:
+                    return found[count - 1]
+                if self._reader.done():
+                    raise AssertionError(f"process ended before printing {needle!r}: {self.lines}")
+                self._changed.clear()
+                await self._changed.wait()
+
+        return await asyncio.wait_for(scan(), timeout)
+
+    async def wait(self, timeout: float = 20.0) -> int:
+        code = await asyncio.wait_for(self.process.wait(), timeout)
+        await asyncio.wait_for(self._reader, timeout)
+        return code
+
+
+async def _start(home: Path, token: str = TOKEN) -> Headless:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app",
+        "run",
+        "--headless",
+        env=_env(home, token),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    return Headless(process)
+
+
+async def _cli(home: Path, *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app",
+        *args,
+        env=_env(home),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest_asyncio.fixture
+async def home(tmp_path: Path, fake_discord: FakeDiscord, fake_llm: FakeLLM) -> AsyncIterator[Path]:
+    root = tmp_path / "home"
+    write_character_toml(
+        FamiliarPaths(root=root, name="default"), fake_discord.api_base, fake_discord.gateway_url, fake_llm.base_url
+    )
+    yield root
+
+
+async def test_version() -> None:
+    code, out, _err = await _cli(Path("/nonexistent"), "--version")
+    assert code == 0
+    assert out.startswith("familiar 0.")
+
+
+async def test_headless_answers_and_keeps_every_turn_across_a_kill(
+    home: Path, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    first = await _start(home)
+    await first.wait_for_line("is running")
+    for i in range(5):
+        await fake_discord.send_message(
+            channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content=f"lantern {i}", mentions_bot=True
+        )
+        await fake_discord.wait_for_posted(i + 1, timeout=20)
+    # "reply_out" is logged once the reply is committed as a turn (after Discord accepted it).
+    await first.wait_for_line("INFO familiar: reply_out", count=5)
+    first.process.send_signal(signal.SIGKILL)
+    assert await first.wait() == -signal.SIGKILL
+
+    # Every committed turn is still there after a kill -9; the index catches up on the next open.
+    code, out, err = await _cli(home, "turns", "search", "lantern", "--limit", "50", "--json")
+    assert code == 0, err
+    contents = sorted(hit["content"] for hit in json.loads(out)["hits"])
+    assert contents == sorted([f"lantern {i}" for i in range(5)] + [f"echo: alice: lantern {i}" for i in range(5)])
+
+    second = await _start(home)
+    await second.wait_for_line("is running")
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="still there?", mentions_bot=True
+    )
+    await fake_discord.wait_for_posted(6, timeout=20)
+    # The CLI reads the store while the familiar runs (WAL readers; the index opened read-only).
+    code, out, err = await _cli(home, "turns", "search", "still", "--json")
+    assert code == 0, err
+    assert "still there?" in [hit["content"] for hit in json.loads(out)["hits"]]
+    second.process.send_signal(signal.SIGTERM)
+    assert await second.wait() == 0
+    await second.wait_for_line("stopping")
+
+
+async def test_bad_token_exits_with_one_line(home: Path) -> None:
+    process = await _start(home, token="wrong-token")
+    assert await process.wait() == 1
+    errors = [line for line in process.lines if line.startswith("error:")]
+    assert errors == [
+        "error: Discord rejected the bot token. Copy a fresh token from the Developer Portal (Bot > Reset Token)."
+    ]
+
+
+async def test_missing_intent_exits_with_the_switch_to_flip(home: Path, fake_discord: FakeDiscord) -> None:
+    fake_discord.allowed_privileged = 0
+    process = await _start(home)
+    assert await process.wait() == 1
+    assert any(line.startswith("error:") and "Message Content Intent" in line for line in process.lines)
+
+
+async def test_malformed_config_names_file_line_and_key(home: Path) -> None:
+    toml = home / "familiars" / "default" / "character.toml"
+    original = toml.read_text(encoding="utf-8")
+    toml.write_text(original.replace("max_retries = 0", "max_retries = 0\nmax_retrys = 3"), encoding="utf-8")
+    process = await _start(home)
+    assert await process.wait() == 2
+    (line,) = [line for line in process.lines if line.startswith("error:")]
+    expected_line = original.splitlines().index("max_retries = 0") + 2
+    assert f"{toml}, line {expected_line}, key 'llm.max_retrys': unknown key" in line
+    assert toml.read_text(encoding="utf-8").count("max_retrys") == 1  # nothing rewritten
+
+
+async def test_unreachable_llm_is_logged_and_the_familiar_keeps_running(
+    home: Path, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    await fake_llm.close()
+    process = await _start(home)
+    await process.wait_for_line("is running")
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="hello?", mentions_bot=True
+    )
+    line = await process.wait_for_line("ERROR familiar:")  # the FailureReported event, logged as an error
+    assert "Cannot reach the LLM endpoint" in line
+    process.process.send_signal(signal.SIGTERM)
+    assert await process.wait() == 0
