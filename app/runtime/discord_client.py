@@ -354,7 +354,8 @@ class DiscordAdapter:
             return  # our own replies are recorded when sent
         incoming = self._incoming(message)
         await self._sink.on_discord_message(incoming)
-        self._activity(ActivityKind.MESSAGE_IN, incoming.place, f"{incoming.author_name}: {incoming.content[:120]}")
+        where = _describe_channel(message)
+        self._activity(ActivityKind.MESSAGE_IN, where, f"{incoming.author_name}: {incoming.content[:120]}")
         if not self.should_answer(incoming):
             return
         task = asyncio.create_task(self._answer(message, incoming), name=f"reply-{message.id}")
@@ -375,7 +376,7 @@ class DiscordAdapter:
                 else:
                     sent = await message.channel.send(piece, allowed_mentions=_SAFE_MENTIONS)
                 await self._sink.on_discord_reply_sent(incoming, sent)
-            self._activity(ActivityKind.REPLY_OUT, incoming.place, reply[:120])
+            self._activity(ActivityKind.REPLY_OUT, _describe_channel(message), reply[:120])
         except asyncio.CancelledError:
             raise
         except FamiliarError as exc:
@@ -397,6 +398,15 @@ class DiscordAdapter:
         content = flatten_message(payload.message)
         await self._sink.on_discord_edit(payload.message_id, content, edited_at)
         self._activity(ActivityKind.EDIT, f"channel {payload.channel_id}", f"message {payload.message_id} edited")
+
+
+def _describe_channel(message: discord.Message) -> str:
+    """Where a message was, in words for the activity log ("Lantern Club #general", "DM with alice")."""
+    channel = message.channel
+    if message.guild is not None:
+        name = getattr(channel, "name", None) or str(channel.id)
+        return f"{message.guild.name} #{name}"
+    return f"DM with {message.author.display_name}"
 
 
 # A familiar's reply must never ping @everyone or roles because a model wrote them.

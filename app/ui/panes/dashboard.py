@@ -1,0 +1,252 @@
+"""Dashboard: start / stop the bot, connection state, latency, guilds, the live activity log and the last error."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.runtime.errors import FamiliarError
+from app.runtime.events import Activity, ConnectionChanged, ConnectionState, GuildInfo
+from app.runtime.facade import FamiliarFacade
+from app.ui.async_slot import async_slot
+from app.ui.bridge import RuntimeBridge
+from app.ui.connection_indicator import ConnectionIndicator
+from app.ui.error_banner import ErrorBanner
+from app.ui.error_text import one_line, single_line
+from app.ui.models import activity_model, guilds_model
+from app.ui.models.activity_model import ActivityLogModel
+from app.ui.models.guilds_model import GuildsModel
+from app.ui.placeholder_table import PlaceholderTableView
+from app.ui.theme import HINT_BACKGROUND, HINT_BORDER, section_label, title_label
+
+_log = logging.getLogger(__name__)
+
+RUNNING_STATES = frozenset({ConnectionState.CONNECTING, ConnectionState.RECONNECTING, ConnectionState.CONNECTED})
+
+
+GUILDS_PLACEHOLDER_STOPPED = "Not connected. Press Start to connect to Discord."
+GUILDS_PLACEHOLDER_CONNECTED = "The bot is in no server yet. Invite it from the Discord developer portal."
+ACTIVITY_PLACEHOLDER = "Nothing yet. Messages the familiar reads and sends will appear here."
+
+
+def setup_hint_text(missing: tuple[str, ...]) -> str:
+    if missing:
+        return f"Not set up yet: missing {', '.join(missing)}. Open Settings."
+    return "Not set up yet. Open Settings."
+
+
+def latency_text(milliseconds: float | None) -> str:
+    return "Latency: —" if milliseconds is None else f"Latency: {milliseconds:.0f} ms"
+
+
+class DashboardPane(QWidget):
+    """Emits `settings_requested` when the user asks to open Settings from the set-up hint."""
+
+    settings_requested = Signal()
+
+    def __init__(self, facade: FamiliarFacade, bridge: RuntimeBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._facade = facade
+        self._state = ConnectionState.STOPPED
+        self._pending: str | None = None  # "start" or "stop" while that call is awaited
+
+        self.guilds_model = GuildsModel(self)
+        self.activity_model = ActivityLogModel(parent=self)
+
+        self.setup_hint = QFrame()
+        self.setup_hint.setObjectName("setupHint")
+        self.setup_hint.setStyleSheet(
+            f"#setupHint {{ background-color: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER};"
+            " border-radius: 4px; }"
+        )
+        self.setup_hint_label = QLabel()
+        self.setup_hint_label.setWordWrap(True)
+        self.open_settings_button = QPushButton("Open Settings…")
+        self.open_settings_button.clicked.connect(self.settings_requested)
+        hint_layout = QHBoxLayout(self.setup_hint)
+        hint_layout.setContentsMargins(10, 8, 10, 8)
+        hint_layout.addWidget(self.setup_hint_label, 1)
+        hint_layout.addWidget(self.open_settings_button)
+
+        self.state_indicator = ConnectionIndicator()
+        self.latency_label = QLabel(latency_text(None))
+        self.start_button = QPushButton("Start")
+        self.start_button.setToolTip("Connect the familiar to Discord")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Disconnect from Discord")
+        self.start_button.clicked.connect(self._on_start_clicked)
+        self.stop_button.clicked.connect(self._on_stop_clicked)
+        status_row = QHBoxLayout()
+        status_row.setSpacing(16)
+        status_row.addWidget(self.state_indicator)
+        status_row.addWidget(self.latency_label)
+        status_row.addStretch(1)
+        status_row.addWidget(self.start_button)
+        status_row.addWidget(self.stop_button)
+
+        self.error_banner = ErrorBanner()
+
+        self.guilds_view = _table_view(GUILDS_PLACEHOLDER_STOPPED)
+        self.guilds_view.setModel(self.guilds_model)
+        guild_header = self.guilds_view.horizontalHeader()
+        guild_header.setStretchLastSection(False)
+        guild_header.setSectionResizeMode(guilds_model.NAME, QHeaderView.ResizeMode.Stretch)
+        guild_header.setSectionResizeMode(guilds_model.ID, QHeaderView.ResizeMode.ResizeToContents)
+        guild_header.setSectionResizeMode(guilds_model.MEMBERS, QHeaderView.ResizeMode.ResizeToContents)
+        self.guilds_heading = section_label("Servers")
+
+        self.activity_view = _table_view(ACTIVITY_PLACEHOLDER)
+        self.activity_view.setModel(self.activity_model)
+        self.activity_view.setWordWrap(False)
+        self.activity_view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.activity_view.setColumnWidth(activity_model.TIME, 80)
+        self.activity_view.setColumnWidth(activity_model.KIND, 80)
+        self.activity_view.setColumnWidth(activity_model.WHERE, 200)
+        self._stick_to_bottom = True
+        self.activity_model.rowsAboutToBeInserted.connect(self._on_activity_rows_about_to_be_inserted)
+        self.activity_model.rowsInserted.connect(self._on_activity_rows_inserted)
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setChildrenCollapsible(False)
+        splitter.addWidget(_section(self.guilds_heading, self.guilds_view))
+        splitter.addWidget(_section(section_label("Recent activity"), self.activity_view))
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 3)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 12, 16, 12)
+        layout.setSpacing(10)
+        layout.addWidget(title_label("Dashboard"))
+        layout.addWidget(self.setup_hint)
+        layout.addLayout(status_row)
+        layout.addWidget(self.error_banner)
+        layout.addWidget(splitter, 1)
+
+        bridge.connection_changed.connect(self._on_bridge_connection_changed)
+        bridge.guilds_changed.connect(self._on_bridge_guilds_changed)
+        bridge.latency_measured.connect(self._on_bridge_latency_measured)
+        bridge.activity.connect(self._on_bridge_activity)
+        bridge.failure.connect(self._on_bridge_failure)
+
+        self.refresh_status()
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    def refresh_status(self) -> None:
+        """Re-read the facade's status snapshot (no I/O), e.g. after the settings were saved."""
+        status = self._facade.get_status()
+        self.setup_hint.setVisible(not status.configured)
+        self.setup_hint_label.setText(setup_hint_text(status.missing))
+        self._set_guilds(status.guilds)
+        self.latency_label.setText(latency_text(status.latency_ms))
+        if status.last_error:
+            self.error_banner.show_message(single_line(status.last_error))
+        self._set_state(status.state)
+
+    def _set_state(self, state: ConnectionState, detail: str = "") -> None:
+        self._state = state
+        self.state_indicator.set_state(state, detail)
+        self.guilds_view.set_placeholder(
+            GUILDS_PLACEHOLDER_CONNECTED if state is ConnectionState.CONNECTED else GUILDS_PLACEHOLDER_STOPPED
+        )
+        if state is not ConnectionState.CONNECTED:
+            self.latency_label.setText(latency_text(None))
+        self._update_buttons()
+
+    def _set_guilds(self, guilds: tuple[GuildInfo, ...]) -> None:
+        self.guilds_model.set_guilds(guilds)
+        self.guilds_heading.setText(f"Servers ({len(guilds)})")
+
+    def _update_buttons(self) -> None:
+        running = self._state in RUNNING_STATES
+        self.start_button.setEnabled(self._pending is None and not running)
+        self.stop_button.setEnabled(self._pending != "stop" and running)
+
+    async def _call_facade(self, action: str, call: Callable[[], Awaitable[None]]) -> None:
+        if self._pending is not None:
+            return  # a second click queued before the first one's handler ran
+        self._pending = action
+        self._update_buttons()
+        try:
+            await call()
+        except FamiliarError as error:
+            self.error_banner.show_message(one_line(error))
+        except Exception as error:  # noqa: BLE001 (a bug must not take the window down; logged with its traceback)
+            _log.exception("%s failed unexpectedly", action)
+            self.error_banner.show_message(f"Could not {action}: {one_line(error)}")
+        finally:
+            self._pending = None
+            self._set_state(self._facade.get_status().state)
+
+    @async_slot()
+    async def _on_start_clicked(self) -> None:
+        if self._pending is None:
+            self.error_banner.clear_message()
+        await self._call_facade("start", self._facade.start)
+
+    @async_slot()
+    async def _on_stop_clicked(self) -> None:
+        await self._call_facade("stop", self._facade.stop)
+
+    def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:
+        self._set_state(event.state, event.detail)
+
+    def _on_bridge_guilds_changed(self, guilds: tuple[GuildInfo, ...]) -> None:
+        self._set_guilds(guilds)
+
+    def _on_bridge_latency_measured(self, milliseconds: float) -> None:
+        self.latency_label.setText(latency_text(milliseconds))
+
+    def _on_bridge_activity(self, record: Activity) -> None:
+        self.activity_model.append(record)
+
+    def _on_bridge_failure(self, message: str) -> None:
+        self.error_banner.show_message(single_line(message))
+
+    def _on_activity_rows_about_to_be_inserted(self) -> None:
+        scroll_bar = self.activity_view.verticalScrollBar()
+        self._stick_to_bottom = scroll_bar.value() >= scroll_bar.maximum()
+
+    def _on_activity_rows_inserted(self) -> None:
+        if self._stick_to_bottom:
+            self.activity_view.scrollToBottom()
+
+
+def _table_view(placeholder: str) -> PlaceholderTableView:
+    view = PlaceholderTableView(placeholder)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setAlternatingRowColors(True)
+    view.setShowGrid(False)
+    view.verticalHeader().setVisible(False)
+    view.verticalHeader().setDefaultSectionSize(24)
+    view.horizontalHeader().setStretchLastSection(True)
+    view.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+    return view
+
+
+def _section(heading: QLabel, view: PlaceholderTableView) -> QWidget:
+    """A heading over a table, as one splitter child."""
+    section = QWidget()
+    layout = QVBoxLayout(section)
+    layout.setContentsMargins(0, 4, 0, 4)
+    layout.setSpacing(4)
+    layout.addWidget(heading)
+    layout.addWidget(view, 1)
+    return section

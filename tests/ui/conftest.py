@@ -1,0 +1,69 @@
+"""UI test fixtures: offscreen Qt, one session-wide qasync loop, and the fake facade.
+
+The loop is created with `already_running=True` on pytest-qt's QApplication (pattern 1 of the stack notes):
+`@asyncSlot` handlers then run while a sync test waits with `qtbot.waitUntil(...)`. It is never stopped (that
+would make every later qtbot wait return at once); it is only marked as the running loop while a UI test runs,
+so async tests elsewhere in the session can still start their own loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+
+import pytest
+import qasync
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from app.ui.async_slot import running_slots
+from tests.ui.fake_facade import FakeFacade
+from tests.ui.support import WAIT_MS, Run
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # read when pytest-qt creates the QApplication
+
+T = TypeVar("T")
+
+_loops: list[asyncio.AbstractEventLoop] = []  # keeps the session loop alive to the very end of the process
+
+
+@pytest.fixture(scope="session")
+def qasync_loop(qapp: QApplication) -> asyncio.AbstractEventLoop:
+    if not _loops:
+        loop: asyncio.AbstractEventLoop = qasync.QEventLoop(qapp, already_running=True)
+        asyncio.events._set_running_loop(None)  # set per test below
+        _loops.append(loop)
+    return _loops[0]
+
+
+@pytest.fixture(autouse=True)
+def _qasync_running(qasync_loop: asyncio.AbstractEventLoop, qtbot: QtBot) -> Iterator[None]:
+    asyncio.events._set_running_loop(qasync_loop)
+    try:
+        yield
+        leftover = running_slots()
+        for task in leftover:
+            task.cancel()
+        qtbot.waitUntil(lambda: all(task.done() for task in leftover), timeout=WAIT_MS)
+        assert not leftover, f"the test left handler tasks running: {leftover}"
+    finally:
+        asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture
+def run(qtbot: QtBot) -> Run[Any]:
+    """Run a coroutine on the qasync loop from a sync test and return its result."""
+
+    def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+        task = asyncio.ensure_future(coroutine)
+        qtbot.waitUntil(task.done, timeout=WAIT_MS)
+        return task.result()
+
+    return run_coroutine
+
+
+@pytest.fixture
+def facade() -> FakeFacade:
+    return FakeFacade()

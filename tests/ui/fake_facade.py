@@ -1,0 +1,220 @@
+"""An in-process FamiliarFacade for UI tests: scripted, observable, and honest about the Protocol."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.runtime.errors import FamiliarError
+from app.runtime.events import (
+    Activity,
+    ActivityKind,
+    ConnectionChanged,
+    ConnectionState,
+    FailureReported,
+    GuildInfo,
+    GuildsChanged,
+    LatencyMeasured,
+    RuntimeEvent,
+)
+from app.runtime.facade import ChatLine, FamiliarFacade, StatusSnapshot, TurnHit
+
+Callback = Callable[[RuntimeEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    name: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+class FakeFacade:
+    """Implements FamiliarFacade. Configure with attributes, inspect `calls`.
+
+    - `start()` publishes CONNECTING, then CONNECTED plus `guilds_on_start` and `latency_on_start`;
+      with `start_error` set it publishes FAILED and FailureReported, then raises FamiliarError.
+    - `chat_local()` answers from `replies` in order (then echoes); `chat_error` makes it raise.
+    - `gate`: when set, start / chat_local / save_credentials / test_llm_endpoint wait for it first,
+      so a test can look at the window while a call is in flight.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "Wisp",
+        configured: bool = True,
+        missing: tuple[str, ...] = (),
+        guilds_on_start: tuple[GuildInfo, ...] = (),
+        latency_on_start: float | None = 42.0,
+    ) -> None:
+        self._name = name
+        self._subscribers: list[Callback] = []
+        self._turn_ids = iter(range(1, 1_000_000))
+        self.status = StatusSnapshot(
+            state=ConnectionState.STOPPED,
+            guilds=(),
+            latency_ms=None,
+            last_error=None,
+            configured=configured,
+            missing=missing,
+        )
+        self.guilds_on_start = guilds_on_start
+        self.latency_on_start = latency_on_start
+        self.calls: list[Call] = []
+        self.start_error: str | None = None
+        self.stop_error: str | None = None
+        self.chat_error: str | None = None
+        self.history_error: str | None = None
+        self.save_error: str | None = None
+        self.endpoint_result = "OK: tiny-model answered in 0.2 s"
+        self.endpoint_error: str | None = None
+        self.replies: list[str] = []
+        self.history: list[ChatLine] = []
+        self.saved: dict[str, str | None] = {}
+        self.gate: asyncio.Event | None = None
+
+    # -- test helpers -------------------------------------------------------------------------
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def call_names(self) -> list[str]:
+        return [call.name for call in self.calls]
+
+    def publish(self, event: RuntimeEvent) -> None:
+        """Deliver `event` to every subscriber, as the runtime does on the loop thread."""
+        match event:
+            case ConnectionChanged(state=state):
+                self.status = replace(self.status, state=state)
+            case GuildsChanged(guilds=guilds):
+                self.status = replace(self.status, guilds=guilds)
+            case LatencyMeasured(milliseconds=milliseconds):
+                self.status = replace(self.status, latency_ms=milliseconds)
+            case FailureReported(message=message):
+                self.status = replace(self.status, last_error=message)
+            case Activity():
+                pass
+        for callback in list(self._subscribers):
+            callback(event)
+
+    def publish_activity(self, kind: ActivityKind, where: str, summary: str) -> None:
+        self.publish(Activity(kind=kind, where=where, summary=summary))
+
+    def line(self, author: str, content: str, *, from_familiar: bool) -> ChatLine:
+        return ChatLine(
+            turn_id=next(self._turn_ids),
+            author=author,
+            content=content,
+            from_familiar=from_familiar,
+            created_at=datetime.now(UTC),
+        )
+
+    async def _pass_gate(self) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+
+    # -- FamiliarFacade -----------------------------------------------------------------------
+
+    @property
+    def familiar_name(self) -> str:
+        return self._name
+
+    @property
+    def home(self) -> Path:
+        return Path("/nonexistent/familiar-home")
+
+    def subscribe(self, callback: Callback) -> Callable[[], None]:
+        self.calls.append(Call("subscribe"))
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            self.calls.append(Call("unsubscribe"))
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def get_status(self) -> StatusSnapshot:
+        return self.status
+
+    async def start(self) -> None:
+        self.calls.append(Call("start"))
+        self.publish(ConnectionChanged(ConnectionState.CONNECTING))
+        await self._pass_gate()
+        await asyncio.sleep(0)
+        if self.start_error is not None:
+            self.publish(ConnectionChanged(ConnectionState.FAILED, self.start_error))
+            self.publish(FailureReported(self.start_error))
+            raise FamiliarError(self.start_error)
+        self.publish(ConnectionChanged(ConnectionState.CONNECTED))
+        self.publish(GuildsChanged(self.guilds_on_start))
+        if self.latency_on_start is not None:
+            self.publish(LatencyMeasured(self.latency_on_start))
+
+    async def stop(self) -> None:
+        self.calls.append(Call("stop"))
+        await asyncio.sleep(0)
+        if self.stop_error is not None:
+            raise FamiliarError(self.stop_error)
+        self.publish(ConnectionChanged(ConnectionState.STOPPED))
+        self.publish(GuildsChanged(()))
+
+    async def chat_local(self, text: str) -> ChatLine:
+        self.calls.append(Call("chat_local", {"text": text}))
+        await self._pass_gate()
+        await asyncio.sleep(0)
+        if self.chat_error is not None:
+            raise FamiliarError(self.chat_error)
+        reply = self.replies.pop(0) if self.replies else f"You said: {text}"
+        return self.line(self._name, reply, from_familiar=True)
+
+    async def load_local_history(self, limit: int = 50) -> list[ChatLine]:
+        self.calls.append(Call("load_local_history", {"limit": limit}))
+        await asyncio.sleep(0)
+        if self.history_error is not None:
+            raise FamiliarError(self.history_error)
+        return self.history[-limit:]
+
+    async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:
+        self.calls.append(Call("search_turns", {"query": query, "limit": limit}))
+        await asyncio.sleep(0)
+        return []
+
+    async def save_credentials(
+        self, *, bot_token: str | None, llm_base_url: str | None, llm_api_key: str | None, llm_model: str | None
+    ) -> None:
+        values = {
+            "bot_token": bot_token,
+            "llm_base_url": llm_base_url,
+            "llm_api_key": llm_api_key,
+            "llm_model": llm_model,
+        }
+        self.calls.append(Call("save_credentials", values))
+        await self._pass_gate()
+        await asyncio.sleep(0)
+        if self.save_error is not None:
+            raise FamiliarError(self.save_error)
+        self.saved.update({key: value for key, value in values.items() if value is not None})
+        missing = tuple(
+            what
+            for what, key in (("bot token", "bot_token"), ("LLM endpoint", "llm_base_url"))
+            if what in self.status.missing and self.saved.get(key) is None
+        )
+        self.status = replace(self.status, missing=missing, configured=not missing)
+
+    async def test_llm_endpoint(self) -> str:
+        self.calls.append(Call("test_llm_endpoint"))
+        await self._pass_gate()
+        await asyncio.sleep(0)
+        if self.endpoint_error is not None:
+            raise FamiliarError(self.endpoint_error)
+        return self.endpoint_result
+
+
+def _conforms(fake: FakeFacade) -> FamiliarFacade:
+    return fake  # mypy checks here that FakeFacade implements the Protocol

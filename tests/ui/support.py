@@ -1,0 +1,30 @@
+"""Shared constants for the UI tests (kept out of conftest.py so tests can import them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from app.ui.async_slot import running_slots
+
+T = TypeVar("T")
+Run = Callable[[Coroutine[Any, Any, T]], T]
+
+WAIT_MS = 3_000
+"""Upper bound for every qtbot wait; the waits normally end within milliseconds."""
+
+QT_STRICT = [
+    pytest.mark.timeout(20),
+    pytest.mark.qt_log_level_fail("WARNING"),
+    # The offscreen platform plugin says this when a top-level widget is shown or raised.
+    pytest.mark.qt_log_ignore(r"This plugin does not support (propagateSizeHints|raise)\(\)"),
+]
+"""`pytestmark` for UI test modules: a Qt warning fails the test."""
+
+
+def settle(qtbot: QtBot) -> None:
+    """Wait until every async handler the window started has finished."""
+    qtbot.waitUntil(lambda: not running_slots(), timeout=WAIT_MS)

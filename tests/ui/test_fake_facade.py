@@ -1,0 +1,96 @@
+"""The fake facade is a real implementation of the Protocol: check that it behaves like one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.runtime.errors import FamiliarError
+from app.runtime.events import (
+    ConnectionChanged,
+    ConnectionState,
+    FailureReported,
+    GuildInfo,
+    GuildsChanged,
+    LatencyMeasured,
+    RuntimeEvent,
+)
+from tests.ui.fake_facade import FakeFacade
+from tests.ui.support import QT_STRICT, Run
+
+pytestmark = QT_STRICT
+
+GUILDS = (GuildInfo(1, "Lantern Club", 12),)
+
+
+def test_start_publishes_connecting_then_connected_and_guilds(run: Run[Any]) -> None:
+    facade = FakeFacade(guilds_on_start=GUILDS, latency_on_start=40.0)
+    seen: list[RuntimeEvent] = []
+    facade.subscribe(seen.append)
+
+    run(facade.start())
+
+    assert [type(event) for event in seen] == [ConnectionChanged, ConnectionChanged, GuildsChanged, LatencyMeasured]
+    assert [event.state for event in seen if isinstance(event, ConnectionChanged)] == [
+        ConnectionState.CONNECTING,
+        ConnectionState.CONNECTED,
+    ]
+    status = facade.get_status()
+    assert status.state is ConnectionState.CONNECTED
+    assert status.guilds == GUILDS
+    assert status.latency_ms == 40.0
+
+
+def test_start_failure_publishes_and_raises(run: Run[Any]) -> None:
+    facade = FakeFacade()
+    facade.start_error = "Discord rejected the bot token."
+    seen: list[RuntimeEvent] = []
+    facade.subscribe(seen.append)
+
+    with pytest.raises(FamiliarError, match="rejected the bot token"):
+        run(facade.start())
+
+    last = seen[-1]
+    assert isinstance(last, FailureReported)
+    assert last.message == "Discord rejected the bot token."
+    assert facade.get_status().state is ConnectionState.FAILED
+    assert facade.get_status().last_error == "Discord rejected the bot token."
+
+
+def test_unsubscribe_stops_delivery() -> None:
+    facade = FakeFacade()
+    seen: list[RuntimeEvent] = []
+    unsubscribe = facade.subscribe(seen.append)
+    unsubscribe()
+    unsubscribe()  # twice is harmless
+
+    facade.publish(LatencyMeasured(10.0))
+
+    assert seen == []
+    assert facade.subscriber_count == 0
+    assert facade.call_names() == ["subscribe", "unsubscribe", "unsubscribe"]
+
+
+def test_chat_replies_in_script_order_then_echoes(run: Run[Any]) -> None:
+    facade = FakeFacade(name="Wisp")
+    facade.replies = ["Hello!"]
+
+    first = run(facade.chat_local("hi"))
+    second = run(facade.chat_local("again"))
+
+    assert (first.author, first.content, first.from_familiar) == ("Wisp", "Hello!", True)
+    assert second.content == "You said: again"
+    assert first.turn_id < second.turn_id
+
+
+def test_save_credentials_records_values_and_clears_missing(run: Run[Any]) -> None:
+    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"))
+
+    run(facade.save_credentials(bot_token="t", llm_base_url=None, llm_api_key=None, llm_model=None))
+    assert facade.get_status().missing == ("LLM endpoint",)
+    assert not facade.get_status().configured
+
+    run(facade.save_credentials(bot_token=None, llm_base_url="http://x/v1", llm_api_key=None, llm_model="m"))
+    assert facade.get_status().configured
+    assert facade.saved == {"bot_token": "t", "llm_base_url": "http://x/v1", "llm_model": "m"}

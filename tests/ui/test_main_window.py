@@ -1,0 +1,131 @@
+"""MainWindow: navigation, title, status bar, menu, first-run settings, non-blocking close and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from PySide6.QtCore import Qt
+from pytestqt.qtbot import QtBot
+
+from app.runtime.events import ConnectionChanged, ConnectionState, LatencyMeasured
+from app.ui.async_slot import running_slots
+from app.ui.main_window import MainWindow
+from tests.ui.fake_facade import FakeFacade
+from tests.ui.support import QT_STRICT, WAIT_MS, Run, settle
+
+pytestmark = QT_STRICT
+
+
+def make_window(qtbot: QtBot, facade: FakeFacade) -> MainWindow:
+    window = MainWindow(facade)
+    qtbot.addWidget(window)
+    window.show()
+    settle(qtbot)
+    return window
+
+
+def test_title_and_navigation(qtbot: QtBot, facade: FakeFacade) -> None:
+    window = make_window(qtbot, facade)
+
+    assert window.windowTitle() == "Familiar — Wisp"
+    titles = [window.navigation.item(row).text() for row in range(window.navigation.count())]
+    assert titles == ["Dashboard", "Chat"]
+    assert window.stack.currentWidget() is window.dashboard
+
+    window.navigation.setCurrentRow(1)
+    assert window.stack.currentWidget() is window.chat
+    settle(qtbot)  # the chat pane loads its history when first shown
+    assert "load_local_history" in facade.call_names()
+
+    window.show_pane("Dashboard")
+    assert window.stack.currentWidget() is window.dashboard
+
+
+def test_status_bar_follows_the_connection(qtbot: QtBot, facade: FakeFacade) -> None:
+    window = make_window(qtbot, facade)
+    assert window.connection_indicator.text() == "Stopped"
+
+    facade.publish(ConnectionChanged(ConnectionState.CONNECTED))
+    facade.publish(LatencyMeasured(51.0))
+    assert window.connection_indicator.text() == "Connected"
+    assert window.latency_label.text() == "Latency: 51 ms"
+
+    facade.publish(ConnectionChanged(ConnectionState.RECONNECTING, "gateway closed (1006)"))
+    assert window.connection_indicator.text() == "Reconnecting…"
+    assert window.connection_indicator.toolTip() == "gateway closed (1006)"
+    assert window.latency_label.text() == "Latency: —"
+
+
+def test_file_menu_has_settings_and_quit(qtbot: QtBot, facade: FakeFacade) -> None:
+    window = make_window(qtbot, facade)
+    assert [action.text() for action in window.menuBar().actions()] == ["&File"]
+    texts = [action.text() for action in window.file_menu.actions() if not action.isSeparator()]
+    assert texts == ["&Settings…", "&Quit"]
+
+    window.settings_action.trigger()
+    dialog = window.settings_dialog
+    assert dialog is not None
+    assert dialog.isVisible()
+    assert not dialog.isModal()
+    window.settings_action.trigger()
+    assert window.settings_dialog is dialog  # raised again, not a second dialog
+
+
+def test_first_run_opens_settings_and_saving_updates_the_dashboard(qtbot: QtBot) -> None:
+    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"))
+    window = make_window(qtbot, facade)
+    assert not window.dashboard.setup_hint.isHidden()
+
+    assert window.maybe_show_first_run()
+    dialog = window.settings_dialog
+    assert dialog is not None
+    assert dialog.isVisible()
+
+    dialog.bot_token.setText("token")
+    dialog.base_url.setText("http://127.0.0.1:11434/v1")
+    dialog.buttons.accepted.emit()
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=WAIT_MS)
+
+    assert window.dashboard.setup_hint.isHidden()
+    assert not window.maybe_show_first_run()
+
+
+def test_the_set_up_hint_button_opens_settings(qtbot: QtBot) -> None:
+    facade = FakeFacade(configured=False, missing=("bot token",))
+    window = make_window(qtbot, facade)
+
+    qtbot.mouseClick(window.dashboard.open_settings_button, Qt.MouseButton.LeftButton)
+
+    assert window.settings_dialog is not None
+    assert window.settings_dialog.isVisible()
+
+
+def test_close_does_not_block_and_emits_closed(qtbot: QtBot, facade: FakeFacade) -> None:
+    window = make_window(qtbot, facade)
+    window.open_settings()
+
+    with qtbot.waitSignal(window.closed, timeout=1_000):
+        window.quit_action.trigger()
+
+    assert not window.isVisible()
+    assert window.settings_dialog is not None
+    assert not window.settings_dialog.isVisible()
+
+
+def test_shutdown_unsubscribes_and_cancels_handlers_in_flight(qtbot: QtBot, facade: FakeFacade, run: Run[Any]) -> None:
+    window = make_window(qtbot, facade)
+    window.show_pane("Chat")
+    settle(qtbot)
+    facade.gate = asyncio.Event()
+    window.chat.input.setText("a question nobody will answer")
+    window.chat.send_button.click()
+    qtbot.waitUntil(lambda: window.chat.is_waiting, timeout=WAIT_MS)
+
+    run(window.shutdown())
+
+    assert not running_slots()
+    assert facade.subscriber_count == 0
+    assert "unsubscribe" in facade.call_names()
+    facade.publish(ConnectionChanged(ConnectionState.CONNECTED))
+    assert window.connection_indicator.text() == "Stopped"
