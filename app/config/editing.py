@@ -7,7 +7,7 @@ from pathlib import Path
 
 import tomlkit
 import tomlkit.exceptions
-from tomlkit.items import Table
+from tomlkit.items import InlineTable, Table
 
 from app.config.errors import ConfigError
 from app.config.settings import parse_settings
@@ -25,13 +25,13 @@ def set_values(path: Path, values: dict[str, str]) -> None:
         raise ConfigError(path, exc.line, None, f"not valid TOML: {exc}") from None
     for dotted, value in values.items():
         *tables, key = dotted.split(".")
-        node: tomlkit.TOMLDocument | Table = document
+        node: tomlkit.TOMLDocument | Table | InlineTable = document
         for name in tables:
             child = node.get(name)
             if child is None:
-                child = tomlkit.table()
+                child = tomlkit.inline_table() if isinstance(node, InlineTable) else tomlkit.table()
                 node[name] = child
-            if not isinstance(child, Table):
+            if not isinstance(child, Table | InlineTable):
                 raise ConfigError(path, None, dotted, f"'{name}' is not a table")
             node = child
         node[key] = value

@@ -73,7 +73,7 @@ class FamiliarPaths:
 
 
 def familiar_paths(name: str = "default", env: dict[str, str] | None = None) -> FamiliarPaths:
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):  # match() would let a trailing newline through `$`
         raise ConfigError(Path(name), None, None, "a familiar's name may use letters, digits, '-' and '_' (at most 64)")
     return FamiliarPaths(root=data_root(env), name=name)
 

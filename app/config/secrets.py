@@ -116,5 +116,10 @@ class SecretStore:
 
 def _quote(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in escaped)
+    escaped = "".join(ch if ch.isprintable() else _escape(ch) for ch in escaped)
     return f'"{escaped}"'
+
+
+def _escape(ch: str) -> str:
+    # TOML's \u takes exactly four hex digits; characters beyond the BMP need \U and eight.
+    return f"\\U{ord(ch):08x}" if ord(ch) > 0xFFFF else f"\\u{ord(ch):04x}"

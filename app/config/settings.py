@@ -130,7 +130,10 @@ def _check_value(value: Any, hint: Any, dotted: str, fail: Any) -> Any:
     elif hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             fail(dotted, f"expected a number, got {type(value).__name__}")
-        result = float(value)
+        try:
+            result = float(value)
+        except OverflowError:  # an integer literal beyond a float's range
+            fail(dotted, "the number is too large")
     elif hint is str:
         if not isinstance(value, str):
             fail(dotted, f"expected a string, got {type(value).__name__}")
@@ -177,6 +180,8 @@ def parse_settings(text: str, path: Path) -> Settings:
         line = int(found.group(1)) if found else text.count("\n") + 1
         message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
         raise ConfigError(path, line, None, f"not valid TOML: {message}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise ConfigError(path, None, None, "not valid TOML: values are nested too deeply") from None
 
     def fail(dotted: str, problem: str) -> None:
         raise ConfigError(path, _line_of(text, dotted), dotted, problem)

@@ -116,8 +116,10 @@ class FtsIndex:
 
     def wipe(self) -> None:
         self.close()
-        if self.path.exists():
+        if self.path.is_dir():
             shutil.rmtree(self.path)
+        elif self.path.exists():  # a stray file where the folder should be
+            self.path.unlink()
 
     def close(self) -> None:
         if self._writer is not None:
@@ -159,6 +161,8 @@ class FtsIndex:
     def search(self, text: str, limit: int, place: str | None = None) -> list[tuple[int, float]]:
         if self._index is None:
             raise ValueError(f"index {self.spec.name} is not open")
+        if limit <= 0:  # tantivy panics (PanicException, a BaseException) on a limit of 0
+            return []
         query, _errors = self._index.parse_query_lenient(text, list(self.spec.search_fields))
         if place is not None:
             query = tantivy.Query.boolean_query(

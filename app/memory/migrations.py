@@ -127,14 +127,15 @@ def backup(conn: sqlite3.Connection, backups_dir: Path, from_version: int) -> Pa
 def migrate(conn: sqlite3.Connection, backups_dir: Path, migrations: Sequence[Migration] = MIGRATIONS) -> Path | None:
     """Bring the schema up to date. Returns the backup's path when one was written."""
     version = current_version(conn)
-    todo = [m for m in migrations if m.version > version]
-    if not todo:
-        return None
     newest = max(m.version for m in migrations)
+    # Checked before "nothing to do": a newer database has nothing to do and must still be refused.
     if version > newest:
         raise MigrationError(
             f"history.db is schema v{version}, newer than this Familiar knows (v{newest}); update Familiar"
         )
+    todo = [m for m in migrations if m.version > version]
+    if not todo:
+        return None
     backup_path: Path | None = None
     if version > 0 and _has_data(conn):
         try:

@@ -1,0 +1,39 @@
+"""Turn builders shared by the store tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from app.memory.records import NewTurn
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+GUILD = 500
+GENERAL = 501
+HOME = 502
+PLACE = f"guild:{GUILD}/{GENERAL}"
+OTHER_PLACE = f"guild:{GUILD}/{HOME}"
+
+
+def turn(
+    content: str,
+    *,
+    message_id: int | None = None,
+    place: str = PLACE,
+    author: int = 7001,
+    name: str = "alice",
+    minutes: float = 0,
+    platform: str = "discord",
+    created_at: datetime | None = None,
+) -> NewTurn:
+    channel = int(place.rsplit("/", 1)[-1]) if place.startswith("guild:") else 0
+    return NewTurn(
+        platform=platform,
+        place=place,
+        channel_id=channel,
+        author_key=f"discord:{author}",
+        author_name=name,
+        content=content,
+        created_at=created_at or T0 + timedelta(minutes=minutes),
+        guild_id=GUILD if place.startswith("guild:") else None,
+        message_id=message_id,
+    )

@@ -1,0 +1,237 @@
+"""Numbered migrations: backups before touching data, all-or-nothing steps, refusing the future."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.memory.errors import MigrationError, StoreError
+from app.memory.migrations import MIGRATIONS, Migration, current_version, migrate
+from app.memory.store import Store
+from tests.memory.helpers import turn
+
+V2 = Migration(
+    2,
+    "turn notes",
+    """
+    ALTER TABLE turns ADD COLUMN note TEXT;
+    CREATE TABLE turn_notes (turn_id INTEGER PRIMARY KEY, note TEXT NOT NULL);
+    CREATE TRIGGER turn_notes_sync AFTER INSERT ON turn_notes BEGIN
+        UPDATE turns SET note = NEW.note WHERE id = NEW.turn_id;
+    END;
+    """,
+)
+BROKEN_V2 = Migration(
+    2,
+    "half done",
+    """
+    CREATE TABLE would_be_created (x INTEGER);
+    ALTER TABLE turns ADD COLUMN note TEXT;
+    INSERT INTO no_such_table VALUES (1);
+    """,
+)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    return conn
+
+
+@pytest.fixture
+def v1_db(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    """A database at schema v1 holding a few turns."""
+    conn = connect(tmp_path / "history.db")
+    assert migrate(conn, tmp_path / "backups") is None
+    conn.executemany(
+        "INSERT INTO turns (platform, place, channel_id, author_key, author_name, content, created_at)"
+        " VALUES ('discord', 'guild:1/2', 2, 'discord:7', 'alice', ?, '2024-05-01T12:00:00+00:00')",
+        [(f"remember me {i}",) for i in range(25)],
+    )
+    yield conn
+    conn.close()
+
+
+def tables(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
+
+
+def columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def test_fresh_database_migrates_without_a_backup(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "history.db")
+    try:
+        assert migrate(conn, tmp_path / "backups") is None
+        assert current_version(conn) == max(m.version for m in MIGRATIONS)
+        assert {"turns", "participants", "deleted_sources", "index_state", "index_outbox"} <= tables(conn)
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        # Already current: nothing to do, still no backup.
+        assert migrate(conn, tmp_path / "backups") is None
+    finally:
+        conn.close()
+    assert not (tmp_path / "backups").exists()
+
+
+@pytest.mark.asyncio
+async def test_store_open_on_a_fresh_path(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "sub" / "history.db", tmp_path / "backups")
+    try:
+        assert store.backup_written is None
+        assert await store.read_one("SELECT MAX(version) FROM schema_migrations") == (1,)
+        assert await store.read_one("PRAGMA journal_mode") == ("wal",)
+    finally:
+        await store.close()
+    assert not (tmp_path / "backups").exists()
+
+
+def test_non_empty_database_is_backed_up_before_migrating(tmp_path: Path, v1_db: sqlite3.Connection) -> None:
+    backups = tmp_path / "backups"
+    written = migrate(v1_db, backups, (*MIGRATIONS, V2))
+    assert written is not None
+    assert written.parent == backups
+    assert written.name.startswith("history-v1-")
+    assert current_version(v1_db) == 2
+    assert "note" in columns(v1_db, "turns")
+    assert "turn_notes_sync" in tables(v1_db)
+    # The backup holds the data as it was, at v1, and is a sound database.
+    backup = sqlite3.connect(written)
+    try:
+        assert backup.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert current_version(backup) == 1
+        assert backup.execute("SELECT COUNT(*) FROM turns").fetchone() == (25,)
+        assert backup.execute("SELECT content FROM turns WHERE id = 25").fetchone() == ("remember me 24",)
+        assert "note" not in columns(backup, "turns")
+    finally:
+        backup.close()
+    # The live data survived the migration too.
+    assert v1_db.execute("SELECT COUNT(*) FROM turns").fetchone() == (25,)
+    assert [p.name for p in backups.iterdir()] == [written.name]
+
+
+def test_backup_includes_rows_still_in_the_wal(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "history.db")
+    try:
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        migrate(conn, tmp_path / "backups")
+        conn.execute(
+            "INSERT INTO turns (platform, place, channel_id, author_key, author_name, content, created_at)"
+            " VALUES ('discord', 'local', 0, 'discord:7', 'alice', 'only in the WAL', '2024-05-01T12:00:00+00:00')"
+        )
+        written = migrate(conn, tmp_path / "backups", (*MIGRATIONS, V2))
+        assert written is not None
+    finally:
+        conn.close()
+    backup = sqlite3.connect(written)
+    try:
+        assert backup.execute("SELECT content FROM turns").fetchall() == [("only in the WAL",)]
+    finally:
+        backup.close()
+
+
+def test_empty_database_at_an_old_version_needs_no_backup(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "history.db")
+    try:
+        migrate(conn, tmp_path / "backups")
+        assert migrate(conn, tmp_path / "backups", (*MIGRATIONS, V2)) is None
+        assert current_version(conn) == 2
+    finally:
+        conn.close()
+    assert not (tmp_path / "backups").exists()
+
+
+def test_failed_backup_blocks_the_migration(tmp_path: Path, v1_db: sqlite3.Connection) -> None:
+    blocker = tmp_path / "backups-is-a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    schema_before = v1_db.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall()
+    with pytest.raises(MigrationError) as caught:
+        migrate(v1_db, blocker, (*MIGRATIONS, V2))
+    message = str(caught.value)
+    assert "back up" in message
+    assert "nothing was changed" in message
+    assert current_version(v1_db) == 1
+    assert "note" not in columns(v1_db, "turns")
+    assert v1_db.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall() == schema_before
+    assert v1_db.execute("SELECT COUNT(*) FROM turns").fetchone() == (25,)
+    assert not v1_db.in_transaction
+    assert blocker.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_failing_migration_statement_rolls_back(tmp_path: Path, v1_db: sqlite3.Connection) -> None:
+    with pytest.raises(MigrationError) as caught:
+        migrate(v1_db, tmp_path / "backups", (*MIGRATIONS, BROKEN_V2))
+    assert "migration 2" in str(caught.value)
+    assert "no_such_table" in str(caught.value)
+    assert current_version(v1_db) == 1
+    assert "would_be_created" not in tables(v1_db)
+    assert "note" not in columns(v1_db, "turns")
+    assert not v1_db.in_transaction
+    assert v1_db.execute("SELECT COUNT(*) FROM turns").fetchone() == (25,)
+    # The database is still usable and a correct migration applies afterwards.
+    assert migrate(v1_db, tmp_path / "backups", (*MIGRATIONS, V2)) is not None
+    assert current_version(v1_db) == 2
+
+
+def test_later_steps_stop_at_the_failing_one(tmp_path: Path, v1_db: sqlite3.Connection) -> None:
+    broken_v3 = Migration(3, "broken", "CREATE TABLE v3_table (x); SELECT * FROM nowhere;")
+    with pytest.raises(MigrationError, match="migration 3"):
+        migrate(v1_db, tmp_path / "backups", (*MIGRATIONS, V2, broken_v3))
+    assert current_version(v1_db) == 2
+    assert "v3_table" not in tables(v1_db)
+
+
+def test_database_newer_than_the_code_is_refused(tmp_path: Path, v1_db: sqlite3.Connection) -> None:
+    v1_db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (7, 'from the future', 'x')")
+    with pytest.raises(MigrationError) as caught:
+        migrate(v1_db, tmp_path / "backups")
+    message = str(caught.value)
+    assert "v7" in message
+    assert "newer" in message
+    assert "update Familiar" in message
+    assert current_version(v1_db) == 7
+    assert not (tmp_path / "backups").exists()
+
+
+@pytest.mark.asyncio
+async def test_store_open_refuses_a_newer_database(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "history.db", tmp_path / "backups")
+    await store.append_turn(turn("hello"))
+    await store.write([("INSERT INTO schema_migrations (version, name, applied_at) VALUES (2, 'future', 'x')", ())])
+    await store.close()
+    with pytest.raises(MigrationError, match="newer than this Familiar"):
+        await Store.open(tmp_path / "history.db", tmp_path / "backups")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"this is not a database at all, just some text that someone saved here" * 20,
+        b"SQLite format 3\x00" + b"\xff" * 4000,
+        bytes(range(256)) * 16,
+    ],
+)
+async def test_store_open_on_a_garbage_file(tmp_path: Path, content: bytes) -> None:
+    target = tmp_path / "history.db"
+    target.write_bytes(content)
+    with pytest.raises(StoreError) as caught:
+        await Store.open(target, tmp_path / "backups")
+    message = str(caught.value)
+    assert str(target) in message
+    assert "not a readable Familiar database" in message
+    assert target.read_bytes() == content, "a failed open must not touch the file"
+
+
+@pytest.mark.asyncio
+async def test_store_open_on_an_empty_file_creates_the_schema(tmp_path: Path) -> None:
+    target = tmp_path / "history.db"
+    target.write_bytes(b"")
+    store = await Store.open(target, tmp_path / "backups")
+    try:
+        assert await store.append_turn(turn("works")) is not None
+    finally:
+        await store.close()
