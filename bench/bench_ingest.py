@@ -22,7 +22,23 @@ from app.memory.history import History
 from app.memory.records import NewTurn
 from app.memory.store import Store
 
-WORDS = "lantern kettle map dragon tea river moon owl ember fern harbor quill raven salt thistle".split()
+WORDS = [
+    "lantern",
+    "kettle",
+    "map",
+    "dragon",
+    "tea",
+    "river",
+    "moon",
+    "owl",
+    "ember",
+    "fern",
+    "harbor",
+    "quill",
+    "raven",
+    "salt",
+    "thistle",
+]
 
 
 def turn(i: int) -> NewTurn:
@@ -49,7 +65,9 @@ async def baseline(folder: Path, count: int) -> float:
     for i in range(count):
         stored = await store.append_turn(turn(i))
         assert stored is not None
-        writer.add_document(tantivy.Document(id=stored.id, place=stored.place, author=stored.author_name, content=stored.content))
+        writer.add_document(
+            tantivy.Document(id=stored.id, place=stored.place, author=stored.author_name, content=stored.content)
+        )
         await asyncio.to_thread(writer.commit)
     elapsed = time.perf_counter() - started
     writer.wait_merging_threads()
@@ -66,7 +84,8 @@ async def live(folder: Path, count: int) -> float:
     await history.turns_index.flush(120)
     elapsed = time.perf_counter() - started
     hits = await history.search_turns(f"number {count - 1}", 1)
-    assert hits and hits[0].turn.content.endswith(f"number {count - 1}")
+    assert hits
+    assert hits[0].turn.content.endswith(f"number {count - 1}")
     await history.close()
     return count / elapsed
 
@@ -102,8 +121,14 @@ async def main() -> None:
         live_rate = await live(folder, args.live)
         bulk_rate = await bulk(folder, args.bulk)
     print(f"baseline commit-per-document: {base:10.0f} turns/s  ({args.baseline} turns)")
-    print(f"live append, group commits:   {live_rate:10.0f} turns/s  ({args.live} turns)  = {live_rate / base:6.1f}x baseline (target >= 40x)")
-    print(f"bulk import, group commits:   {bulk_rate:10.0f} turns/s  ({args.bulk} turns)  = {bulk_rate / base:6.1f}x baseline (target >= 20,000 turns/s)")
+    print(
+        f"live append, group commits:   {live_rate:10.0f} turns/s  ({args.live} turns)"
+        f"  = {live_rate / base:6.1f}x baseline (target >= 40x)"
+    )
+    print(
+        f"bulk import, group commits:   {bulk_rate:10.0f} turns/s  ({args.bulk} turns)"
+        f"  = {bulk_rate / base:6.1f}x baseline (target >= 20,000 turns/s)"
+    )
 
 
 if __name__ == "__main__":

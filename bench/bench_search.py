@@ -1,6 +1,6 @@
 """Turn search (BM25 hit -> SQL row) latency at 10k and 100k turns (target: p50 <= 2 ms at 100k).
 
-    python -m bench.bench_search [--queries N]
+python -m bench.bench_search [--queries N]
 """
 
 from __future__ import annotations
@@ -48,7 +48,10 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for size in (10_000, 100_000):
             p50, p95, mean = await measure(Path(tmp), size, args.queries)
-            print(f"turn search at {size:>7,} turns: p50 {p50:.3f} ms  p95 {p95:.3f} ms  mean {mean:.3f} ms  (target p50 <= 2 ms at 100k)")
+            print(
+                f"turn search at {size:>7,} turns: p50 {p50:.3f} ms  p95 {p95:.3f} ms  mean {mean:.3f} ms"
+                "  (target p50 <= 2 ms at 100k)"
+            )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,12 @@ def set_values(path: Path, values: dict[str, str]) -> None:
 
     The result is validated before it replaces the file (atomically), so a bad value changes nothing.
     """
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise ConfigError(path, None, None, "not valid UTF-8; nothing was changed") from None
+    except OSError as exc:
+        raise ConfigError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
     try:
         document = tomlkit.parse(text)
     except tomlkit.exceptions.ParseError as exc:

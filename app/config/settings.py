@@ -194,8 +194,10 @@ def load_settings(path: Path) -> Settings:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(path, None, None, "file not found") from None
+    except OSError as exc:
+        raise ConfigError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a BOM (Windows editors) is fine
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(path, line, None, "not valid UTF-8") from None

@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import shutil
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -70,6 +72,7 @@ class FtsIndex:
         self._schema = spec.build_schema()
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None
+        self._owner = _OwnerLock(path.with_name(path.name + ".owner.lock"))
         self.writable = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -82,6 +85,9 @@ class FtsIndex:
         created = False
         meta = self.path / _META
         compatible = False
+        if writable and not self._owner.acquire():
+            # Another process (the running familiar) owns this index: read it, never wipe or write it.
+            writable = False
         if self.path.is_dir() and (self.path / "meta.json").exists():
             try:
                 recorded = json.loads(meta.read_text(encoding="utf-8")).get("schema_version")
@@ -96,7 +102,8 @@ class FtsIndex:
                 compatible = False
         if not compatible:
             if not writable:
-                raise ValueError(f"index {self.path} is missing or incompatible")
+                self._index = None
+                return False
             self.wipe()
             self.path.mkdir(parents=True, exist_ok=True)
             self._index = tantivy.Index(self._schema, path=str(self.path), reuse=False)
@@ -115,13 +122,17 @@ class FtsIndex:
         return created
 
     def wipe(self) -> None:
-        self.close()
+        self._close_index()
         if self.path.is_dir():
             shutil.rmtree(self.path)
         elif self.path.exists():  # a stray file where the folder should be
             self.path.unlink()
 
     def close(self) -> None:
+        self._close_index()
+        self._owner.release()
+
+    def _close_index(self) -> None:
         if self._writer is not None:
             with contextlib.suppress(ValueError):
                 self._writer.wait_merging_threads()
@@ -160,7 +171,9 @@ class FtsIndex:
     # -- reading -----------------------------------------------------------------------------
     def search(self, text: str, limit: int, place: str | None = None) -> list[tuple[int, float]]:
         if self._index is None:
-            raise ValueError(f"index {self.spec.name} is not open")
+            raise ValueError(
+                f"the {self.spec.name} search index is being rebuilt by another Familiar process; try again shortly"
+            )
         if limit <= 0:  # tantivy panics (PanicException, a BaseException) on a limit of 0
             return []
         query, _errors = self._index.parse_query_lenient(text, list(self.spec.search_fields))
@@ -194,6 +207,56 @@ class FtsIndex:
             return set()
         hits = searcher.search(tantivy.Query.all_query(), total, count=False).hits
         return {int(i) for i in searcher.fast_field_values("id", [a for _s, a in hits]) if i is not None}
+
+
+class _OwnerLock:
+    """An OS file lock held by the one process that writes an index, for its whole life.
+
+    It is taken before anything in the index folder is touched, so a second process (the CLI while
+    the window runs, or another version of Familiar) can never wipe or rebuild a live index. The OS
+    releases it when the process dies, even on kill -9.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if sys.platform == "win32":
+                import msvcrt
+
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if sys.platform == "win32":
+                import msvcrt
+
+                with contextlib.suppress(OSError):
+                    msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+            else:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
 
 class IndexSource(Protocol):
@@ -264,6 +327,7 @@ class IndexCommitter:
         self._task: asyncio.Task[None] | None = None
         self._watermark = 0
         self._upsert = True  # the first round after opening replays as upserts (crash recovery)
+        self._rebuild_pending = False  # the rebuilding flag in SQL is cleared once the index caught up
         self._c = _Counters()
         self._closing = False
 
@@ -283,6 +347,7 @@ class IndexCommitter:
                 await self._run_blocking(self._recreate)
             watermark = 0
             self._c.rebuilt_at_start = True
+            self._rebuild_pending = True
             await self._source.save_state(
                 watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
             )
@@ -317,7 +382,7 @@ class IndexCommitter:
     def watermark(self) -> int:
         return self._watermark
 
-    async def flush(self, timeout: float = 30.0) -> None:  # noqa: ASYNC109 - a bound, not a cancel scope
+    async def flush(self, timeout: float = 30.0) -> None:
         """Wait until everything SQL has now is committed to the index."""
         target = await self._source.newest_id()
         if self._watermark >= target and not await self._source.removals(1):
@@ -384,7 +449,7 @@ class IndexCommitter:
         if reached <= self._watermark and not removals:
             self._c.pending = 0
             self._c.lag = 0
-            if self._c.rebuilt_at_start or self._upsert:
+            if self._rebuild_pending or self._upsert:
                 await self._finish_rebuild()
             return False
         delete_ids = [doc_id for _oid, doc_id in removals]
@@ -398,7 +463,7 @@ class IndexCommitter:
         await self._source.save_state(
             watermark=reached,
             schema_version=self.index.spec.schema_version,
-            rebuilding=self._c.rebuilt_at_start and reached < newest,
+            rebuilding=self._rebuild_pending and reached < newest,
             outbox_upto=max((oid for oid, _d in removals), default=None),
         )
         self._c.commits += 1
@@ -414,6 +479,7 @@ class IndexCommitter:
             watermark=self._watermark, schema_version=self.index.spec.schema_version, rebuilding=False, outbox_upto=None
         )
         self._upsert = False
+        self._rebuild_pending = False
 
     async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> bool:
         upsert = self._upsert

@@ -83,6 +83,25 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        2,
+        "turn order and participant names",
+        """
+        ALTER TABLE turns ADD COLUMN origin_id INTEGER;
+        CREATE INDEX turns_place_order ON turns (place, COALESCE(origin_id, id));
+        DROP TRIGGER turns_participant;
+        CREATE TRIGGER turns_participant AFTER INSERT ON turns BEGIN
+            INSERT INTO participants (canonical_key, display_name, is_self, first_seen, last_seen)
+            VALUES (NEW.author_key, NEW.author_name, NEW.author_key = 'familiar:self', NEW.created_at,
+                    NEW.created_at)
+            ON CONFLICT (canonical_key) DO UPDATE SET
+                display_name = CASE WHEN excluded.last_seen >= last_seen THEN excluded.display_name
+                                    ELSE display_name END,
+                first_seen = MIN(first_seen, excluded.first_seen),
+                last_seen = MAX(last_seen, excluded.last_seen);
+        END;
+        """,
+    ),
 )
 
 

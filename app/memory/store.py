@@ -183,7 +183,8 @@ class Store:
                 return None
             cursor = await self._writer.execute(
                 "INSERT INTO turns (platform, place, guild_id, channel_id, message_id, author_key, author_name,"
-                " content, mode, created_at, revision, reply_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                " content, mode, created_at, revision, reply_to, origin_id)"
+                " SELECT ?,?,?,?,?,?,?,?,?,?,?,?, COALESCE(origin_id, id) FROM turns WHERE id = ?",
                 (
                     current.platform,
                     current.place,
@@ -197,6 +198,7 @@ class Store:
                     _iso(edited_at),
                     current.revision + 1,
                     current.reply_to,
+                    current.id,
                 ),
             )
             new_id = int(cursor.lastrowid or 0)
@@ -244,7 +246,7 @@ class Store:
             return []
         rows = await self.read_all(
             f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
-            " ORDER BY id DESC LIMIT ?",
+            " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",  # an edited message keeps its place
             (place, limit),
         )
         return [_turn(r) for r in reversed(rows)]

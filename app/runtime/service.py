@@ -263,7 +263,10 @@ class Familiar:
 
     # -- facade: memory --------------------------------------------------------------------------
     async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:
-        hits = await self.history.search_turns(query, limit)
+        try:
+            hits = await self.history.search_turns(query, limit)
+        except ValueError as exc:
+            raise FamiliarError(str(exc)) from exc
         return [
             TurnHit(
                 turn_id=h.turn.id,

@@ -900,3 +900,30 @@ async def test_killed_process_loses_nothing(folder: Folder) -> None:
             assert hit.turn.id == turn_id
     finally:
         await history.close()
+
+
+def test_a_second_process_never_wipes_a_live_index(tmp_path: Path) -> None:
+    """Another Familiar (e.g. a newer CLI with another schema version) must not touch a live index."""
+    from dataclasses import replace
+
+    from app.memory.fts import TURNS, FtsIndex
+
+    live = FtsIndex(tmp_path / "turns", TURNS)
+    assert live.open() is True
+    live.stage([{"id": 1, "place": "local", "author": "a", "content": "ember"}], [], upsert=False)
+    live.commit()
+
+    newer = FtsIndex(tmp_path / "turns", replace(TURNS, schema_version=TURNS.schema_version + 1))
+    assert newer.open() is False
+    assert newer.writable is False
+    with pytest.raises(ValueError, match="another Familiar process"):
+        newer.search("ember", 5)
+
+    live.stage([{"id": 2, "place": "local", "author": "a", "content": "ember again"}], [], upsert=False)
+    live.commit()
+    assert sorted(i for i, _s in live.search("ember", 5)) == [1, 2]
+    newer.close()
+    live.close()
+    # Once the writer is gone the newer version may take the index over and rebuild it.
+    assert newer.open() is True
+    newer.close()

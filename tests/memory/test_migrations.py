@@ -13,8 +13,11 @@ from app.memory.migrations import MIGRATIONS, Migration, current_version, migrat
 from app.memory.store import Store
 from tests.memory.helpers import turn
 
+LATEST = max(m.version for m in MIGRATIONS)  # the schema this code writes
+NEXT = LATEST + 1  # a migration the tests add on top
+
 V2 = Migration(
-    2,
+    NEXT,
     "turn notes",
     """
     ALTER TABLE turns ADD COLUMN note TEXT;
@@ -25,7 +28,7 @@ V2 = Migration(
     """,
 )
 BROKEN_V2 = Migration(
-    2,
+    NEXT,
     "half done",
     """
     CREATE TABLE would_be_created (x INTEGER);
@@ -43,7 +46,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
 @pytest.fixture
 def v1_db(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    """A database at schema v1 holding a few turns."""
+    """A database at the current schema holding a few turns."""
     conn = connect(tmp_path / "history.db")
     assert migrate(conn, tmp_path / "backups") is None
     conn.executemany(
@@ -82,7 +85,7 @@ async def test_store_open_on_a_fresh_path(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "sub" / "history.db", tmp_path / "backups")
     try:
         assert store.backup_written is None
-        assert await store.read_one("SELECT MAX(version) FROM schema_migrations") == (1,)
+        assert await store.read_one("SELECT MAX(version) FROM schema_migrations") == (LATEST,)
         assert await store.read_one("PRAGMA journal_mode") == ("wal",)
     finally:
         await store.close()
@@ -94,15 +97,15 @@ def test_non_empty_database_is_backed_up_before_migrating(tmp_path: Path, v1_db:
     written = migrate(v1_db, backups, (*MIGRATIONS, V2))
     assert written is not None
     assert written.parent == backups
-    assert written.name.startswith("history-v1-")
-    assert current_version(v1_db) == 2
+    assert written.name.startswith(f"history-v{LATEST}-")
+    assert current_version(v1_db) == NEXT
     assert "note" in columns(v1_db, "turns")
     assert "turn_notes_sync" in tables(v1_db)
     # The backup holds the data as it was, at v1, and is a sound database.
     backup = sqlite3.connect(written)
     try:
         assert backup.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert current_version(backup) == 1
+        assert current_version(backup) == LATEST
         assert backup.execute("SELECT COUNT(*) FROM turns").fetchone() == (25,)
         assert backup.execute("SELECT content FROM turns WHERE id = 25").fetchone() == ("remember me 24",)
         assert "note" not in columns(backup, "turns")
@@ -138,7 +141,7 @@ def test_empty_database_at_an_old_version_needs_no_backup(tmp_path: Path) -> Non
     try:
         migrate(conn, tmp_path / "backups")
         assert migrate(conn, tmp_path / "backups", (*MIGRATIONS, V2)) is None
-        assert current_version(conn) == 2
+        assert current_version(conn) == NEXT
     finally:
         conn.close()
     assert not (tmp_path / "backups").exists()
@@ -153,7 +156,7 @@ def test_failed_backup_blocks_the_migration(tmp_path: Path, v1_db: sqlite3.Conne
     message = str(caught.value)
     assert "back up" in message
     assert "nothing was changed" in message
-    assert current_version(v1_db) == 1
+    assert current_version(v1_db) == LATEST
     assert "note" not in columns(v1_db, "turns")
     assert v1_db.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall() == schema_before
     assert v1_db.execute("SELECT COUNT(*) FROM turns").fetchone() == (25,)
@@ -164,35 +167,35 @@ def test_failed_backup_blocks_the_migration(tmp_path: Path, v1_db: sqlite3.Conne
 def test_failing_migration_statement_rolls_back(tmp_path: Path, v1_db: sqlite3.Connection) -> None:
     with pytest.raises(MigrationError) as caught:
         migrate(v1_db, tmp_path / "backups", (*MIGRATIONS, BROKEN_V2))
-    assert "migration 2" in str(caught.value)
+    assert f"migration {NEXT}" in str(caught.value)
     assert "no_such_table" in str(caught.value)
-    assert current_version(v1_db) == 1
+    assert current_version(v1_db) == LATEST
     assert "would_be_created" not in tables(v1_db)
     assert "note" not in columns(v1_db, "turns")
     assert not v1_db.in_transaction
     assert v1_db.execute("SELECT COUNT(*) FROM turns").fetchone() == (25,)
     # The database is still usable and a correct migration applies afterwards.
     assert migrate(v1_db, tmp_path / "backups", (*MIGRATIONS, V2)) is not None
-    assert current_version(v1_db) == 2
+    assert current_version(v1_db) == NEXT
 
 
 def test_later_steps_stop_at_the_failing_one(tmp_path: Path, v1_db: sqlite3.Connection) -> None:
-    broken_v3 = Migration(3, "broken", "CREATE TABLE v3_table (x); SELECT * FROM nowhere;")
-    with pytest.raises(MigrationError, match="migration 3"):
+    broken_v3 = Migration(NEXT + 1, "broken", "CREATE TABLE v3_table (x); SELECT * FROM nowhere;")
+    with pytest.raises(MigrationError, match=f"migration {NEXT + 1}"):
         migrate(v1_db, tmp_path / "backups", (*MIGRATIONS, V2, broken_v3))
-    assert current_version(v1_db) == 2
+    assert current_version(v1_db) == NEXT
     assert "v3_table" not in tables(v1_db)
 
 
 def test_database_newer_than_the_code_is_refused(tmp_path: Path, v1_db: sqlite3.Connection) -> None:
-    v1_db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (7, 'from the future', 'x')")
+    v1_db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'from the future', 'x')")
     with pytest.raises(MigrationError) as caught:
         migrate(v1_db, tmp_path / "backups")
     message = str(caught.value)
-    assert "v7" in message
+    assert "v99" in message
     assert "newer" in message
     assert "update Familiar" in message
-    assert current_version(v1_db) == 7
+    assert current_version(v1_db) == 99
     assert not (tmp_path / "backups").exists()
 
 
@@ -200,7 +203,9 @@ def test_database_newer_than_the_code_is_refused(tmp_path: Path, v1_db: sqlite3.
 async def test_store_open_refuses_a_newer_database(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "history.db", tmp_path / "backups")
     await store.append_turn(turn("hello"))
-    await store.write([("INSERT INTO schema_migrations (version, name, applied_at) VALUES (2, 'future', 'x')", ())])
+    await store.write(
+        [("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 'x')", (NEXT,))]
+    )
     await store.close()
     with pytest.raises(MigrationError, match="newer than this Familiar"):
         await Store.open(tmp_path / "history.db", tmp_path / "backups")

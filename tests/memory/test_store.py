@@ -116,11 +116,6 @@ async def test_recent_turns_leave_out_redacted_and_superseded(store: Store) -> N
     assert recent[-1].revision == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an edit appends a new row, and recent_turns orders by row id, so an edited older message "
-    "jumps to the end of the conversation (and back into the recent window)",
-)
 async def test_recent_turns_keep_an_edited_message_in_its_place(store: Store) -> None:
     for i in range(3):
         await store.append_turn(turn(f"m{i}", message_id=i + 1, minutes=i))
@@ -247,11 +242,6 @@ async def test_ignored_duplicates_do_not_touch_participants(store: Store) -> Non
     assert await store.read_all("SELECT display_name, last_seen FROM participants") == [("alice", T0.isoformat())]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the participants trigger takes the display name of the last INSERTED turn and never lowers "
-    "first_seen, so a backfill of older messages reverts a renamed user to an old name",
-)
 async def test_backfilled_older_turn_does_not_revert_the_display_name(store: Store) -> None:
     await store.append_turn(turn("now", message_id=2, name="new name", minutes=60))
     await store.append_turn(turn("earlier", message_id=1, name="old name", minutes=0))
