@@ -63,6 +63,17 @@ def _turn_schema() -> tantivy.Schema:
 TURNS = IndexSpec(name="turns", schema_version=1, build_schema=_turn_schema, search_fields=("content", "author"))
 
 
+def _fact_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field("id", stored=True, indexed=True, fast=True)
+    builder.add_text_field("place", stored=False, tokenizer_name="raw")  # the fact's scope
+    builder.add_text_field("content", stored=False, tokenizer_name="default")
+    return builder.build()
+
+
+FACTS = IndexSpec(name="facts", schema_version=1, build_schema=_fact_schema, search_fields=("content",))
+
+
 class FtsIndex:
     """One tantivy index directory. Every method blocks: call them from an executor thread."""
 

@@ -8,7 +8,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.memory.fts import TURNS, FtsIndex, IndexCommitter
+from app.memory.facts import Changes, Fact, FactBook, ForgetReceipt, InsertOutcome, NewFact
+from app.memory.policy import TYPE_WEIGHTS, visible_scopes
+from app.memory.fts import FACTS, TURNS, FtsIndex, IndexCommitter
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
 from app.memory.store import Store
 
@@ -58,12 +60,66 @@ def _doc(row: tuple[int, str, str, str]) -> dict[str, Any]:
     return {"id": row[0], "place": row[1], "author": row[2], "content": row[3]}
 
 
+class FactIndexSource:
+    """Reads what the fact index should hold from SQL: every fact with text (any status; recall
+    filters status, scope and time in SQL). Forgotten facts leave through the outbox."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def documents_after(self, watermark: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        rows = await self._store.read_all(
+            "SELECT id, scope, content, status FROM facts WHERE id > ? ORDER BY id LIMIT ?", (watermark, limit)
+        )
+        reached = int(rows[-1][0]) if rows else watermark
+        docs = [{"id": int(r[0]), "place": str(r[1]), "content": str(r[2])} for r in rows if r[3] != "forgotten"]
+        return docs, reached
+
+    async def removals(self, limit: int) -> list[tuple[int, int]]:
+        return await self._store.outbox(FACTS.name, limit)
+
+    async def load_state(self) -> tuple[int, int, bool]:
+        return await self._store.index_state(FACTS.name)
+
+    async def save_state(
+        self, *, watermark: int, schema_version: int, rebuilding: bool, outbox_upto: int | None
+    ) -> None:
+        await self._store.set_index_state(
+            FACTS.name,
+            watermark=watermark,
+            schema_version=schema_version,
+            rebuilding=rebuilding,
+            outbox_upto=outbox_upto,
+        )
+
+    async def newest_id(self) -> int:
+        row = await self._store.read_one("SELECT COALESCE(MAX(id), 0) FROM facts")
+        return int(row[0]) if row else 0
+
+    async def documents_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = await self._store.read_all(
+                f"SELECT id, scope, content FROM facts WHERE id IN ({marks}) AND status != 'forgotten'", chunk
+            )
+            out.extend({"id": int(r[0]), "place": str(r[1]), "content": str(r[2])} for r in rows)
+        return out
+
+    async def indexable_ids(self) -> set[int]:
+        rows = await self._store.read_all("SELECT id FROM facts WHERE status != 'forgotten'")
+        return {int(r[0]) for r in rows}
+
+
 class History:
     """Append, edit, redact and search turns. SQL first; the index follows through the committer."""
 
-    def __init__(self, store: Store, turns_index: IndexCommitter) -> None:
+    def __init__(self, store: Store, turns_index: IndexCommitter, facts_index: IndexCommitter) -> None:
         self.store = store
         self.turns_index = turns_index
+        self.facts_index = facts_index
+        self.facts = FactBook(store)
 
     @classmethod
     async def open(
@@ -74,6 +130,7 @@ class History:
         *,
         on_health: Callable[[IndexHealth], None] | None = None,
         index: FtsIndex | None = None,
+        facts_index: FtsIndex | None = None,
         batch_size: int = 5000,
     ) -> History:
         store = await Store.open(db_path, backups_dir)
@@ -83,18 +140,39 @@ class History:
             on_health=on_health,
             batch_size=batch_size,
         )
+        facts_committer = IndexCommitter(
+            facts_index or FtsIndex(fts_dir / FACTS.name, FACTS),
+            FactIndexSource(store),
+            on_health=on_health,
+            batch_size=batch_size,
+        )
+        started: list[IndexCommitter] = []
         try:
-            await committer.start()
+            for each in (committer, facts_committer):
+                await each.start()
+                started.append(each)
         except BaseException:
+            for each in started:
+                await each.close()
             await store.close()
             raise
-        return cls(store, committer)
+        return cls(store, committer, facts_committer)
 
     async def close(self) -> None:
         try:
             await self.turns_index.close()
+            await self.facts_index.close()
         finally:
             await self.store.close()
+
+    def indexes(self) -> tuple[IndexCommitter, IndexCommitter]:
+        return (self.turns_index, self.facts_index)
+
+    def _wake(self, changes: Changes) -> None:
+        if changes.facts_index:
+            self.facts_index.notify()
+        if changes.turns_index:
+            self.turns_index.notify()
 
     async def append_turn(self, turn: NewTurn) -> Turn | None:
         stored = await self.store.append_turn(turn)
@@ -107,13 +185,22 @@ class History:
         return ids
 
     async def edit_message(self, platform: str, message_id: int, content: str, edited_at: datetime) -> Turn | None:
+        """A new revision; facts derived from the old one are retired and the new one queued."""
+        before = await self.store.latest_revision(platform, message_id)
         turn = await self.store.edit_message(platform, message_id, content, edited_at)
         self.turns_index.notify()
+        if turn is not None and before is not None:
+            await self.facts.on_turn_edited(before.id, turn.id)
         return turn
 
     async def redact_message(self, platform: str, message_id: int, deleted_at: datetime) -> list[int]:
+        """A deleted message: its turns are redacted, facts that came only from it are tombstoned and
+        queued work on it is cancelled. The deletion marker keeps a later backfill out."""
         ids = await self.store.redact_message(platform, message_id, deleted_at)
         self.turns_index.notify()
+        if ids:
+            await self.facts.on_turns_deleted(ids)
+            self.facts_index.notify()
         return ids
 
     async def recent_turns(self, place: str, limit: int) -> list[Turn]:
@@ -132,6 +219,59 @@ class History:
         the first open re-indexes what the last run did not commit)."""
         if self.turns_index.index.writable:
             await self.turns_index.flush(timeout)
+
+    # -- facts -------------------------------------------------------------------------------------
+    async def insert_fact(self, new: NewFact) -> InsertOutcome:
+        outcome, changes = await self.facts.insert(new)
+        self._wake(changes)
+        return outcome
+
+    async def edit_fact(self, fact_id: int, revision: int, text: str) -> Fact:
+        fact, changes = await self.facts.edit(fact_id, revision, text)
+        self._wake(changes)
+        return fact
+
+    async def forget_fact(
+        self, fact_id: int, *, revision: int | None = None, redact_sources: bool = False
+    ) -> ForgetReceipt:
+        """Forget, and return the receipt only once the indexes no longer hold the text."""
+        receipt, changes = await self.facts.forget(fact_id, revision=revision, redact_sources=redact_sources)
+        self._wake(changes)
+        for committer, touched in ((self.facts_index, changes.facts_index), (self.turns_index, changes.turns_index)):
+            if touched and committer.index.writable:
+                await committer.flush()
+        return receipt
+
+    async def search_facts(self, query: str, limit: int = 20) -> list[tuple[Fact, float]]:
+        """Full-text search over every fact with text (any status), best first."""
+        if not query.strip() or limit <= 0:
+            return []
+        hits = await self.facts_index.search(query, limit)
+        out: list[tuple[Fact, float]] = []
+        for fact_id, score in hits:
+            fact = await self.facts.get(fact_id)
+            if fact is not None and fact.status != "forgotten":
+                out.append((fact, score))
+        return out
+
+    async def recall(self, query: str, where: str, limit: int = 10) -> list[tuple[Fact, float]]:
+        """The facts recall may use at `where` for `query`: active, current heads in scope, scored by
+        BM25 (normalized within the over-fetched batch) times the type weight."""
+        visible_scopes(where)  # a bad place is an error before any search
+        if not query.strip() or limit <= 0:
+            return []
+        hits = await self.facts_index.search(query, limit * 4)
+        allowed = set(await self.facts.visible_ids([i for i, _s in hits], where))
+        best = max((s for _i, s in hits), default=0.0) or 1.0
+        scored: list[tuple[Fact, float]] = []
+        for fact_id, bm25 in hits:
+            if fact_id not in allowed:
+                continue
+            fact = await self.facts.get(fact_id)
+            if fact is not None:
+                scored.append((fact, bm25 / best * TYPE_WEIGHTS[fact.type]))
+        scored.sort(key=lambda pair: pair[1], reverse=True)
+        return scored[:limit]
 
     def index_health(self) -> IndexHealth:
         return self.turns_index.health()

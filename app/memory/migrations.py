@@ -102,6 +102,85 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    Migration(
+        3,
+        "facts",
+        """
+        CREATE TABLE store_meta (
+            key   TEXT PRIMARY KEY,
+            value BLOB NOT NULL
+        );
+        CREATE TABLE facts (
+            id             INTEGER PRIMARY KEY,
+            content        TEXT    NOT NULL,
+            dedup_key      TEXT    NOT NULL,
+            type           TEXT    NOT NULL CHECK (type IN ('episodic', 'semantic', 'procedural')),
+            importance     INTEGER NOT NULL CHECK (importance BETWEEN 1 AND 10),
+            confidence     REAL    NOT NULL CHECK (confidence BETWEEN 0 AND 1),
+            subjects       TEXT    NOT NULL,
+            speaker        TEXT,
+            scope          TEXT    NOT NULL,
+            status         TEXT    NOT NULL
+                CHECK (status IN ('pending', 'active', 'rejected', 'archived', 'forgotten')),
+            revision       INTEGER NOT NULL DEFAULT 0,
+            origin         TEXT    NOT NULL,
+            created_at     TEXT    NOT NULL,
+            superseded_at  TEXT,
+            superseded_by  INTEGER REFERENCES facts (id),
+            valid_from     TEXT,
+            valid_to       TEXT,
+            snoozed_until  TEXT
+        );
+        CREATE INDEX facts_dedup ON facts (dedup_key) WHERE superseded_at IS NULL;
+        CREATE INDEX facts_status ON facts (status, id);
+        CREATE INDEX facts_created ON facts (created_at);
+        CREATE INDEX facts_scope ON facts (scope, status) WHERE superseded_at IS NULL;
+        CREATE TABLE fact_subjects (
+            fact_id  INTEGER NOT NULL REFERENCES facts (id),
+            subject  TEXT    NOT NULL,
+            PRIMARY KEY (subject, fact_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE fact_sources (
+            fact_id  INTEGER NOT NULL REFERENCES facts (id),
+            turn_id  INTEGER NOT NULL,
+            PRIMARY KEY (turn_id, fact_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX fact_sources_fact ON fact_sources (fact_id);
+        CREATE TABLE fact_status_log (
+            fact_id  INTEGER NOT NULL REFERENCES facts (id),
+            status   TEXT    NOT NULL,
+            at       TEXT    NOT NULL
+        );
+        CREATE INDEX fact_status_log_fact ON fact_status_log (fact_id, at);
+        CREATE TABLE tombstones (
+            id         INTEGER PRIMARY KEY,
+            hash       TEXT NOT NULL,
+            reason     TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            lifted_at  TEXT
+        );
+        CREATE INDEX tombstones_hash ON tombstones (hash) WHERE lifted_at IS NULL;
+        CREATE TABLE fact_embeddings (
+            fact_id    INTEGER NOT NULL REFERENCES facts (id),
+            model      TEXT    NOT NULL,
+            dim        INTEGER NOT NULL,
+            vector     BLOB    NOT NULL,
+            created_at TEXT    NOT NULL,
+            PRIMARY KEY (fact_id, model)
+        );
+        CREATE TABLE memory_work (
+            id          INTEGER PRIMARY KEY,
+            kind        TEXT    NOT NULL,
+            turn_id     INTEGER NOT NULL,
+            status      TEXT    NOT NULL DEFAULT 'queued'
+                CHECK (status IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+            attempts    INTEGER NOT NULL DEFAULT 0,
+            last_error  TEXT,
+            created_at  TEXT    NOT NULL
+        );
+        CREATE INDEX memory_work_turn ON memory_work (turn_id);
+        """,
+    ),
 )
 
 

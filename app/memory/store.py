@@ -8,9 +8,10 @@ redacts (content cleared, row kept, marker recorded) so nothing can bring the te
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,12 @@ class Store:
                 _log.debug("closing store connection: %s", exc)
 
     # -- low-level helpers shared by the memory package ------------------------------------
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One explicit write transaction on the writer connection (committed, or rolled back on error)."""
+        async with self._tx():
+            yield self._writer
+
     async def write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
         """Run statements in one explicit write transaction."""
         async with self._tx():
@@ -205,6 +212,13 @@ class Store:
             await self._writer.execute("UPDATE turns SET superseded = 1 WHERE id = ?", (current.id,))
             await self._writer.execute("INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", (current.id,))
         return (await self.turns_by_ids([new_id]))[0]
+
+    async def latest_revision(self, platform: str, message_id: int) -> Turn | None:
+        row = await self.read_one(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE platform = ? AND message_id = ? ORDER BY revision DESC LIMIT 1",
+            (platform, message_id),
+        )
+        return _turn(row) if row is not None else None
 
     async def redact_message(self, platform: str, message_id: int, deleted_at: datetime) -> list[int]:
         """A deleted message: clear the text of every revision, keep the rows, remember the deletion."""

@@ -1,0 +1,750 @@
+"""Facts and their lifecycle: typed, staged, supersede-only, bi-temporal, scoped, forgettable.
+
+Every rule here is enforced in code: content rows are immutable (an edit inserts a new row and links
+the old one), near-duplicates are suppressed through an index, only a narrow policy auto-promotes,
+tombstones block re-learning, and every owner operation carries the revision it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import aiosqlite
+
+from app.memory.errors import RevisionConflictError, StoreError
+from app.memory.policy import (
+    FACT_TYPES,
+    auto_promotes,
+    dedup_key,
+    fact_scope,
+    normalize_subjects,
+    tombstone_hash,
+    valid_place,
+    visible_scopes,
+)
+from app.memory.store import Store
+
+_log = logging.getLogger(__name__)
+
+MAX_FACT_CHARS = 2000
+_SUBJECT = re.compile(r"^[a-z][a-z0-9_]{0,15}:[A-Za-z0-9_.\-]{1,64}$")
+_ORIGINS = ("extraction", "remember", "edit", "import", "dreaming", "supersede")
+_COLUMNS = (
+    "id, content, type, importance, confidence, subjects, speaker, scope, status, revision, origin,"
+    " created_at, superseded_at, superseded_by, valid_from, valid_to, snoozed_until"
+)
+FactStatus = Literal["pending", "active", "rejected", "archived", "forgotten"]
+
+
+class FactError(StoreError):
+    """A fact was refused; the message names the field and what is wrong with it."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewFact:
+    content: str
+    type: str
+    importance: int
+    confidence: float
+    subjects: tuple[str, ...]
+    place: str  # where it was learned: dm:<id>, guild:<id>[/<channel id>], local, or familiar
+    speaker: str | None = None
+    source_turn_ids: tuple[int, ...] = ()
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    origin: str = "extraction"
+    channel_scoped: bool = False  # the guild keeps facts per channel
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    id: int
+    content: str
+    type: str
+    importance: int
+    confidence: float
+    subjects: tuple[str, ...]
+    speaker: str | None
+    scope: str
+    status: str
+    revision: int
+    origin: str
+    created_at: datetime
+    superseded_at: datetime | None
+    superseded_by: int | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    snoozed_until: datetime | None
+    source_turn_ids: tuple[int, ...] = ()
+
+    @property
+    def is_head(self) -> bool:
+        return self.superseded_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class InsertOutcome:
+    outcome: Literal["inserted", "duplicate", "tombstoned"]
+    fact: Fact | None  # the new row, the existing duplicate, or None when a tombstone refused it
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReceipt:
+    fact_ids: tuple[int, ...]
+    tombstone_id: int
+    stores: tuple[tuple[str, int], ...]  # (store, rows or documents touched)
+    redacted_turn_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    id: int
+    hash: str
+    reason: str
+    created_at: datetime
+    lifted_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class FactChain:
+    """A fact's whole supersede chain, oldest first, and the head."""
+
+    facts: tuple[Fact, ...]
+    head_id: int
+
+
+@dataclass(slots=True)
+class Changes:
+    """What an operation changed, so the caller can wake the right indexes."""
+
+    facts_index: bool = False
+    turns_index: bool = False
+    fact_ids: list[int] = field(default_factory=list)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        raise FactError("times must carry a time zone (ISO-8601 with an offset, e.g. 2024-05-01T12:00:00+00:00)")
+    return moment.astimezone(UTC).isoformat()
+
+
+def _dt(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _fact(row: Sequence[Any], sources: tuple[int, ...] = ()) -> Fact:
+    return Fact(
+        id=int(row[0]),
+        content=str(row[1]),
+        type=str(row[2]),
+        importance=int(row[3]),
+        confidence=float(row[4]),
+        subjects=tuple(json.loads(row[5])),
+        speaker=row[6],
+        scope=str(row[7]),
+        status=str(row[8]),
+        revision=int(row[9]),
+        origin=str(row[10]),
+        created_at=datetime.fromisoformat(row[11]),
+        superseded_at=_dt(row[12]),
+        superseded_by=row[13],
+        valid_from=_dt(row[14]),
+        valid_to=_dt(row[15]),
+        snoozed_until=_dt(row[16]),
+        source_turn_ids=sources,
+    )
+
+
+def validate(new: NewFact) -> NewFact:
+    """Strict validation: every problem names the field. Returns the fact with subjects normalized."""
+
+    def fail(name: str, problem: str) -> None:
+        raise FactError(f"fact field '{name}': {problem}")
+
+    if not isinstance(new.content, str) or not new.content.strip():
+        fail("content", "must be a non-empty sentence")
+    try:
+        new.content.encode("utf-8")
+    except UnicodeEncodeError:
+        fail("content", "contains invalid UTF-8 (a lone surrogate)")
+    if len(new.content) > MAX_FACT_CHARS:
+        fail("content", f"is too long ({len(new.content)} characters, at most {MAX_FACT_CHARS})")
+    if new.type not in FACT_TYPES:
+        fail("type", f"'{new.type}' is not one of {', '.join(FACT_TYPES)}")
+    if isinstance(new.importance, bool) or not isinstance(new.importance, int) or not 1 <= new.importance <= 10:
+        fail("importance", f"{new.importance!r} is not a whole number from 1 to 10")
+    confidence = new.confidence
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or math.isnan(confidence)
+        or not 0.0 <= confidence <= 1.0
+    ):
+        fail("confidence", f"{confidence!r} is not a number from 0 to 1")
+    for subject in new.subjects:
+        if not isinstance(subject, str) or not _SUBJECT.match(subject):
+            fail("subjects", f"{subject!r} is not a canonical key like discord:1234 or familiar:self")
+    if new.speaker is not None and not _SUBJECT.match(new.speaker):
+        fail("speaker", f"{new.speaker!r} is not a canonical key")
+    if not valid_place(new.place):
+        fail("place", f"'{new.place}' is not dm:<id>, guild:<id>, guild:<id>/<channel id>, local or familiar")
+    if new.origin not in _ORIGINS:
+        fail("origin", f"'{new.origin}' is not one of {', '.join(_ORIGINS)}")
+    for name, moment in (("valid_from", new.valid_from), ("valid_to", new.valid_to)):
+        if moment is not None and moment.tzinfo is None:
+            fail(name, "must carry a time zone")
+    if new.valid_from and new.valid_to and new.valid_to <= new.valid_from:
+        fail("valid_to", "must be after valid_from")
+    if any(isinstance(t, bool) or not isinstance(t, int) or t <= 0 for t in new.source_turn_ids):
+        fail("source_turn_ids", "must be turn ids (positive whole numbers)")
+    return NewFact(
+        content=" ".join(new.content.split()),
+        type=new.type,
+        importance=new.importance,
+        confidence=float(confidence),
+        subjects=normalize_subjects(new.subjects),
+        place=new.place,
+        speaker=new.speaker,
+        source_turn_ids=tuple(sorted(set(new.source_turn_ids))),
+        valid_from=new.valid_from,
+        valid_to=new.valid_to,
+        origin=new.origin,
+        channel_scoped=new.channel_scoped,
+    )
+
+
+class FactBook:
+    """The fact tables of one store. SQL only; the History wakes the indexes after each change."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._secret: bytes | None = None
+
+    async def _tombstone_secret(self, conn: aiosqlite.Connection) -> bytes:
+        if self._secret is None:
+            async with conn.execute("SELECT value FROM store_meta WHERE key = 'tombstone_key'") as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                value = secrets.token_bytes(32)
+                await conn.execute("INSERT INTO store_meta (key, value) VALUES ('tombstone_key', ?)", (value,))
+            else:
+                value = bytes(row[0])
+            self._secret = value
+        return self._secret
+
+    # -- insert ----------------------------------------------------------------------------------
+    async def insert(self, new: NewFact, *, now: datetime | None = None) -> tuple[InsertOutcome, Changes]:
+        """Insert through every rule: validation, tombstones, near-duplicates, promotion policy."""
+        fact = validate(new)
+        moment = now or datetime.now(UTC)
+        scope = fact_scope(fact.place, channel_scoped=fact.channel_scoped)
+        key = dedup_key(fact.content, (*fact.subjects, f"@scope={scope}"))
+        changes = Changes()
+        async with self._store.transaction() as conn:
+            secret = await self._tombstone_secret(conn)
+            hashed = tombstone_hash(secret, fact.content, fact.subjects)
+            async with conn.execute(
+                "SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL LIMIT 1", (hashed,)
+            ) as cursor:
+                if await cursor.fetchone() is not None:
+                    return InsertOutcome("tombstoned", None), changes
+            async with conn.execute(
+                f"SELECT {_COLUMNS} FROM facts WHERE dedup_key = ? AND superseded_at IS NULL"
+                " AND status IN ('pending', 'active') LIMIT 1",
+                (key,),
+            ) as cursor:
+                existing = await cursor.fetchone()
+            if existing is not None:
+                return InsertOutcome("duplicate", _fact(tuple(existing))), changes
+            if fact.origin in ("remember", "import"):
+                status = "active"
+            else:
+                status = "active" if auto_promotes(fact.type, fact.confidence, fact.content) else "pending"
+            fact_id = await self._insert_row(conn, fact, scope, key, status, moment)
+        changes.facts_index = True
+        changes.fact_ids.append(fact_id)
+        stored = await self.get(fact_id)
+        assert stored is not None
+        return InsertOutcome("inserted", stored), changes
+
+    async def _insert_row(
+        self, conn: aiosqlite.Connection, fact: NewFact, scope: str, key: str, status: str, moment: datetime
+    ) -> int:
+        at = _iso(moment)
+        cursor = await conn.execute(
+            "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, speaker, scope, status,"
+            " origin, created_at, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                fact.content,
+                key,
+                fact.type,
+                fact.importance,
+                fact.confidence,
+                json.dumps(list(fact.subjects)),
+                fact.speaker,
+                scope,
+                status,
+                fact.origin,
+                at,
+                _iso(fact.valid_from),
+                _iso(fact.valid_to),
+            ),
+        )
+        fact_id = int(cursor.lastrowid or 0)
+        await conn.executemany(
+            "INSERT INTO fact_subjects (fact_id, subject) VALUES (?, ?)", [(fact_id, s) for s in fact.subjects]
+        )
+        await conn.executemany(
+            "INSERT INTO fact_sources (fact_id, turn_id) VALUES (?, ?)", [(fact_id, t) for t in fact.source_turn_ids]
+        )
+        await conn.execute("INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, ?, ?)", (fact_id, status, at))
+        return fact_id
+
+    # -- reads -----------------------------------------------------------------------------------
+    async def get(self, fact_id: int) -> Fact | None:
+        row = await self._store.read_one(f"SELECT {_COLUMNS} FROM facts WHERE id = ?", (fact_id,))
+        if row is None:
+            return None
+        sources = await self._store.read_all(
+            "SELECT turn_id FROM fact_sources WHERE fact_id = ? ORDER BY turn_id", (fact_id,)
+        )
+        return _fact(row, tuple(int(r[0]) for r in sources))
+
+    async def chain(self, fact_id: int) -> FactChain:
+        """Walk the supersede chain both ways, detecting cycles."""
+        start = await self.get(fact_id)
+        if start is None:
+            raise FactError(f"there is no fact {fact_id}")
+        seen: dict[int, Fact] = {start.id: start}
+        # forward to the head
+        current = start
+        while current.superseded_by is not None:
+            if current.superseded_by in seen:
+                raise StoreError(f"fact {fact_id}: the supersede chain has a cycle at {current.superseded_by}")
+            nxt = await self.get(current.superseded_by)
+            if nxt is None:
+                break
+            seen[nxt.id] = nxt
+            current = nxt
+        head_id = current.id
+        # backwards to the first version
+        frontier = [start.id]
+        while frontier:
+            marks = ",".join("?" * len(frontier))
+            rows = await self._store.read_all(f"SELECT id FROM facts WHERE superseded_by IN ({marks})", frontier)
+            frontier = []
+            for (older_id,) in rows:
+                if older_id in seen:
+                    if older_id != start.id:
+                        continue
+                    raise StoreError(f"fact {fact_id}: the supersede chain has a cycle at {older_id}")
+                older = await self.get(int(older_id))
+                if older is not None:
+                    seen[older.id] = older
+                    frontier.append(older.id)
+        return FactChain(facts=tuple(sorted(seen.values(), key=lambda f: (f.created_at, f.id))), head_id=head_id)
+
+    async def list_facts(
+        self,
+        *,
+        status: str = "active",
+        subject: str | None = None,
+        world_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+        limit: int = 200,
+    ) -> list[Fact]:
+        """Current truth by default; with world_at / recorded_at, the bi-temporal slice.
+
+        Current truth: heads only, valid now. As of (W, S): rows recorded by S and not yet retired at
+        S, valid in the world at W, whose status at S matches — retired rows included.
+        """
+        if status not in ("pending", "active", "rejected", "archived", "all"):
+            raise FactError(f"status '{status}' is not pending, active, rejected, archived or all")
+        limit = max(1, min(limit, 10_000))
+        where: list[str] = ["f.status != 'forgotten'"]
+        params: list[Any] = []
+        join = ""
+        if subject is not None:
+            join = " JOIN fact_subjects s ON s.fact_id = f.id AND s.subject = ?"
+            params.append(subject)
+        if world_at is None and recorded_at is None:
+            now = _iso(datetime.now(UTC))
+            where.append("f.superseded_at IS NULL AND (f.valid_to IS NULL OR f.valid_to > ?)")
+            params.append(now)
+            if status != "all":
+                where.append("f.status = ?")
+                params.append(status)
+        else:
+            world = _iso(world_at or datetime.now(UTC))
+            recorded = _iso(recorded_at or datetime.now(UTC))
+            where.append("f.created_at <= ? AND (f.superseded_at IS NULL OR f.superseded_at > ?)")
+            params += [recorded, recorded]
+            where.append("(f.valid_from IS NULL OR f.valid_from <= ?) AND (f.valid_to IS NULL OR f.valid_to > ?)")
+            params += [world, world]
+            if status != "all":
+                where.append(
+                    "(SELECT l.status FROM fact_status_log l WHERE l.fact_id = f.id AND l.at <= ?"
+                    " ORDER BY l.at DESC, l.rowid DESC LIMIT 1) = ?"
+                )
+                params += [recorded, status]
+        sql = (
+            f"SELECT {', '.join('f.' + c.strip() for c in _COLUMNS.split(','))} FROM facts f{join}"
+            f" WHERE {' AND '.join(where)} ORDER BY f.created_at DESC, f.id DESC LIMIT ?"
+        )
+        rows = await self._store.read_all(sql, [*params, limit])
+        return [_fact(r) for r in rows]
+
+    async def visible_ids(self, ids: Sequence[int], where: str, *, now: datetime | None = None) -> list[int]:
+        """Of `ids`, those recall may use at `where`: active, current heads, in scope. Order kept."""
+        scopes = visible_scopes(where)
+        if not ids:
+            return []
+        moment = _iso(now or datetime.now(UTC))
+        found: set[int] = set()
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            scope_marks = ",".join("?" * len(scopes))
+            rows = await self._store.read_all(
+                f"SELECT id FROM facts WHERE id IN ({marks}) AND status = 'active' AND superseded_at IS NULL"
+                f" AND (valid_to IS NULL OR valid_to > ?) AND (valid_from IS NULL OR valid_from <= ?)"
+                f" AND scope IN ({scope_marks})",
+                [*chunk, moment, moment, *scopes],
+            )
+            found.update(int(r[0]) for r in rows)
+        return [i for i in ids if i in found]
+
+    async def pending(self, *, now: datetime | None = None, limit: int = 200) -> list[Fact]:
+        """The owner's queue: pending heads not snoozed, oldest first."""
+        moment = _iso(now or datetime.now(UTC))
+        rows = await self._store.read_all(
+            f"SELECT {_COLUMNS} FROM facts WHERE status = 'pending' AND superseded_at IS NULL"
+            " AND (snoozed_until IS NULL OR snoozed_until <= ?) ORDER BY id LIMIT ?",
+            (moment, limit),
+        )
+        return [_fact(r) for r in rows]
+
+    async def related_current(self, fact: Fact, limit: int = 5) -> list[Fact]:
+        """Current facts in the same scope sharing a subject: what a pending item may duplicate or supersede."""
+        if not fact.subjects:
+            return []
+        marks = ",".join("?" * len(fact.subjects))
+        rows = await self._store.read_all(
+            f"SELECT DISTINCT {', '.join('f.' + c.strip() for c in _COLUMNS.split(','))} FROM facts f"
+            f" JOIN fact_subjects s ON s.fact_id = f.id WHERE s.subject IN ({marks}) AND f.id != ?"
+            " AND f.superseded_at IS NULL AND f.status = 'active' AND f.scope = ? ORDER BY f.id DESC LIMIT ?",
+            (*fact.subjects, fact.id, fact.scope, limit),
+        )
+        return [_fact(r) for r in rows]
+
+    # -- owner operations (each carries the revision it saw) -------------------------------------
+    async def _current(self, conn: aiosqlite.Connection, fact_id: int, revision: int) -> Fact:
+        async with conn.execute(f"SELECT {_COLUMNS} FROM facts WHERE id = ?", (fact_id,)) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            raise FactError(f"there is no fact {fact_id}")
+        fact = _fact(tuple(row))
+        if fact.revision != revision:
+            raise RevisionConflictError(
+                f"fact {fact_id} changed since you saw it (revision {revision}, now {fact.revision}); reload it"
+            )
+        if fact.superseded_at is not None:
+            raise RevisionConflictError(f"fact {fact_id} was superseded by fact {fact.superseded_by}; act on that one")
+        return fact
+
+    async def _set_status(
+        self, conn: aiosqlite.Connection, fact: Fact, status: str, moment: datetime, **extra: str | None
+    ) -> None:
+        sets = ", ".join(["status = ?", "revision = revision + 1", *(f"{k} = ?" for k in extra)])
+        await conn.execute(f"UPDATE facts SET {sets} WHERE id = ?", (status, *extra.values(), fact.id))
+        if status != fact.status:
+            await conn.execute(
+                "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, ?, ?)", (fact.id, status, _iso(moment))
+            )
+
+    async def accept(self, fact_id: int, revision: int, *, now: datetime | None = None) -> Fact:
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status != "pending":
+                raise FactError(f"fact {fact_id} is {fact.status}, not pending")
+            await self._set_status(conn, fact, "active", moment, snoozed_until=None)
+        return await self._require(fact_id)
+
+    async def reject(self, fact_id: int, revision: int, *, now: datetime | None = None) -> Fact:
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status != "pending":
+                raise FactError(f"fact {fact_id} is {fact.status}, not pending")
+            await self._set_status(conn, fact, "rejected", moment)
+        return await self._require(fact_id)
+
+    async def snooze(self, fact_id: int, revision: int, until: datetime, *, now: datetime | None = None) -> Fact:
+        moment = now or datetime.now(UTC)
+        if until.tzinfo is None or until <= moment:
+            raise FactError("snooze needs a future time with a time zone")
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status != "pending":
+                raise FactError(f"fact {fact_id} is {fact.status}, not pending")
+            await self._set_status(conn, fact, "pending", moment, snoozed_until=_iso(until))
+        return await self._require(fact_id)
+
+    async def archive(self, fact_id: int, revision: int, *, now: datetime | None = None) -> Fact:
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status != "active":
+                raise FactError(f"fact {fact_id} is {fact.status}, not active")
+            await self._set_status(conn, fact, "archived", moment)
+        return await self._require(fact_id)
+
+    async def edit(
+        self, fact_id: int, revision: int, text: str, *, now: datetime | None = None
+    ) -> tuple[Fact, Changes]:
+        """Edit = supersede: a new row with the new text (active: the owner wrote it); the old row is
+        linked to it and leaves current truth."""
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            old = await self._current(conn, fact_id, revision)
+            if old.status not in ("pending", "active"):
+                raise FactError(f"fact {fact_id} is {old.status}; only pending or active facts can be edited")
+            sources = await self._sources(conn, fact_id)
+            replacement = validate(
+                NewFact(
+                    content=text,
+                    type=old.type,
+                    importance=old.importance,
+                    confidence=1.0,
+                    subjects=old.subjects,
+                    place=old.scope if old.scope != "quarantine" else "local",
+                    speaker=old.speaker,
+                    source_turn_ids=sources,
+                    valid_from=old.valid_from,
+                    valid_to=old.valid_to,
+                    origin="edit",
+                    channel_scoped=True,
+                )
+            )
+            key = dedup_key(replacement.content, (*replacement.subjects, f"@scope={old.scope}"))
+            new_id = await self._insert_row(conn, replacement, old.scope, key, "active", moment)
+            await conn.execute(
+                "UPDATE facts SET superseded_at = ?, superseded_by = ?, revision = revision + 1 WHERE id = ?",
+                (_iso(moment), new_id, fact_id),
+            )
+        changes = Changes(facts_index=True, fact_ids=[new_id, fact_id])
+        return await self._require(new_id), changes
+
+    async def supersede(
+        self, old_id: int, new_id: int, *, now: datetime | None = None
+    ) -> Literal["superseded", "skipped"]:
+        """Retire `old_id` in favour of an existing `new_id` (the fact_supersede projector's path).
+        A prior already retired by a concurrent writer is skipped, never re-linked."""
+        if old_id == new_id:
+            raise FactError("a fact cannot supersede itself")
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE facts SET superseded_at = ?, superseded_by = ?, revision = revision + 1"
+                " WHERE id = ? AND superseded_at IS NULL AND EXISTS (SELECT 1 FROM facts WHERE id = ?)",
+                (_iso(moment), new_id, old_id, new_id),
+            )
+            return "superseded" if cursor.rowcount else "skipped"
+
+    async def _sources(self, conn: aiosqlite.Connection, fact_id: int) -> tuple[int, ...]:
+        async with conn.execute("SELECT turn_id FROM fact_sources WHERE fact_id = ?", (fact_id,)) as cursor:
+            return tuple(int(r[0]) for r in await cursor.fetchall())
+
+    async def _require(self, fact_id: int) -> Fact:
+        fact = await self.get(fact_id)
+        if fact is None:  # pragma: no cover - just written in the same store
+            raise FactError(f"fact {fact_id} vanished")
+        return fact
+
+    # -- forget and tombstones -----------------------------------------------------------------------
+    async def forget(
+        self,
+        fact_id: int,
+        *,
+        revision: int | None = None,
+        redact_sources: bool = False,
+        reason: str = "forgotten by the owner",
+        now: datetime | None = None,
+    ) -> tuple[ForgetReceipt, Changes]:
+        """Erase a fact (its whole supersede chain) everywhere and leave a content-free tombstone."""
+        moment = now or datetime.now(UTC)
+        chain = await self.chain(fact_id)
+        target = next(f for f in chain.facts if f.id == fact_id)
+        if revision is not None and target.revision != revision:
+            raise RevisionConflictError(
+                f"fact {fact_id} changed since you saw it (revision {revision}, now {target.revision}); reload it"
+            )
+        live = [f for f in chain.facts if f.status != "forgotten"]
+        if not live:
+            raise FactError(f"fact {fact_id} is already forgotten")
+        ids = [f.id for f in live]
+        changes = Changes(facts_index=True, fact_ids=ids)
+        stores: list[tuple[str, int]] = []
+        redacted: list[int] = []
+        async with self._store.transaction() as conn:
+            secret = await self._tombstone_secret(conn)
+            hashes = {tombstone_hash(secret, f.content, f.subjects) for f in live}
+            tombstone_id = 0
+            for hashed in sorted(hashes):
+                cursor = await conn.execute(
+                    "INSERT INTO tombstones (hash, reason, created_at) VALUES (?, ?, ?)",
+                    (hashed, reason[:200], _iso(moment)),
+                )
+                tombstone_id = tombstone_id or int(cursor.lastrowid or 0)
+            marks = ",".join("?" * len(ids))
+            await conn.execute(
+                f"UPDATE facts SET content = '', subjects = '[]', speaker = NULL, dedup_key = 'forgotten:' || id,"
+                f" status = 'forgotten', revision = revision + 1 WHERE id IN ({marks})",
+                ids,
+            )
+            await conn.executemany(
+                "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, 'forgotten', ?)",
+                [(i, _iso(moment)) for i in ids],
+            )
+            subjects = sorted({s for f in live for s in f.subjects})
+            await conn.execute(f"DELETE FROM fact_subjects WHERE fact_id IN ({marks})", ids)
+            stores.append(("facts", len(ids)))
+            await conn.executemany("INSERT INTO index_outbox (name, doc_id) VALUES ('facts', ?)", [(i,) for i in ids])
+            stores.append(("fts/facts", len(ids)))
+            cursor = await conn.execute(f"DELETE FROM fact_embeddings WHERE fact_id IN ({marks})", ids)
+            stores.append(("fact_embeddings", max(cursor.rowcount, 0)))
+            stores.extend(await self._drop_derived(conn, ids, subjects))
+            if redact_sources:
+                async with conn.execute(
+                    f"SELECT DISTINCT turn_id FROM fact_sources WHERE fact_id IN ({marks})", ids
+                ) as cur:
+                    turn_ids = [int(r[0]) for r in await cur.fetchall()]
+                if turn_ids:
+                    turn_marks = ",".join("?" * len(turn_ids))
+                    await conn.execute(
+                        f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({turn_marks})", turn_ids
+                    )
+                    await conn.executemany(
+                        "INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(t,) for t in turn_ids]
+                    )
+                    redacted = turn_ids
+                    changes.turns_index = True
+                stores.append(("turns", len(redacted)))
+                stores.append(("fts/turns", len(redacted)))
+        receipt = ForgetReceipt(
+            fact_ids=tuple(ids), tombstone_id=tombstone_id, stores=tuple(stores), redacted_turn_ids=tuple(redacted)
+        )
+        return receipt, changes
+
+    async def _drop_derived(
+        self, conn: aiosqlite.Connection, ids: list[int], subjects: list[str]
+    ) -> list[tuple[str, int]]:
+        """Derived rows that may quote the fact: dossiers of its subjects are dropped (rebuilt clean by
+        their projector); reflections citing it are flagged stale. Tables that do not exist yet are skipped."""
+        out: list[tuple[str, int]] = []
+        async with conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('people_dossiers', 'reflections')"
+        ) as cursor:
+            present = {r[0] for r in await cursor.fetchall()}
+        if "people_dossiers" in present and subjects:
+            marks = ",".join("?" * len(subjects))
+            cursor = await conn.execute(f"DELETE FROM people_dossiers WHERE canonical_key IN ({marks})", subjects)
+            out.append(("people_dossiers", max(cursor.rowcount, 0)))
+        if "reflections" in present:
+            total = 0
+            for fact_id in ids:
+                cursor = await conn.execute(
+                    "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_fact_ids)"
+                    " WHERE json_each.value = ?)",
+                    (fact_id,),
+                )
+                total += max(cursor.rowcount, 0)
+            out.append(("reflections", total))
+        return out
+
+    async def tombstones(self, *, include_lifted: bool = False) -> list[Tombstone]:
+        rows = await self._store.read_all(
+            "SELECT id, hash, reason, created_at, lifted_at FROM tombstones"
+            + ("" if include_lifted else " WHERE lifted_at IS NULL")
+            + " ORDER BY id"
+        )
+        return [Tombstone(int(r[0]), str(r[1]), str(r[2]), datetime.fromisoformat(r[3]), _dt(r[4])) for r in rows]
+
+    async def lift_tombstone(self, tombstone_id: int, *, now: datetime | None = None) -> Tombstone:
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE tombstones SET lifted_at = ? WHERE id = ? AND lifted_at IS NULL", (_iso(moment), tombstone_id)
+            )
+            if not cursor.rowcount:
+                raise FactError(f"there is no tombstone {tombstone_id} in force")
+        row = await self._store.read_one(
+            "SELECT id, hash, reason, created_at, lifted_at FROM tombstones WHERE id = ?", (tombstone_id,)
+        )
+        assert row is not None
+        return Tombstone(int(row[0]), str(row[1]), str(row[2]), datetime.fromisoformat(row[3]), _dt(row[4]))
+
+    # -- propagation from the conversation ---------------------------------------------------------
+    async def on_turns_deleted(self, turn_ids: Sequence[int], *, now: datetime | None = None) -> list[ForgetReceipt]:
+        """A Discord deletion: facts sourced only from deleted turns are forgotten (tombstoned), and
+        queued memory work on those turns is cancelled."""
+        if not turn_ids:
+            return []
+        marks = ",".join("?" * len(turn_ids))
+        async with self._store.transaction() as conn:
+            await conn.execute(
+                f"UPDATE memory_work SET status = 'cancelled' WHERE turn_id IN ({marks})"
+                " AND status IN ('queued', 'running')",
+                list(turn_ids),
+            )
+        rows = await self._store.read_all(
+            f"SELECT DISTINCT s.fact_id FROM fact_sources s JOIN facts f ON f.id = s.fact_id"
+            f" WHERE s.turn_id IN ({marks}) AND f.status != 'forgotten'"
+            " AND NOT EXISTS (SELECT 1 FROM fact_sources o JOIN turns t ON t.id = o.turn_id"
+            "   WHERE o.fact_id = s.fact_id AND t.redacted = 0)",
+            list(turn_ids),
+        )
+        receipts: list[ForgetReceipt] = []
+        for (fact_id,) in rows:
+            current = await self.get(int(fact_id))
+            if current is None or current.status == "forgotten":
+                continue  # already erased as part of an earlier chain
+            receipt, _changes = await self.forget(int(fact_id), reason="its source message was deleted", now=now)
+            receipts.append(receipt)
+        return receipts
+
+    async def on_turn_edited(self, old_turn_id: int, new_turn_id: int, *, now: datetime | None = None) -> list[int]:
+        """An edit retires facts derived from the old revision and queues the new one for extraction."""
+        moment = _iso(now or datetime.now(UTC))
+        async with self._store.transaction() as conn:
+            async with conn.execute(
+                "SELECT f.id FROM fact_sources s JOIN facts f ON f.id = s.fact_id"
+                " WHERE s.turn_id = ? AND f.superseded_at IS NULL AND f.status IN ('pending', 'active')",
+                (old_turn_id,),
+            ) as cursor:
+                retired = [int(r[0]) for r in await cursor.fetchall()]
+            if retired:
+                marks = ",".join("?" * len(retired))
+                await conn.execute(
+                    f"UPDATE facts SET superseded_at = ?, revision = revision + 1 WHERE id IN ({marks})",
+                    [moment, *retired],
+                )
+            await conn.execute(
+                f"UPDATE memory_work SET status = 'cancelled' WHERE turn_id = ? AND status IN ('queued', 'running')",
+                (old_turn_id,),
+            )
+            await conn.execute(
+                "INSERT INTO memory_work (kind, turn_id, created_at) VALUES ('extract', ?, ?)", (new_turn_id, moment)
+            )
+        return retired
