@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from app import __version__
@@ -29,35 +32,6 @@ EXIT_FAILURE = 1
 EXIT_CONFIG = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="familiar", description="An AI character for your Discord server, with a window onto its memory."
-    )
-    parser.add_argument("--version", action="version", version=f"familiar {__version__}")
-    parser.add_argument("--familiar", default="default", metavar="NAME", help="which familiar (default: default)")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    run = commands.add_parser("run", help="run the familiar")
-    run.add_argument("--headless", action="store_true", help="without a window (SIGTERM or Ctrl-C stops it)")
-
-    turns = commands.add_parser("turns", help="the conversation history").add_subparsers(
-        dest="turns_command", metavar="ACTION", required=True
-    )
-    search = turns.add_parser("search", help="full-text search over every turn")
-    search.add_argument("query")
-    search.add_argument("--limit", type=_positive, default=20)
-    search.add_argument("--json", action="store_true")
-
-    index = commands.add_parser("index", help="the search index").add_subparsers(
-        dest="index_command", metavar="ACTION", required=True
-    )
-    status = index.add_parser("status", help="commit health, lag and size of the index")
-    status.add_argument("--json", action="store_true")
-    rebuild = index.add_parser("rebuild", help="rebuild the index from the store")
-    rebuild.add_argument("--json", action="store_true")
-    return parser
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -68,6 +42,118 @@ def _positive(text: str) -> int:
     return value
 
 
+def _fact_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a fact id") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("ids are positive")
+    return value
+
+
+def _revision(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a revision number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("revisions are 0 or more")
+    return value
+
+
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an ISO-8601 time (e.g. 2024-05-01T12:00:00+00:00)") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="familiar", description="An AI character for your Discord server, with a window onto its memory."
+    )
+    parser.add_argument("--version", action="version", version=f"familiar {__version__}")
+    parser.add_argument("--familiar", default="default", metavar="NAME", help="which familiar (default: default)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def sub(group: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+        command: argparse.ArgumentParser = group.add_parser(name, help=help_text)
+        command.add_argument("--json", action="store_true", help="print one JSON document")
+        return command
+
+    run = commands.add_parser("run", help="run the familiar")
+    run.add_argument("--headless", action="store_true", help="without a window (SIGTERM or Ctrl-C stops it)")
+
+    turns = commands.add_parser("turns", help="the conversation history").add_subparsers(
+        dest="turns_command", metavar="ACTION", required=True
+    )
+    search = sub(turns, "search", "full-text search over every turn")
+    search.add_argument("query")
+    search.add_argument("--limit", type=_positive, default=20)
+
+    facts = commands.add_parser("facts", help="what the familiar knows").add_subparsers(
+        dest="facts_command", metavar="ACTION", required=True
+    )
+    listing = sub(facts, "list", "current facts, or the slice as of a world / recorded time")
+    listing.add_argument("--status", choices=("pending", "active", "rejected", "archived", "all"), default="active")
+    listing.add_argument("--subject", metavar="KEY")
+    listing.add_argument("--world-at", type=_moment, metavar="T")
+    listing.add_argument("--recorded-at", type=_moment, metavar="T")
+    listing.add_argument("--limit", type=_positive, default=200)
+    show = sub(facts, "show", "a fact's supersede chain, sources and revision")
+    show.add_argument("id", type=_fact_id)
+    remember = sub(facts, "remember", "the owner's explicit path: remember a fact (active at once)")
+    remember.add_argument("text")
+    remember.add_argument("--where", required=True, metavar="WHERE")
+    remember.add_argument("--subject", action="append", default=[], metavar="KEY")
+    remember.add_argument("--type", choices=("episodic", "semantic", "procedural"), default="semantic")
+    remember.add_argument("--valid-from", type=_moment, metavar="T")
+    remember.add_argument("--valid-to", type=_moment, metavar="T")
+    for name, help_text in (("accept", "accept a pending fact"), ("reject", "reject a pending fact")):
+        action = sub(facts, name, help_text)
+        action.add_argument("id", type=_fact_id)
+        action.add_argument("--revision", type=_revision, required=True)
+    snooze = sub(facts, "snooze", "hide a pending fact from the queue for a while")
+    snooze.add_argument("id", type=_fact_id)
+    snooze.add_argument("--revision", type=_revision, required=True)
+    snooze.add_argument("--until", type=_moment, metavar="T", help="default: one day from now")
+    edit = sub(facts, "edit", "correct a fact (a new version supersedes the old one)")
+    edit.add_argument("id", type=_fact_id)
+    edit.add_argument("--revision", type=_revision, required=True)
+    edit.add_argument("--text", required=True)
+
+    forget = sub(commands, "forget", "erase a fact everywhere and block re-learning it; prints the receipt")
+    forget.add_argument("id", type=_fact_id)
+    forget.add_argument("--revision", type=_revision)
+    forget.add_argument("--redact-sources", action="store_true", help="also erase the messages it came from")
+
+    tombstones = commands.add_parser("tombstones", help="what may not be learned again").add_subparsers(
+        dest="tombstones_command", metavar="ACTION", required=True
+    )
+    sub(tombstones, "list", "tombstones in force")
+    lift = sub(tombstones, "lift", "allow a forgotten fact to be learned again")
+    lift.add_argument("id", type=_fact_id)
+
+    recall = sub(commands, "recall", "the facts retrieval would use in a reply there, with scores")
+    recall.add_argument("query")
+    recall.add_argument("--where", required=True, metavar="WHERE")
+    recall.add_argument("--limit", type=_positive, default=10)
+
+    index = commands.add_parser("index", help="the search indexes").add_subparsers(
+        dest="index_command", metavar="ACTION", required=True
+    )
+    sub(index, "status", "commit health, lag and pending documents of each index")
+    sub(index, "rebuild", "rebuild the indexes from the store, with progress")
+
+    export = sub(commands, "export", "write the whole memory (turns, facts, tombstones, lore) as JSON lines")
+    export.add_argument("file", type=Path)
+    imported = sub(commands, "import", "read an export into an empty familiar")
+    imported.add_argument("file", type=Path)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -75,20 +161,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         error(str(exc))
         return EXIT_CONFIG
-    if args.command is None:
+    if args.command is None or (args.command == "run" and not args.headless):
         from app.bootstrap import run_window  # imports Qt only when a window is wanted
 
         return run_window(paths)
     _configure_logging()
     if args.command == "run":
-        if not args.headless:
-            from app.bootstrap import run_window
-
-            return run_window(paths)
         from app.bootstrap import run_headless
 
         return run_headless(paths)
-    handler = _COMMANDS[(args.command, getattr(args, f"{args.command}_command"))]
+    action = getattr(args, f"{args.command}_command", None)
+    handler = _COMMANDS[(args.command, action)]
     return asyncio.run(_with_familiar(paths, args, handler))
 
 
@@ -118,12 +201,38 @@ async def _with_familiar(paths: FamiliarPaths, args: argparse.Namespace, handler
     finally:
         await familiar.close()
     if getattr(args, "json", False):
-        output(json.dumps(document, ensure_ascii=False, default=str))
+        output(json.dumps(document, ensure_ascii=False, default=_json_default))
     else:
         output(text)
     return EXIT_OK
 
 
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def _fact_dict(fact: Any) -> dict[str, Any]:
+    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in dataclasses.asdict(fact).items()}
+
+
+def _fact_line(fact: Any) -> str:
+    time_axis = ""
+    if fact.valid_from or fact.valid_to:
+        start = fact.valid_from.date().isoformat() if fact.valid_from else "…"
+        end = fact.valid_to.date().isoformat() if fact.valid_to else "…"
+        time_axis = f" [{start} → {end}]"
+    retired = " (superseded)" if fact.superseded_at else ""
+    head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope:<20}"
+    return f"{head} {fact.content}{time_axis}{retired}"
+
+
+# -- handlers ---------------------------------------------------------------------------------------
 async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     await familiar.history.catch_up()
     hits = await familiar.search_turns(args.query, args.limit)
@@ -145,42 +254,156 @@ async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[A
     return document, "\n".join(lines) if lines else "no turns found"
 
 
-async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
-    health = await familiar.index_status()
-    document = {"indexes": [_health_dict(health)]}
-    text = (
-        f"{health.name}: {health.commits} commits, {health.retries} retries, {health.failures} failures,"
-        f" lag {health.lag}, pending {health.pending}"
-        + (f", last error: {health.last_error}" if health.last_error else "")
+async def _facts_list(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    facts = await familiar.memory.list_facts(
+        status=args.status,
+        subject=args.subject,
+        world_at=args.world_at,
+        recorded_at=args.recorded_at,
+        limit=args.limit,
     )
-    return document, text
+    document = {
+        "status": args.status,
+        "world_at": args.world_at,
+        "recorded_at": args.recorded_at,
+        "facts": [_fact_dict(f) for f in facts],
+    }
+    return document, "\n".join(_fact_line(f) for f in facts) or "no facts"
+
+
+async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    detail = await familiar.memory.show(args.id)
+    fact = next(f for f in detail.chain.facts if f.id == args.id)
+    document = {
+        "fact": _fact_dict(fact),
+        "revision": fact.revision,
+        "head_id": detail.chain.head_id,
+        "chain": [_fact_dict(f) for f in detail.chain.facts],
+        "sources": [
+            {"turn_id": t.id, "where": t.place, "author": t.author_name, "content": t.content, "redacted": t.redacted}
+            for t in detail.sources
+        ],
+    }
+    lines = [_fact_line(f) for f in detail.chain.facts]
+    lines += [f"  source #{t.id} {t.author_name}: {t.content or '(redacted)'}" for t in detail.sources]
+    return document, "\n".join(lines)
+
+
+async def _facts_remember(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    outcome, fact = await familiar.memory.remember(
+        args.text,
+        args.where,
+        subjects=tuple(args.subject),
+        fact_type=args.type,
+        valid_from=args.valid_from,
+        valid_to=args.valid_to,
+    )
+    assert fact is not None
+    prefix = "already known as " if outcome == "duplicate" else "remembered "
+    return {"outcome": outcome, "fact": _fact_dict(fact)}, prefix + _fact_line(fact)
+
+
+def _owner_action(name: str) -> Handler:
+    async def handler(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+        memory = familiar.memory
+        if name == "accept":
+            fact = await memory.accept(args.id, args.revision)
+        elif name == "reject":
+            fact = await memory.reject(args.id, args.revision)
+        elif name == "snooze":
+            fact = await memory.snooze(args.id, args.revision, args.until)
+        else:
+            fact = await memory.edit(args.id, args.revision, args.text)
+        return {"fact": _fact_dict(fact)}, _fact_line(fact)
+
+    return handler
+
+
+async def _forget(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    receipt = await familiar.memory.forget(args.id, revision=args.revision, redact_sources=args.redact_sources)
+    document = {
+        "fact_ids": list(receipt.fact_ids),
+        "tombstone_id": receipt.tombstone_id,
+        "erased_from": [{"store": store, "count": count} for store, count in receipt.stores],
+        "redacted_turn_ids": list(receipt.redacted_turn_ids),
+    }
+    lines = [f"forgot fact(s) {', '.join(map(str, receipt.fact_ids))}; tombstone #{receipt.tombstone_id}"]
+    lines += [f"  erased from {store}: {count}" for store, count in receipt.stores]
+    return document, "\n".join(lines)
+
+
+async def _tombstones_list(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
+    stones = await familiar.memory.tombstones()
+    document = {"tombstones": [dataclasses.asdict(t) for t in stones]}
+    lines = [f"#{t.id} {t.created_at:%Y-%m-%d %H:%M} {t.reason} ({t.hash[:12]}…)" for t in stones]
+    return document, "\n".join(lines) or "no tombstones"
+
+
+async def _tombstones_lift(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    stone = await familiar.memory.lift_tombstone(args.id)
+    return {"tombstone": dataclasses.asdict(stone)}, f"tombstone #{stone.id} lifted"
+
+
+async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    await familiar.history.catch_up()
+    scored = await familiar.memory.recall(args.query, args.where, args.limit)
+    document = {
+        "query": args.query,
+        "where": args.where,
+        "facts": [{**_fact_dict(f), "score": round(score, 4)} for f, score in scored],
+    }
+    return document, "\n".join(f"{score:.3f} {_fact_line(f)}" for f, score in scored) or "nothing to recall"
+
+
+async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
+    reports = await familiar.memory.index_status()
+    document = {"indexes": [dataclasses.asdict(h) for h in reports]}
+    lines = [
+        f"{h.name}: {h.commits} commits, {h.retries} retries, {h.failures} failures, lag {h.lag}, pending {h.pending}"
+        + (f", retrying (attempt {h.live_attempt})" if h.live_attempt else "")
+        + (f", last error: {h.last_error}" if h.last_error else "")
+        for h in reports
+    ]
+    return document, "\n".join(lines)
 
 
 async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    def progress(done: int, total: int) -> None:
-        sys.stderr.write(f"rebuilding turns index: {done}/{total}\n")
+    def progress(name: str, done: int, total: int) -> None:
+        sys.stderr.write(f"rebuilding {name} index: {done}/{total}\n")
 
-    count = await familiar.rebuild_index(None if args.json else progress)
-    return {"rebuilt": "turns", "documents": count}, f"turns index rebuilt: {count} documents"
-
-
-def _health_dict(health: Any) -> dict[str, Any]:
-    return {
-        "name": health.name,
-        "commits": health.commits,
-        "documents_committed": health.documents_committed,
-        "retries": health.retries,
-        "live_attempt": health.live_attempt,
-        "failures": health.failures,
-        "last_error": health.last_error,
-        "pending": health.pending,
-        "lag": health.lag,
-        "watermark": health.watermark,
-    }
+    counts = await familiar.memory.rebuild_indexes(None if args.json else progress)
+    return {"rebuilt": counts}, ", ".join(f"{name} index rebuilt: {n} documents" for name, n in counts.items())
 
 
-_COMMANDS: dict[tuple[str, str], Handler] = {
+async def _export(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    counts = await familiar.memory.export(args.file)
+    return {"file": str(args.file), "records": counts}, f"exported to {args.file}: " + ", ".join(
+        f"{n} {kind}" for kind, n in counts.items()
+    )
+
+
+async def _import(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    counts = await familiar.memory.import_(args.file)
+    return {"file": str(args.file), "records": counts}, f"imported {args.file}: " + ", ".join(
+        f"{n} {kind}" for kind, n in counts.items()
+    )
+
+
+_COMMANDS: dict[tuple[str, str | None], Handler] = {
     ("turns", "search"): _turns_search,
+    ("facts", "list"): _facts_list,
+    ("facts", "show"): _facts_show,
+    ("facts", "remember"): _facts_remember,
+    ("facts", "accept"): _owner_action("accept"),
+    ("facts", "reject"): _owner_action("reject"),
+    ("facts", "snooze"): _owner_action("snooze"),
+    ("facts", "edit"): _owner_action("edit"),
+    ("forget", None): _forget,
+    ("tombstones", "list"): _tombstones_list,
+    ("tombstones", "lift"): _tombstones_lift,
+    ("recall", None): _recall,
     ("index", "status"): _index_status,
     ("index", "rebuild"): _index_rebuild,
+    ("export", None): _export,
+    ("import", None): _import,
 }

@@ -741,7 +741,7 @@ class FactBook:
                     [moment, *retired],
                 )
             await conn.execute(
-                f"UPDATE memory_work SET status = 'cancelled' WHERE turn_id = ? AND status IN ('queued', 'running')",
+                "UPDATE memory_work SET status = 'cancelled' WHERE turn_id = ? AND status IN ('queued', 'running')",
                 (old_turn_id,),
             )
             await conn.execute(

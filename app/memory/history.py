@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from app.memory.facts import Changes, Fact, FactBook, ForgetReceipt, InsertOutcome, NewFact
-from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.fts import FACTS, TURNS, FtsIndex, IndexCommitter
+from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
 from app.memory.store import Store
 
@@ -217,8 +217,9 @@ class History:
     async def catch_up(self, timeout: float = 60.0) -> None:
         """When this process writes the index: wait until it holds everything SQL has (after a crash,
         the first open re-indexes what the last run did not commit)."""
-        if self.turns_index.index.writable:
-            await self.turns_index.flush(timeout)
+        for committer in self.indexes():
+            if committer.index.writable:
+                await committer.flush(timeout)
 
     # -- facts -------------------------------------------------------------------------------------
     async def insert_fact(self, new: NewFact) -> InsertOutcome:

@@ -76,4 +76,20 @@ class FailureReported:
     at: datetime = field(default_factory=_now)
 
 
-RuntimeEvent = ConnectionChanged | GuildsChanged | LatencyMeasured | Activity | FailureReported
+@dataclass(frozen=True, slots=True)
+class IndexHealthReport:
+    """Commit health of one search index (turns or facts), live: a retry shows its attempt number."""
+
+    name: str
+    commits: int
+    documents_committed: int
+    retries: int
+    live_attempt: int
+    failures: int
+    last_error: str | None
+    pending: int
+    lag: int
+    at: datetime = field(default_factory=_now)
+
+
+RuntimeEvent = ConnectionChanged | GuildsChanged | LatencyMeasured | Activity | FailureReported | IndexHealthReport

@@ -22,9 +22,10 @@ from app.memory.history import History
 from app.memory.records import IndexHealth, NewTurn, Turn
 from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
-from app.runtime.events import ConnectionState, FailureReported, RuntimeEvent
+from app.runtime.events import ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.llm import LLMClient, LLMEndpoint
+from app.runtime.memory_ops import MemoryOps
 from app.runtime.messages import IncomingMessage
 from app.runtime.prompt import SELF_KEY, build_reply_prompt
 
@@ -73,7 +74,8 @@ class Familiar:
         self._llm = LLMClient(LLMEndpoint.for_replies(loaded.settings.llm, loaded.secrets))
         self._discord: DiscordAdapter | None = None
         self._last_error: str | None = None
-        self._index_health: IndexHealth | None = None
+        self._index_health: dict[str, IndexHealth] = {}
+        self.memory = MemoryOps(history, loaded.paths.lorebook_toml)
 
     @classmethod
     async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
@@ -82,7 +84,7 @@ class Familiar:
 
         def on_health(health: IndexHealth) -> None:
             if holder:
-                holder[0]._index_health = health
+                holder[0]._on_index_health(health)
 
         try:
             history = await History.open(paths.history_db, paths.fts, paths.backups, on_health=on_health)
@@ -279,17 +281,25 @@ class Familiar:
             for h in hits
         ]
 
-    def index_health(self) -> IndexHealth:
-        return self._index_health or self.history.index_health()
+    def _on_index_health(self, health: IndexHealth) -> None:
+        self._index_health[health.name] = health
+        self.publish(
+            IndexHealthReport(
+                name=health.name,
+                commits=health.commits,
+                documents_committed=health.documents_committed,
+                retries=health.retries,
+                live_attempt=health.live_attempt,
+                failures=health.failures,
+                last_error=health.last_error,
+                pending=health.pending,
+                lag=health.lag,
+            )
+        )
 
-    async def index_status(self) -> IndexHealth:
-        return await self.history.turns_index.status()
-
-    async def rebuild_index(self, progress: Callable[[int, int], None] | None = None) -> int:
-        try:
-            return await self.history.turns_index.rebuild(progress)
-        except ValueError as exc:
-            raise FamiliarError(str(exc)) from exc
+    def index_health(self) -> tuple[IndexHealth, ...]:
+        """The last published health of each index (get_*: no I/O)."""
+        return tuple(self._index_health.get(c.index.spec.name) or c.health() for c in self.history.indexes())
 
     # -- facade: settings ------------------------------------------------------------------------
     async def save_credentials(

@@ -1,0 +1,216 @@
+"""The owner's memory operations, as the CLI and the window call them: facts, forget, tombstones,
+recall, export and import, index status and rebuild. Store errors become one-line FamiliarErrors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from app.memory.errors import StoreError
+from app.memory.export import export_records, import_records
+from app.memory.facts import Fact, FactChain, ForgetReceipt, NewFact, Tombstone
+from app.memory.history import History
+from app.memory.records import IndexHealth, Turn
+from app.runtime.errors import FamiliarError
+
+OWNER_KEY = "local:owner"
+
+
+@asynccontextmanager
+async def _explained() -> AsyncIterator[None]:
+    try:
+        yield
+    except (StoreError, ValueError) as exc:
+        raise FamiliarError(str(exc)) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class FactDetail:
+    chain: FactChain
+    sources: tuple[Turn, ...]
+
+
+class MemoryOps:
+    def __init__(self, history: History, lorebook: Path) -> None:
+        self._history = history
+        self._lorebook = lorebook
+
+    async def list_facts(
+        self,
+        *,
+        status: str = "active",
+        subject: str | None = None,
+        world_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+        limit: int = 200,
+    ) -> list[Fact]:
+        async with _explained():
+            return await self._history.facts.list_facts(
+                status=status, subject=subject, world_at=world_at, recorded_at=recorded_at, limit=limit
+            )
+
+    async def show(self, fact_id: int) -> FactDetail:
+        async with _explained():
+            chain = await self._history.facts.chain(fact_id)
+            turn_ids = sorted({t for f in chain.facts for t in f.source_turn_ids})
+            return FactDetail(chain=chain, sources=tuple(await self._history.store.turns_by_ids(turn_ids)))
+
+    async def remember(
+        self,
+        text: str,
+        where: str,
+        *,
+        subjects: tuple[str, ...] = (),
+        fact_type: str = "semantic",
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+    ) -> tuple[str, Fact | None]:
+        """The owner's explicit path: inserts active (unless it duplicates a current fact or is tombstoned)."""
+        async with _explained():
+            outcome = await self._history.insert_fact(
+                NewFact(
+                    content=text,
+                    type=fact_type,
+                    importance=7,
+                    confidence=1.0,
+                    subjects=subjects,
+                    place=where,
+                    speaker=OWNER_KEY,
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    origin="remember",
+                    channel_scoped="/" in where,
+                )
+            )
+            if outcome.outcome == "tombstoned":
+                raise FamiliarError(
+                    "that fact was forgotten before and is blocked by a tombstone; lift the tombstone first"
+                )
+            return outcome.outcome, outcome.fact
+
+    async def accept(self, fact_id: int, revision: int) -> Fact:
+        async with _explained():
+            return await self._history.facts.accept(fact_id, revision)
+
+    async def reject(self, fact_id: int, revision: int) -> Fact:
+        async with _explained():
+            return await self._history.facts.reject(fact_id, revision)
+
+    async def snooze(self, fact_id: int, revision: int, until: datetime | None = None) -> Fact:
+        async with _explained():
+            return await self._history.facts.snooze(fact_id, revision, until or datetime.now(UTC) + timedelta(days=1))
+
+    async def edit(self, fact_id: int, revision: int, text: str) -> Fact:
+        async with _explained():
+            return await self._history.edit_fact(fact_id, revision, text)
+
+    async def forget(self, fact_id: int, *, revision: int | None = None, redact_sources: bool = False) -> ForgetReceipt:
+        async with _explained():
+            return await self._history.forget_fact(fact_id, revision=revision, redact_sources=redact_sources)
+
+    async def tombstones(self) -> list[Tombstone]:
+        async with _explained():
+            return await self._history.facts.tombstones()
+
+    async def lift_tombstone(self, tombstone_id: int) -> Tombstone:
+        async with _explained():
+            return await self._history.facts.lift_tombstone(tombstone_id)
+
+    async def recall(self, query: str, where: str, limit: int = 10) -> list[tuple[Fact, float]]:
+        async with _explained():
+            return await self._history.recall(query, where, limit)
+
+    async def export(self, target: Path) -> dict[str, int]:
+        """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`."""
+        counts: dict[str, int] = {}
+        tmp = target.with_name(target.name + ".tmp")
+        async with _explained():
+            try:
+                handle = await asyncio.to_thread(tmp.open, "w", encoding="utf-8")
+                try:
+                    chunk: list[str] = []
+                    async for record in export_records(self._history.store):
+                        chunk.append(json.dumps(record, ensure_ascii=False) + "\n")
+                        counts[record["kind"]] = counts.get(record["kind"], 0) + 1
+                        if len(chunk) >= 1000:
+                            await asyncio.to_thread(handle.writelines, chunk)
+                            chunk = []
+                    lore_text = await asyncio.to_thread(_read_if_exists, self._lorebook)
+                    if lore_text is not None:
+                        lore = {"kind": "lore", "file": "lorebook.toml", "text": lore_text}
+                        chunk.append(json.dumps(lore, ensure_ascii=False) + "\n")
+                        counts["lore"] = 1
+                    await asyncio.to_thread(handle.writelines, chunk)
+                finally:
+                    await asyncio.to_thread(handle.close)
+                await asyncio.to_thread(tmp.replace, target)
+            except OSError as exc:
+                await asyncio.to_thread(tmp.unlink, missing_ok=True)
+                raise FamiliarError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        counts.pop("header", None)
+        return counts
+
+    async def import_(self, source: Path) -> dict[str, int]:
+        """Read an export into this (empty) familiar; the lorebook is replaced, the old one kept as .bak."""
+        try:
+            lines = (await asyncio.to_thread(source.read_text, encoding="utf-8")).splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise FamiliarError(f"cannot read {source}: {exc}") from exc
+        lore = [r for r in _records(lines) if r.get("kind") == "lore"]
+        async with _explained():
+            counts = await import_records(self._history.store, lines)
+        counts.pop("skipped:lore", None)
+        if lore:
+            text = str(lore[-1].get("text", ""))
+            await asyncio.to_thread(_replace_lorebook, self._lorebook, text)
+            counts["lore"] = 1
+        for committer in self._history.indexes():
+            committer.notify()
+            if committer.index.writable:
+                await committer.flush(300)
+        return counts
+
+    async def index_status(self) -> list[IndexHealth]:
+        return [await committer.status() for committer in self._history.indexes()]
+
+    async def rebuild_indexes(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+        out: dict[str, int] = {}
+        async with _explained():
+            for committer in self._history.indexes():
+                name = committer.index.spec.name
+
+                def report(done: int, total: int, name: str = name) -> None:
+                    if progress is not None:
+                        progress(name, done, total)
+
+                out[name] = await committer.rebuild(report)
+        return out
+
+
+def _replace_lorebook(path: Path, text: str) -> None:
+    if path.exists():
+        path.replace(path.with_name("lorebook.toml.bak"))
+    path.write_text(text, encoding="utf-8")
+
+
+def _read_if_exists(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _records(lines: list[str]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            yield record
