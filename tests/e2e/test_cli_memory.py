@@ -70,7 +70,8 @@ def test_stale_revisions_and_bad_input_are_refused_with_one_line(cli: Cli) -> No
     made = cli.json("facts", "remember", "The lantern is blue", "--where", WHERE)["fact"]
     code, _out, err = cli.run("facts", "edit", str(made["id"]), "--revision", "7", "--text", "The lantern is red")
     assert code == 1
-    assert err.startswith("error: fact") and "changed since you saw it" in err
+    assert err.startswith("error: fact")
+    assert "changed since you saw it" in err
     assert err.count("\n") == 1
     code, _out, err = cli.run("facts", "remember", "x", "--where", "nowhere")
     assert code == 1
