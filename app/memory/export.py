@@ -23,7 +23,7 @@ _TURN = (
     " revision, redacted, reply_to, superseded, origin_id"
 )
 _FACT = (
-    "id, content, dedup_key, type, importance, confidence, subjects, speaker, scope, status, revision, origin,"
+    "id, content, dedup_key, type, importance, confidence, subjects, sources, speaker, scope, status, revision, origin,"
     " created_at, superseded_at, superseded_by, valid_from, valid_to, snoozed_until"
 )
 _TABLES: dict[str, tuple[str, str]] = {
@@ -59,10 +59,7 @@ async def export_records(store: Store, batch: int = 5000) -> AsyncIterator[dict[
                 record: dict[str, Any] = {"kind": kind, **dict(zip(names, row[1:], strict=True))}
                 if kind == "fact":
                     record["subjects"] = json.loads(record["subjects"])
-                    sources = await store.read_all(
-                        "SELECT turn_id FROM fact_sources WHERE fact_id = ? ORDER BY turn_id", (record["id"],)
-                    )
-                    record["source_turn_ids"] = [int(r[0]) for r in sources]
+                    record["sources"] = json.loads(record["sources"])
                     log = await store.read_all(
                         "SELECT status, at FROM fact_status_log WHERE fact_id = ? ORDER BY rowid", (record["id"],)
                     )
@@ -124,19 +121,15 @@ async def import_records(store: Store, lines: Iterable[str]) -> dict[str, int]:
                 values = [_field(record, n, number) for n in names]
                 if kind == "fact":
                     values[names.index("subjects")] = json.dumps(list(record["subjects"]))
+                    values[names.index("sources")] = json.dumps([int(t) for t in record["sources"]])
                 marks = ",".join("?" * len(names))
                 try:
                     await conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", values)
                     if kind == "fact":
+                        # The insert trigger filled subjects, sources and a first status entry; the
+                        # exported log replaces that entry so as-of reads see the real history.
                         fact_id = int(record["id"])
-                        await conn.executemany(
-                            "INSERT INTO fact_subjects (fact_id, subject) VALUES (?, ?)",
-                            [(fact_id, s) for s in record["subjects"]] if record["status"] != "forgotten" else [],
-                        )
-                        await conn.executemany(
-                            "INSERT INTO fact_sources (fact_id, turn_id) VALUES (?, ?)",
-                            [(fact_id, int(t)) for t in record.get("source_turn_ids", [])],
-                        )
+                        await conn.execute("DELETE FROM fact_status_log WHERE fact_id = ?", (fact_id,))
                         await conn.executemany(
                             "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, ?, ?)",
                             [(fact_id, e["status"], e["at"]) for e in record.get("status_log", [])],

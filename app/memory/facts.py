@@ -92,8 +92,9 @@ class Fact:
 
 @dataclass(frozen=True, slots=True)
 class InsertOutcome:
-    outcome: Literal["inserted", "duplicate", "tombstoned"]
-    fact: Fact | None  # the new row, the existing duplicate, or None when a tombstone refused it
+    outcome: Literal["inserted", "duplicate", "tombstoned", "rejected_before"]
+    # the new row, the existing duplicate, the owner's earlier rejection, or None for a tombstone
+    fact: Fact | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,55 +236,115 @@ class FactBook:
             async with conn.execute("SELECT value FROM store_meta WHERE key = 'tombstone_key'") as cursor:
                 row = await cursor.fetchone()
             if row is None:
+                # Not cached until read back committed: this transaction may still roll back, and a key
+                # that never reached the disk would leave every tombstone hashed with it unmatched later.
                 value = secrets.token_bytes(32)
                 await conn.execute("INSERT INTO store_meta (key, value) VALUES ('tombstone_key', ?)", (value,))
-            else:
-                value = bytes(row[0])
-            self._secret = value
+                return value
+            self._secret = bytes(row[0])
         return self._secret
 
     # -- insert ----------------------------------------------------------------------------------
+    async def _secret_key(self) -> bytes:
+        if self._secret is None:
+            async with self._store.transaction() as conn:
+                return await self._tombstone_secret(conn)
+        return self._secret
+
     async def insert(self, new: NewFact, *, now: datetime | None = None) -> tuple[InsertOutcome, Changes]:
-        """Insert through every rule: validation, tombstones, near-duplicates, promotion policy."""
+        """Insert through every rule: validation, tombstones, near-duplicates, promotion policy.
+
+        The happy path is one conditional INSERT (triggers record subjects, sources and the status
+        log), so the duplicate check and the write are atomic even beside another process.
+        """
         fact = validate(new)
         moment = now or datetime.now(UTC)
+        at = _iso(moment)
         scope = fact_scope(fact.place, channel_scoped=fact.channel_scoped)
         key = dedup_key(fact.content, (*fact.subjects, f"@scope={scope}"))
-        changes = Changes()
-        async with self._store.transaction() as conn:
-            secret = await self._tombstone_secret(conn)
-            hashed = tombstone_hash(secret, fact.content, fact.subjects)
-            async with conn.execute(
-                "SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL LIMIT 1", (hashed,)
-            ) as cursor:
-                if await cursor.fetchone() is not None:
-                    return InsertOutcome("tombstoned", None), changes
-            async with conn.execute(
-                f"SELECT {_COLUMNS} FROM facts WHERE dedup_key = ? AND superseded_at IS NULL"
-                " AND status IN ('pending', 'active') LIMIT 1",
-                (key,),
-            ) as cursor:
-                existing = await cursor.fetchone()
-            if existing is not None:
-                return InsertOutcome("duplicate", _fact(tuple(existing))), changes
-            if fact.origin in ("remember", "import"):
-                status = "active"
-            else:
-                status = "active" if auto_promotes(fact.type, fact.confidence, fact.content) else "pending"
-            fact_id = await self._insert_row(conn, fact, scope, key, status, moment)
-        changes.facts_index = True
-        changes.fact_ids.append(fact_id)
-        stored = await self.get(fact_id)
-        assert stored is not None
-        return InsertOutcome("inserted", stored), changes
+        hashed = tombstone_hash(await self._secret_key(), fact.content, fact.subjects)
+        owner = fact.origin in ("remember", "import")
+        if owner:
+            status = "active"
+        else:
+            status = "active" if auto_promotes(fact.type, fact.confidence, fact.content) else "pending"
+        blocking = "('pending', 'active')" if owner else "('pending', 'active', 'rejected')"
+        subjects_json = json.dumps(list(fact.subjects))
+        async with (
+            self._store.transaction() as conn,
+            conn.execute(
+                "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, sources, speaker,"
+                " scope, status, origin, created_at, valid_from, valid_to)"
+                " SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+                " WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL)"
+                f" AND NOT EXISTS (SELECT 1 FROM facts WHERE dedup_key = ? AND superseded_at IS NULL"
+                f" AND status IN {blocking}) RETURNING id",
+                (
+                    fact.content,
+                    key,
+                    fact.type,
+                    fact.importance,
+                    fact.confidence,
+                    subjects_json,
+                    json.dumps(list(fact.source_turn_ids)),
+                    fact.speaker,
+                    scope,
+                    status,
+                    fact.origin,
+                    at,
+                    _iso(fact.valid_from),
+                    _iso(fact.valid_to),
+                    hashed,
+                    key,
+                ),
+            ) as cursor,
+        ):
+            row = await cursor.fetchone()
+        if row is None:
+            return await self._why_not_inserted(hashed, key, blocking), Changes()
+        fact_id = int(row[0])
+        stored = Fact(
+            id=fact_id,
+            content=fact.content,
+            type=fact.type,
+            importance=fact.importance,
+            confidence=fact.confidence,
+            subjects=fact.subjects,
+            speaker=fact.speaker,
+            scope=scope,
+            status=status,
+            revision=0,
+            origin=fact.origin,
+            created_at=datetime.fromisoformat(at or ""),
+            superseded_at=None,
+            superseded_by=None,
+            valid_from=_dt(_iso(fact.valid_from)),
+            valid_to=_dt(_iso(fact.valid_to)),
+            snoozed_until=None,
+            source_turn_ids=fact.source_turn_ids,
+        )
+        return InsertOutcome("inserted", stored), Changes(facts_index=True, fact_ids=[fact_id])
+
+    async def _why_not_inserted(self, hashed: str, key: str, blocking: str) -> InsertOutcome:
+        if await self._store.read_one("SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL", (hashed,)):
+            return InsertOutcome("tombstoned", None)
+        row = await self._store.read_one(
+            f"SELECT {_COLUMNS} FROM facts WHERE dedup_key = ? AND superseded_at IS NULL AND status IN {blocking}"
+            " ORDER BY status = 'rejected' LIMIT 1",
+            (key,),
+        )
+        if row is None:  # pragma: no cover - the conflicting row vanished in between; report it as known
+            return InsertOutcome("duplicate", None)
+        found = _fact(row)
+        # A rejection is a durable owner decision: the familiar does not propose it again.
+        return InsertOutcome("rejected_before" if found.status == "rejected" else "duplicate", found)
 
     async def _insert_row(
         self, conn: aiosqlite.Connection, fact: NewFact, scope: str, key: str, status: str, moment: datetime
     ) -> int:
-        at = _iso(moment)
         cursor = await conn.execute(
-            "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, speaker, scope, status,"
-            " origin, created_at, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, sources, speaker, scope,"
+            " status, origin, created_at, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 fact.content,
                 key,
@@ -291,24 +352,17 @@ class FactBook:
                 fact.importance,
                 fact.confidence,
                 json.dumps(list(fact.subjects)),
+                json.dumps(list(fact.source_turn_ids)),
                 fact.speaker,
                 scope,
                 status,
                 fact.origin,
-                at,
+                _iso(moment),
                 _iso(fact.valid_from),
                 _iso(fact.valid_to),
             ),
         )
-        fact_id = int(cursor.lastrowid or 0)
-        await conn.executemany(
-            "INSERT INTO fact_subjects (fact_id, subject) VALUES (?, ?)", [(fact_id, s) for s in fact.subjects]
-        )
-        await conn.executemany(
-            "INSERT INTO fact_sources (fact_id, turn_id) VALUES (?, ?)", [(fact_id, t) for t in fact.source_turn_ids]
-        )
-        await conn.execute("INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, ?, ?)", (fact_id, status, at))
-        return fact_id
+        return int(cursor.lastrowid or 0)
 
     # -- reads -----------------------------------------------------------------------------------
     async def get(self, fact_id: int) -> Fact | None:
@@ -379,8 +433,11 @@ class FactBook:
             params.append(subject)
         if world_at is None and recorded_at is None:
             now = _iso(datetime.now(UTC))
-            where.append("f.superseded_at IS NULL AND (f.valid_to IS NULL OR f.valid_to > ?)")
-            params.append(now)
+            where.append(
+                "f.superseded_at IS NULL AND (f.valid_from IS NULL OR f.valid_from <= ?)"
+                " AND (f.valid_to IS NULL OR f.valid_to > ?)"
+            )
+            params += [now, now]
             if status != "all":
                 where.append("f.status = ?")
                 params.append(status)
@@ -459,6 +516,8 @@ class FactBook:
                 f"fact {fact_id} changed since you saw it (revision {revision}, now {fact.revision}); reload it"
             )
         if fact.superseded_at is not None:
+            if fact.superseded_by is None:
+                raise RevisionConflictError(f"fact {fact_id} was retired (its source message changed)")
             raise RevisionConflictError(f"fact {fact_id} was superseded by fact {fact.superseded_by}; act on that one")
         return fact
 
@@ -538,7 +597,27 @@ class FactBook:
                 )
             )
             key = dedup_key(replacement.content, (*replacement.subjects, f"@scope={old.scope}"))
-            new_id = await self._insert_row(conn, replacement, old.scope, key, "active", moment)
+            secret = await self._tombstone_secret(conn)
+            async with conn.execute(
+                "SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL LIMIT 1",
+                (tombstone_hash(secret, replacement.content, replacement.subjects),),
+            ) as cursor:
+                if await cursor.fetchone() is not None:
+                    raise FactError("that text was forgotten before (a tombstone blocks it); lift the tombstone first")
+            async with conn.execute(
+                "SELECT id FROM facts WHERE dedup_key = ? AND superseded_at IS NULL AND status IN ('pending', 'active')"
+                " AND id != ? LIMIT 1",
+                (key, fact_id),
+            ) as cursor:
+                twin = await cursor.fetchone()
+            if twin is not None:
+                new_id = int(twin[0])  # the corrected text is already known: link to it, add no copy
+                await conn.execute(
+                    "UPDATE facts SET status = 'active', revision = revision + 1 WHERE id = ? AND status = 'pending'",
+                    (new_id,),
+                )
+            else:
+                new_id = await self._insert_row(conn, replacement, old.scope, key, "active", moment)
             await conn.execute(
                 "UPDATE facts SET superseded_at = ?, superseded_by = ?, revision = revision + 1 WHERE id = ?",
                 (_iso(moment), new_id, fact_id),
@@ -598,6 +677,9 @@ class FactBook:
         stores: list[tuple[str, int]] = []
         redacted: list[int] = []
         async with self._store.transaction() as conn:
+            # Overwrite freed bytes with zeros: SQLite builds without SQLITE_SECURE_DELETE (python.org's
+            # Windows and macOS builds) would otherwise leave the erased text in the database file.
+            await conn.execute("PRAGMA secure_delete = ON")
             secret = await self._tombstone_secret(conn)
             hashes = {tombstone_hash(secret, f.content, f.subjects) for f in live}
             tombstone_id = 0

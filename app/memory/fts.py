@@ -180,7 +180,8 @@ class FtsIndex:
             self._writer.rollback()
 
     # -- reading -----------------------------------------------------------------------------
-    def search(self, text: str, limit: int, place: str | None = None) -> list[tuple[int, float]]:
+    def search(self, text: str, limit: int, place: str | tuple[str, ...] | None = None) -> list[tuple[int, float]]:
+        """BM25 hits (id, score), best first; `place` keeps documents of that place (or of any of several)."""
         if self._index is None:
             raise ValueError(
                 f"the {self.spec.name} search index is being rebuilt by another Familiar process; try again shortly"
@@ -189,12 +190,11 @@ class FtsIndex:
             return []
         query, _errors = self._index.parse_query_lenient(text, list(self.spec.search_fields))
         if place is not None:
-            query = tantivy.Query.boolean_query(
-                [
-                    (tantivy.Occur.Must, query),
-                    (tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "place", place)),
-                ]
+            places = (place,) if isinstance(place, str) else place
+            where = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "place", p)) for p in places]
             )
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, where)])
         searcher = self._index.searcher()
         result = searcher.search(query, limit, count=False)
         hits = result.hits
@@ -335,6 +335,7 @@ class IndexCommitter:
         self._failure_pause = failure_pause
         self._on_health = on_health
         self._wake = asyncio.Event()
+        self._hurry = asyncio.Event()  # a flush is waiting: skip the linger
         self._task: asyncio.Task[None] | None = None
         self._watermark = 0
         self._upsert = True  # the first round after opening replays as upserts (crash recovery)
@@ -400,6 +401,7 @@ class IndexCommitter:
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._c.waiters.append((target, fut))
+        self._hurry.set()
         self.notify()
         await asyncio.wait_for(fut, timeout)
 
@@ -430,8 +432,11 @@ class IndexCommitter:
         while not self._closing:
             await self._wake.wait()
             self._wake.clear()
-            if self._linger:
-                await asyncio.sleep(self._linger)  # let a burst of appends gather into one commit
+            if self._linger and not self._hurry.is_set():
+                # Let a burst of appends gather into one commit, unless someone waits for a flush.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hurry.wait(), self._linger)
+            self._hurry.clear()
             try:
                 while await self._round():
                     pass
@@ -629,7 +634,9 @@ class IndexCommitter:
             rebuilt_at_start=health.rebuilt_at_start,
         )
 
-    async def search(self, text: str, limit: int, place: str | None = None) -> list[tuple[int, float]]:
+    async def search(
+        self, text: str, limit: int, place: str | tuple[str, ...] | None = None
+    ) -> list[tuple[int, float]]:
         started = time.perf_counter()
         # Searches run beside commits (tantivy readers are thread-safe), not behind them.
         hits: list[tuple[int, float]] = await asyncio.to_thread(self.index.search, text, limit, place)

@@ -145,6 +145,9 @@ class History:
             FactIndexSource(store),
             on_health=on_health,
             batch_size=batch_size,
+            # Facts arrive in bursts (an extraction batch, an import): gather them for longer, so the
+            # commit work interrupts the conversation less often.
+            linger=0.2,
         )
         started: list[IndexCommitter] = []
         try:
@@ -258,10 +261,11 @@ class History:
     async def recall(self, query: str, where: str, limit: int = 10) -> list[tuple[Fact, float]]:
         """The facts recall may use at `where` for `query`: active, current heads in scope, scored by
         BM25 (normalized within the over-fetched batch) times the type weight."""
-        visible_scopes(where)  # a bad place is an error before any search
+        scopes = visible_scopes(where)  # a bad place is an error before any search
         if not query.strip() or limit <= 0:
             return []
-        hits = await self.facts_index.search(query, limit * 4)
+        # The index filters by scope, so facts of other places can never crowd out this place's own.
+        hits = await self.facts_index.search(query, limit * 4, scopes)
         allowed = set(await self.facts.visible_ids([i for i, _s in hits], where))
         best = max((s for _i, s in hits), default=0.0) or 1.0
         scored: list[tuple[Fact, float]] = []

@@ -118,6 +118,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             importance     INTEGER NOT NULL CHECK (importance BETWEEN 1 AND 10),
             confidence     REAL    NOT NULL CHECK (confidence BETWEEN 0 AND 1),
             subjects       TEXT    NOT NULL,
+            sources        TEXT    NOT NULL DEFAULT '[]',
             speaker        TEXT,
             scope          TEXT    NOT NULL,
             status         TEXT    NOT NULL
@@ -135,11 +136,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX facts_status ON facts (status, id);
         CREATE INDEX facts_created ON facts (created_at);
         CREATE INDEX facts_scope ON facts (scope, status) WHERE superseded_at IS NULL;
+        CREATE INDEX facts_superseded_by ON facts (superseded_by) WHERE superseded_by IS NOT NULL;
         CREATE TABLE fact_subjects (
             fact_id  INTEGER NOT NULL REFERENCES facts (id),
             subject  TEXT    NOT NULL,
             PRIMARY KEY (subject, fact_id)
         ) WITHOUT ROWID;
+        CREATE INDEX fact_subjects_fact ON fact_subjects (fact_id);
         CREATE TABLE fact_sources (
             fact_id  INTEGER NOT NULL REFERENCES facts (id),
             turn_id  INTEGER NOT NULL,
@@ -152,6 +155,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             at       TEXT    NOT NULL
         );
         CREATE INDEX fact_status_log_fact ON fact_status_log (fact_id, at);
+        CREATE TRIGGER facts_inserted AFTER INSERT ON facts BEGIN
+            INSERT INTO fact_subjects (fact_id, subject) SELECT NEW.id, value FROM json_each(NEW.subjects);
+            INSERT INTO fact_sources (fact_id, turn_id) SELECT NEW.id, value FROM json_each(NEW.sources);
+            INSERT INTO fact_status_log (fact_id, status, at) VALUES (NEW.id, NEW.status, NEW.created_at);
+        END;
         CREATE TABLE tombstones (
             id         INTEGER PRIMARY KEY,
             hash       TEXT NOT NULL,

@@ -117,6 +117,8 @@ class Store:
             await conn.execute("PRAGMA synchronous = NORMAL")
             await conn.execute("PRAGMA busy_timeout = 5000")
             await conn.execute("PRAGMA foreign_keys = ON")
+            # Redacted and forgotten text must not linger in free pages of the file.
+            await conn.execute("PRAGMA secure_delete = ON")
         store = cls(path, writer, reader)
         store.backup_written = backup_written
         return store
