@@ -340,6 +340,9 @@ class IndexCommitter:
         self._watermark = 0
         self._upsert = True  # the first round after opening replays as upserts (crash recovery)
         self._rebuild_pending = False  # the rebuilding flag in SQL is cleared once the index caught up
+        self._needs_reconcile = True  # once after start-up: the last run may have lost a batch silently
+        self._health_file = index.path.with_name(index.path.name + ".health.json")
+        self._health_written = 0.0
         self._c = _Counters()
         self._closing = False
 
@@ -373,6 +376,7 @@ class IndexCommitter:
 
     async def close(self) -> None:
         self._closing = True
+        self._write_health_file(force=True)
         self._wake.set()
         if self._task is not None:
             self._task.cancel()
@@ -422,11 +426,39 @@ class IndexCommitter:
         )
 
     def _publish(self) -> None:
+        self._write_health_file()
         if self._on_health is not None:
             try:
                 self._on_health(self.health())
             except Exception:  # noqa: BLE001 - a listener must never stop indexing
                 _log.exception("index health listener failed")
+
+    def _write_health_file(self, *, force: bool = False) -> None:
+        """The writer shares its health with other processes (`familiar index status` beside the window)."""
+        if not self.index.writable:
+            return
+        now = time.monotonic()
+        if not force and now - self._health_written < 0.5 and not self._c.live_attempt:
+            return
+        self._health_written = now
+        health = self.health()
+        data = {k: getattr(health, k) for k in health.__slots__}
+        data["pid"] = os.getpid()
+        tmp = self._health_file.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            tmp.replace(self._health_file)
+        except OSError as exc:  # a locked file must not stop indexing; the next publish retries
+            _log.debug("could not write %s: %s", self._health_file, exc)
+
+    def shared_health(self) -> IndexHealth | None:
+        """The health the writing process last shared, when this process only reads the index."""
+        try:
+            data = json.loads(self._health_file.read_text(encoding="utf-8"))
+            data.pop("pid", None)
+            return IndexHealth(**data)
+        except (OSError, ValueError, TypeError):
+            return None
 
     async def _loop(self) -> None:
         while not self._closing:
@@ -440,6 +472,13 @@ class IndexCommitter:
             try:
                 while await self._round():
                     pass
+                if self._needs_reconcile:
+                    # After a start-up or a failed commit: a commit can lose its batch silently, so
+                    # compare the index with SQL once and repair what differs.
+                    self._needs_reconcile = False
+                    repaired = await self.reconcile()
+                    if repaired:
+                        _log.warning("index %s: reconciled %d documents with SQL", self.index.spec.name, repaired)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep the familiar running whatever the index does
@@ -447,6 +486,7 @@ class IndexCommitter:
                 self._c.last_error = _one_line(exc)
                 self._c.live_attempt = 0
                 _log.warning("index %s: round failed: %s", self.index.spec.name, self._c.last_error)
+                self._needs_reconcile = True
                 self._publish()
                 await asyncio.sleep(self._failure_pause)
                 self._wake.set()
@@ -521,6 +561,7 @@ class IndexCommitter:
                 await asyncio.sleep(self._backoff * (2 ** (attempt - 1)))
         self._c.failures += 1
         self._c.live_attempt = 0
+        self._needs_reconcile = True
         _log.warning(
             "index %s: %d documents could not be committed (%s); SQL keeps them and the index will catch up",
             self.index.spec.name,
@@ -620,6 +661,8 @@ class IndexCommitter:
         health = self.health()
         if not self.index.writable:
             self._watermark = watermark
+            shared: IndexHealth | None = await asyncio.to_thread(self.shared_health)
+            health = shared or health
         return IndexHealth(
             name=health.name,
             commits=health.commits,
