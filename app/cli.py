@@ -283,9 +283,11 @@ async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
             {"turn_id": t.id, "where": t.place, "author": t.author_name, "content": t.content, "redacted": t.redacted}
             for t in detail.sources
         ],
+        "may_duplicate_or_supersede": [_fact_dict(f) for f in detail.related],
     }
     lines = [_fact_line(f) for f in detail.chain.facts]
     lines += [f"  source #{t.id} {t.author_name}: {t.content or '(redacted)'}" for t in detail.sources]
+    lines += [f"  may duplicate or supersede: {_fact_line(f)}" for f in detail.related]
     return document, "\n".join(lines)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import tomllib
 from pathlib import Path
@@ -26,21 +27,30 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert command.group(1) in (REPO / ".ci" / "run").read_text(encoding="utf-8")
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
 def test_every_cli_command_in_the_readme_exists() -> None:
+    """Each `familiar a b ...` line names a real command path, and every --option it shows exists."""
     from app.cli import build_parser
 
-    parser = build_parser()
-    for line in re.findall(r"^    familiar (.+?)(?:\s{2,}#.*)?$", README, re.M):
-        words = [w for w in line.split() if not w.startswith(("[", "<", '"'))]
-        words = [w for w in words if w not in {"NAME", "N]"}]
-        if words and words[0].startswith("--") and words[0] != "--familiar":
-            continue  # --version exits
-        argv = [*words]
-        if argv[:1] == ["--familiar"]:
-            argv = argv[:2] if len(argv) > 1 else [*argv, "x"]
-        if argv[:2] == ["turns", "search"]:
-            argv.append("q")
-        parser.parse_args(argv)
+    lines = re.findall(r"^    familiar ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)*)(.*?)(?:\s{2,}#.*)?$", README, re.M)
+    assert len(lines) >= 10
+    for path, rest in lines:
+        parser = build_parser()
+        for word in path.split():
+            choices = _subcommands(parser)
+            if not choices:
+                break
+            assert word in choices, f"README shows 'familiar {path}', but '{word}' is not a command"
+            parser = choices[word]
+        known = {option for action in parser._actions for option in action.option_strings}
+        for option in re.findall(r"(--[a-z-]+)", rest):
+            assert option in known, f"README shows {option} for 'familiar {path}', which does not take it"
 
 
 def test_pyproject_pins_pyside_below_612() -> None:

@@ -34,6 +34,7 @@ async def _explained() -> AsyncIterator[None]:
 class FactDetail:
     chain: FactChain
     sources: tuple[Turn, ...]
+    related: tuple[Fact, ...]  # current facts of the same subjects and scope it may duplicate or supersede
 
 
 class MemoryOps:
@@ -59,7 +60,13 @@ class MemoryOps:
         async with _explained():
             chain = await self._history.facts.chain(fact_id)
             turn_ids = sorted({t for f in chain.facts for t in f.source_turn_ids})
-            return FactDetail(chain=chain, sources=tuple(await self._history.store.turns_by_ids(turn_ids)))
+            fact = next(f for f in chain.facts if f.id == fact_id)
+            related = await self._history.facts.related_current(fact) if fact.status == "pending" else []
+            return FactDetail(
+                chain=chain,
+                sources=tuple(await self._history.store.turns_by_ids(turn_ids)),
+                related=tuple(related),
+            )
 
     async def remember(
         self,

@@ -178,3 +178,41 @@ def test_index_status_and_rebuild_cover_both_indexes(cli: Cli) -> None:
     rebuilt = cli.json("index", "rebuild")["rebuilt"]
     assert rebuilt == {"turns": 0, "facts": 1}
     assert [f["content"] for f in cli.json("recall", "owl", "--where", WHERE)["facts"]] == ["The owl is awake"]
+
+
+def test_a_pending_item_shows_its_sources_and_what_it_may_supersede(cli: Cli, tmp_path: Path) -> None:
+    """The pending queue from the CLI: a proposed fact (as extraction would insert it) with the
+    current fact of the same subject beside it, accepted with the revision that was seen."""
+    import asyncio
+
+    from app.config.paths import FamiliarPaths
+    from app.config.secrets import SecretStore
+    from app.memory.facts import NewFact
+    from app.runtime.service import Familiar
+
+    cli.json("facts", "remember", "Alice works at the bakery", "--where", WHERE, "--subject", "discord:7001")
+
+    async def propose() -> int:
+        paths = FamiliarPaths(root=tmp_path / "home", name="default")
+        familiar = await Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False))
+        try:
+            outcome = await familiar.history.insert_fact(
+                NewFact(
+                    "Alice works at the library now", "semantic", 6, 0.9, ("discord:7001",), WHERE, channel_scoped=True
+                )
+            )
+            assert outcome.fact is not None
+            return outcome.fact.id
+        finally:
+            await familiar.close()
+
+    pending_id = asyncio.run(propose())
+    queue = cli.json("facts", "list", "--status", "pending")["facts"]
+    assert [f["id"] for f in queue] == [pending_id]
+    shown = cli.json("facts", "show", str(pending_id))
+    assert [f["content"] for f in shown["may_duplicate_or_supersede"]] == ["Alice works at the bakery"]
+    accepted = cli.json("facts", "accept", str(pending_id), "--revision", str(shown["revision"]))
+    assert accepted["fact"]["status"] == "active"
+    code, _out, err = cli.run("facts", "accept", str(pending_id), "--revision", str(shown["revision"]))
+    assert code == 1
+    assert "changed since you saw it" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -240,3 +241,30 @@ async def test_store_open_on_an_empty_file_creates_the_schema(tmp_path: Path) ->
         assert await store.append_turn(turn("works")) is not None
     finally:
         await store.close()
+
+
+@pytest.mark.asyncio
+async def test_a_database_of_the_previous_schema_is_backed_up_and_upgraded(tmp_path: Path) -> None:
+    """A real upgrade: a history.db written by the previous release (all migrations but the last)
+    with turns in it opens with this code, gets a backup first, and keeps every turn."""
+    path = tmp_path / "history.db"
+    conn = connect(path)
+    previous = MIGRATIONS[:-1]
+    migrate(conn, tmp_path / "backups", previous)
+    conn.executemany(
+        "INSERT INTO turns (platform, place, channel_id, author_key, author_name, content, created_at)"
+        " VALUES ('discord', 'guild:1/2', 2, 'discord:7', 'alice', ?, '2024-05-01T12:00:00+00:00')",
+        [(f"kept across the upgrade {i}",) for i in range(40)],
+    )
+    conn.close()
+    store = await Store.open(path, tmp_path / "backups")
+    try:
+        assert store.backup_written is not None
+        assert await store.read_one("SELECT MAX(version) FROM schema_migrations") == (LATEST,)
+        assert await store.count_turns() == 40
+        assert await store.read_one("SELECT COUNT(*) FROM facts") == (0,)
+    finally:
+        await store.close()
+    with contextlib.closing(sqlite3.connect(store.backup_written)) as backup:
+        assert current_version(backup) == previous[-1].version
+        assert backup.execute("SELECT COUNT(*) FROM turns").fetchone() == (40,)
