@@ -4,6 +4,7 @@ Discord adapter feeds. It owns the store, the LLM clients and the Discord connec
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -184,39 +185,55 @@ class Familiar:
         return await adapter.wait_closed()
 
     # -- MessageSink: what the familiar does with Discord traffic --------------------------------
-    async def on_discord_message(self, message: IncomingMessage) -> None:
+    async def _append_discord(
+        self,
+        message: IncomingMessage,
+        *,
+        message_id: int,
+        author_key: str,
+        author_name: str,
+        content: str,
+        created_at: datetime,
+        reply_to: int | None,
+    ) -> None:
         await self.history.append_turn(
             NewTurn(
                 platform="discord",
                 place=message.place,
                 guild_id=message.guild_id,
                 channel_id=message.channel_id,
-                message_id=message.message_id,
-                author_key=f"discord:{message.author_id}",
-                author_name=message.author_name,
-                content=message.content,
-                created_at=message.created_at,
-                reply_to=message.reply_to,
+                message_id=message_id,
+                author_key=author_key,
+                author_name=author_name,
+                content=content,
+                created_at=created_at,
+                reply_to=reply_to,
             )
+        )
+
+    async def on_discord_message(self, message: IncomingMessage) -> None:
+        await self._append_discord(
+            message,
+            message_id=message.message_id,
+            author_key=f"discord:{message.author_id}",
+            author_name=message.author_name,
+            content=message.content,
+            created_at=message.created_at,
+            reply_to=message.reply_to,
         )
 
     async def reply_for(self, message: IncomingMessage) -> str:
         return await self._reply(message.place)
 
     async def on_discord_reply_sent(self, message: IncomingMessage, sent: discord.Message) -> None:
-        await self.history.append_turn(
-            NewTurn(
-                platform="discord",
-                place=message.place,
-                guild_id=message.guild_id,
-                channel_id=message.channel_id,
-                message_id=sent.id,
-                author_key=SELF_KEY,
-                author_name=self._loaded.settings.familiar.display_name,
-                content=sent.content,
-                created_at=sent.created_at,
-                reply_to=message.message_id,
-            )
+        await self._append_discord(
+            message,
+            message_id=sent.id,
+            author_key=SELF_KEY,
+            author_name=self._loaded.settings.familiar.display_name,
+            content=sent.content,
+            created_at=sent.created_at,
+            reply_to=message.message_id,
         )
 
     async def on_discord_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
@@ -283,19 +300,8 @@ class Familiar:
 
     def _on_index_health(self, health: IndexHealth) -> None:
         self._index_health[health.name] = health
-        self.publish(
-            IndexHealthReport(
-                name=health.name,
-                commits=health.commits,
-                documents_committed=health.documents_committed,
-                retries=health.retries,
-                live_attempt=health.live_attempt,
-                failures=health.failures,
-                last_error=health.last_error,
-                pending=health.pending,
-                lag=health.lag,
-            )
-        )
+        shared = {f.name for f in dataclasses.fields(IndexHealthReport)} - {"at"}
+        self.publish(IndexHealthReport(**{name: getattr(health, name) for name in shared}))
 
     def index_health(self) -> tuple[IndexHealth, ...]:
         """The last published health of each index (get_*: no I/O)."""

@@ -10,7 +10,14 @@ import asyncio
 import pytest
 
 from app.runtime.errors import FamiliarError
-from app.runtime.events import Activity, ActivityKind, ConnectionState, FailureReported, RuntimeEvent
+from app.runtime.events import (
+    Activity,
+    ActivityKind,
+    ConnectionState,
+    FailureReported,
+    IndexHealthReport,
+    RuntimeEvent,
+)
 from app.runtime.service import Familiar
 from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME, OTHER_BOT
 from tests.fakes.discord_server import FakeDiscord
@@ -222,3 +229,15 @@ async def test_local_chat_uses_its_own_channel(familiar: Familiar, fake_llm: Fak
     assert "private test chat" in fake_llm.requests[0].messages[0]["content"]
     with pytest.raises(FamiliarError, match="Type a message"):
         await familiar.chat_local("   ")
+
+
+async def test_index_health_is_published_as_events(familiar: Familiar, fake_llm: FakeLLM) -> None:
+    reports: list[IndexHealthReport] = []
+    familiar.subscribe(lambda e: reports.append(e) if isinstance(e, IndexHealthReport) else None)
+    await familiar.chat_local("remember the lantern")
+    await familiar.history.turns_index.flush(5)
+    turns = [r for r in reports if r.name == "turns"]
+    assert turns
+    assert turns[-1].commits >= 1
+    assert turns[-1].lag == 0
+    assert {h.name for h in familiar.index_health()} == {"turns", "facts"}
