@@ -66,6 +66,7 @@ async def seed(history: History, count: int, start: int = 0) -> None:
             " created_at, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             rows,
         )
+    await history.store.checkpoint()  # as an import does: later writes do not pay for the bulk load
     history.facts_index.notify()
     await history.facts_index.flush(600)
 

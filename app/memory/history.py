@@ -240,6 +240,7 @@ class History:
     ) -> ForgetReceipt:
         """Forget, and return the receipt only once the indexes no longer hold the text."""
         receipt, changes = await self.facts.forget(fact_id, revision=revision, redact_sources=redact_sources)
+        await self.store.checkpoint()  # the erased text must not linger in the write-ahead log either
         self._wake(changes)
         for committer, touched in ((self.facts_index, changes.facts_index), (self.turns_index, changes.turns_index)):
             if touched and committer.index.writable:

@@ -143,6 +143,12 @@ class Store:
             for sql, params in statements:
                 await self._writer.execute(sql, params)
 
+    async def checkpoint(self) -> None:
+        """Move the WAL into the database file and truncate it: after a forget (so erased text does not
+        linger in the WAL) and after a bulk load (so the next small writes do not pay for it)."""
+        async with self._write_lock:
+            await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     async def read_all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         async with self._reader.execute(sql, params) as cursor:
             return [tuple(r) for r in await cursor.fetchall()]

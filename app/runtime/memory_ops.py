@@ -172,6 +172,7 @@ class MemoryOps:
         lore = [r for r in _records(lines) if r.get("kind") == "lore"]
         async with _explained():
             counts = await import_records(self._history.store, lines)
+            await self._history.store.checkpoint()
         counts.pop("skipped:lore", None)
         if lore:
             text = str(lore[-1].get("text", ""))
