@@ -820,6 +820,7 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     from datetime import UTC, datetime
     from pathlib import Path
+    from app.memory.facts import NewFact
     from app.memory.history import History
     from app.memory.records import NewTurn
 
@@ -836,6 +837,11 @@ CHILD = textwrap.dedent(
                 author_name="alice", content=f"crashword{i} lantern", created_at=datetime.now(UTC),
                 guild_id=1, message_id=i))
             print("T", stored.id, flush=True)
+            if i % 3 == 0:
+                outcome = await history.insert_fact(NewFact(
+                    content=f"alice said factword{i} about the lantern", type="episodic", importance=5,
+                    confidence=0.9, subjects=("discord:7",), place="guild:1/2", source_turn_ids=(stored.id,)))
+                print("F", outcome.fact.id, flush=True)
             if i % 5 == 0:
                 await asyncio.sleep(0.002)
 
@@ -860,6 +866,7 @@ async def test_killed_process_loses_nothing(folder: Folder) -> None:
     assert process.stdout is not None
     assert process.stderr is not None
     printed: list[int] = []
+    facts: list[int] = []
     commits = 0
     try:
 
@@ -872,6 +879,8 @@ async def test_killed_process_loses_nothing(folder: Folder) -> None:
                 kind, value = line.decode().split()
                 if kind == "T":
                     printed.append(int(value))
+                elif kind == "F":
+                    facts.append(int(value))
                 else:
                     commits += 1
 
@@ -885,6 +894,8 @@ async def test_killed_process_loses_nothing(folder: Folder) -> None:
         kind, value = line.split()
         if kind == "T":
             printed.append(int(value))
+        elif kind == "F":
+            facts.append(int(value))
 
     history = await folder.open()
     try:
@@ -898,6 +909,17 @@ async def test_killed_process_loses_nothing(folder: Folder) -> None:
         for turn_id in (printed[0], printed[len(printed) // 2], printed[-1]):
             [hit] = await history.search_turns(f"crashword{turn_id}")
             assert hit.turn.id == turn_id
+        # Facts too: every acknowledged fact is in SQL and the facts index catches up on restart.
+        assert facts
+        stored_facts = [await history.facts.get(fact_id) for fact_id in facts]
+        assert all(f is not None and f.status == "active" for f in stored_facts)
+        await history.facts_index.flush(timeout=FLUSH)
+        indexed = await asyncio.to_thread(history.facts_index.index.all_ids)
+        assert set(facts) <= indexed
+        for fact in (stored_facts[0], stored_facts[-1]):
+            assert fact is not None
+            word = fact.content.split()[2]
+            assert [f.id for f, _score in await history.search_facts(word)] == [fact.id]
     finally:
         await history.close()
 
