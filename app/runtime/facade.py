@@ -51,6 +51,11 @@ class FamiliarFacade(Protocol):
     @property
     def home(self) -> Path: ...
 
+    @property
+    def secrets_location(self) -> str:
+        """Where the bot token and API key are kept, in words ("OS keyring", or the fallback file)."""
+        ...
+
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
         """Call `callback` (on the event loop's thread) for every event; returns an unsubscribe."""
         ...

@@ -110,6 +110,10 @@ class Familiar:
         return self._loaded.paths.folder
 
     @property
+    def secrets_location(self) -> str:
+        return self._secret_store.backend_name
+
+    @property
     def settings(self) -> Settings:
         return self._loaded.settings
 

@@ -241,3 +241,9 @@ async def test_index_health_is_published_as_events(familiar: Familiar, fake_llm:
     assert turns[-1].commits >= 1
     assert turns[-1].lag == 0
     assert {h.name for h in familiar.index_health()} == {"turns", "facts"}
+
+
+async def test_without_an_os_keyring_the_familiar_says_where_secrets_go(familiar: Familiar) -> None:
+    location = familiar.secrets_location
+    assert "secrets.toml" in location
+    assert "no OS keyring" in location

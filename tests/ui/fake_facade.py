@@ -128,6 +128,10 @@ class FakeFacade:
     def home(self) -> Path:
         return Path("/nonexistent/familiar-home")
 
+    @property
+    def secrets_location(self) -> str:
+        return "OS keyring"
+
     def subscribe(self, callback: Callback) -> Callable[[], None]:
         self.calls.append(Call("subscribe"))
         self._subscribers.append(callback)

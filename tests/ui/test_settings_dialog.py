@@ -131,3 +131,11 @@ def test_cancel_is_ignored_while_saving(qtbot: QtBot, facade: FakeFacade) -> Non
     facade.gate.set()
     settle(qtbot)
     assert not dialog.isVisible()
+
+
+def test_the_dialog_says_where_secrets_are_kept(qtbot: QtBot, facade: FakeFacade) -> None:
+    from PySide6.QtWidgets import QLabel
+
+    dialog = make_dialog(qtbot, facade)
+    texts = " ".join(label.text() for label in dialog.findChildren(QLabel))
+    assert f"stored in: {facade.secrets_location}" in texts

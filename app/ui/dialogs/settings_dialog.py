@@ -109,7 +109,7 @@ class SettingsDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(
             small_label(
-                "The bot token and the API key are stored in your operating system's keyring, never in a file. "
+                f"The bot token and the API key are stored in: {facade.secrets_location}. "
                 "The base URL and the model are written to character.toml. "
                 "Empty fields keep their current value."
             )
