@@ -74,6 +74,9 @@ async def _headless(paths: FamiliarPaths) -> int:
     familiar.subscribe(_log_event)
     try:
         try:
+            # Without a window nobody would see a dead endpoint until the first reply fails: check it
+            # once before going live, and refuse to start without it.
+            _log.info("LLM endpoint: %s", await familiar.test_llm_endpoint())
             await familiar.start()
         except FamiliarError as exc:
             error(str(exc))

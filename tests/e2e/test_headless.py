@@ -171,12 +171,21 @@ async def test_malformed_config_names_file_line_and_key(home: Path) -> None:
     assert toml.read_text(encoding="utf-8").count("max_retrys") == 1  # nothing rewritten
 
 
-async def test_unreachable_llm_is_logged_and_the_familiar_keeps_running(
-    home: Path, fake_discord: FakeDiscord, fake_llm: FakeLLM
-) -> None:
+async def test_unreachable_llm_at_start_exits_with_one_line(home: Path, fake_llm: FakeLLM) -> None:
     await fake_llm.close()
     process = await _start(home)
+    assert await process.wait() == 1
+    errors = [line for line in process.lines if line.startswith("error:")]
+    assert len(errors) == 1
+    assert "Cannot reach the LLM endpoint" in errors[0]
+
+
+async def test_an_llm_lost_while_running_is_logged_and_the_familiar_keeps_going(
+    home: Path, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    process = await _start(home)
     await process.wait_for_line("is running")
+    await fake_llm.close()
     await fake_discord.send_message(
         channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="hello?", mentions_bot=True
     )
