@@ -41,6 +41,18 @@ async def _open(paths: FamiliarPaths) -> Familiar:
     return await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file))
 
 
+async def open_or_explain(paths: FamiliarPaths) -> Familiar | int:
+    """Open the familiar for a terminal command; on failure print one line and return the exit code."""
+    try:
+        return await _open(paths)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_CONFIG
+    except FamiliarError as exc:
+        error(str(exc))
+        return EXIT_FAILURE
+
+
 # -- headless ------------------------------------------------------------------------------------
 def _log_event(event: RuntimeEvent) -> None:
     if isinstance(event, ConnectionChanged):
@@ -58,14 +70,9 @@ async def _headless(paths: FamiliarPaths) -> int:
     if problem:
         error(problem)
         return EXIT_FAILURE
-    try:
-        familiar = await _open(paths)
-    except ConfigError as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    except FamiliarError as exc:
-        error(str(exc))
-        return EXIT_FAILURE
+    familiar = await open_or_explain(paths)
+    if isinstance(familiar, int):
+        return familiar
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -18,18 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
+from app.bootstrap import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, open_or_explain
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, familiar_paths
-from app.config.secrets import SecretStore
 from app.console import error, output
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
 
 _log = logging.getLogger("familiar")
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_CONFIG = 2
 
 
 def _positive(text: str) -> int:
@@ -185,14 +181,9 @@ Handler = Callable[[Familiar, argparse.Namespace], Awaitable[tuple[Any, str]]]
 
 
 async def _with_familiar(paths: FamiliarPaths, args: argparse.Namespace, handler: Handler) -> int:
-    try:
-        familiar = await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file))
-    except ConfigError as exc:
-        error(str(exc))
-        return EXIT_CONFIG
-    except FamiliarError as exc:
-        error(str(exc))
-        return EXIT_FAILURE
+    familiar = await open_or_explain(paths)
+    if isinstance(familiar, int):
+        return familiar
     try:
         document, text = await handler(familiar, args)
     except (FamiliarError, ValueError) as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -660,22 +661,9 @@ class IndexCommitter:
         newest = await self._source.newest_id()
         health = self.health()
         if not self.index.writable:
-            self._watermark = watermark
             shared: IndexHealth | None = await asyncio.to_thread(self.shared_health)
             health = shared or health
-        return IndexHealth(
-            name=health.name,
-            commits=health.commits,
-            documents_committed=health.documents_committed,
-            retries=health.retries,
-            live_attempt=health.live_attempt,
-            failures=health.failures,
-            last_error=health.last_error,
-            pending=health.pending,
-            lag=max(0, newest - watermark),
-            watermark=watermark,
-            rebuilt_at_start=health.rebuilt_at_start,
-        )
+        return dataclasses.replace(health, lag=max(0, newest - watermark), watermark=watermark)
 
     async def search(
         self, text: str, limit: int, place: str | tuple[str, ...] | None = None
