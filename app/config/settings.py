@@ -70,11 +70,133 @@ class HistorySection:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryProvidersSection:
+    projectors: tuple[str, ...] = field(
+        default=("rolling_summary", "rich_note", "people_dossier", "reflection", "fact_supersede"),
+        metadata=_doc(
+            "Background memory workers to run: rolling_summary, rich_note, people_dossier, reflection,"
+            " fact_supersede, fact_embedding, dreaming. An empty list stops all learning."
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingProviderSection:
+    backend: str = field(
+        default="off", metadata=_doc("off, hash (no model) or fastembed (a local ONNX sentence model, offline).")
+    )
+    model: str = field(
+        default="",
+        metadata=_doc("fastembed model name; blank = the bundled all-MiniLM-L6-v2, which needs no network."),
+    )
+    model_dir: str = field(default="", metadata=_doc("A folder holding the model files; blank = the bundled model."))
+
+
+@dataclass(frozen=True, slots=True)
+class ProvidersSection:
+    memory: MemoryProvidersSection = field(
+        default_factory=MemoryProvidersSection, metadata=_doc("Which memory projectors run.")
+    )
+    embedding: EmbeddingProviderSection = field(
+        default_factory=EmbeddingProviderSection, metadata=_doc("The sentence embedder for fact recall.")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSection:
+    bm25_weight: float = field(default=1.0, metadata=_doc("Weight of full-text relevance in recall."))
+    recency_weight: float = field(default=0.0, metadata=_doc("Weight of how recent a fact is."))
+    importance_weight: float = field(default=0.6, metadata=_doc("Weight of a fact's 1-10 importance."))
+    embedding_weight: float = field(
+        default=0.0, metadata=_doc("Weight of meaning similarity (needs an embedding backend and fact_embedding).")
+    )
+    max_facts: int = field(default=8, metadata=_doc("Most facts recalled into one reply."))
+    max_turns: int = field(default=4, metadata=_doc("Most older messages of the channel recalled into one reply."))
+    overfetch: int = field(default=4, metadata=_doc("Candidates fetched per recalled item before ranking."))
+
+
+@dataclass(frozen=True, slots=True)
+class LearningSection:
+    tick_seconds: float = field(default=15.0, metadata=_doc("How often the memory workers look for new turns."))
+    batch_turns: int = field(default=10, metadata=_doc("Turns per fact-extraction batch."))
+    summary_turns: int = field(default=20, metadata=_doc("New turns in a channel before its summary is refreshed."))
+    reflection_turns: int = field(default=20, metadata=_doc("New turns in a channel before a reflection is tried."))
+    max_reflections_per_tick: int = field(default=3, metadata=_doc("Most reflections written per tick."))
+    max_turns_per_tick: int = field(default=50, metadata=_doc("Most turns one summary or reflection prompt reads."))
+    dream_idle_seconds: float = field(
+        default=300.0, metadata=_doc("Quiet seconds in a conversation before it is dreamt over.")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySection:
+    retrieval: RetrievalSection = field(default_factory=RetrievalSection, metadata=_doc("How recall ranks."))
+    learning: LearningSection = field(default_factory=LearningSection, metadata=_doc("How often it learns."))
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetTier:
+    character_tokens: int = field(default=1500, metadata=_doc("Tokens for the persona (character.md)."))
+    lorebook_tokens: int = field(default=800, metadata=_doc("Tokens for fired lorebook entries."))
+    max_lorebook_entries: int = field(default=10, metadata=_doc("Most lorebook entries in one reply."))
+    summary_tokens: int = field(default=400, metadata=_doc("Tokens for the conversation summary."))
+    reflection_tokens: int = field(default=400, metadata=_doc("Tokens for reflections."))
+    max_reflections: int = field(default=5, metadata=_doc("Most reflections in one reply."))
+    dossier_tokens: int = field(default=500, metadata=_doc("Tokens for the dossiers of the people present."))
+    memory_tokens: int = field(default=800, metadata=_doc("Tokens for recalled facts and older messages."))
+    history_tokens: int = field(default=3000, metadata=_doc("Tokens for the recent conversation."))
+
+
+def _compact_tier() -> BudgetTier:
+    return BudgetTier(
+        character_tokens=700,
+        lorebook_tokens=300,
+        max_lorebook_entries=4,
+        summary_tokens=200,
+        reflection_tokens=150,
+        max_reflections=2,
+        dossier_tokens=200,
+        memory_tokens=300,
+        history_tokens=1200,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSection:
+    tier: str = field(default="text", metadata=_doc("The budget tier replies use: text or compact."))
+    text: BudgetTier = field(default_factory=BudgetTier, metadata=_doc("Budgets for roomy models."))
+    compact: BudgetTier = field(
+        default_factory=_compact_tier, metadata=_doc("Budgets for small local models (about 4k tokens of context).")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSection:
+    prompt_layers: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            "Context layers for this channel, in order (character, lorebook, summary, reflections, dossiers,"
+            " memory, history); empty = all, in that order."
+        ),
+    )
+    budget_tier: str = field(default="", metadata=_doc("Budget tier for this channel; blank = [budget] tier."))
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     familiar: FamiliarSection = field(default_factory=FamiliarSection, metadata=_doc("Who the familiar is."))
     discord: DiscordSection = field(default_factory=DiscordSection, metadata=_doc("The Discord connection."))
     llm: LLMSection = field(default_factory=LLMSection, metadata=_doc("The language model endpoint."))
     history: HistorySection = field(default_factory=HistorySection, metadata=_doc("Conversation history."))
+    providers: ProvidersSection = field(default_factory=ProvidersSection, metadata=_doc("Memory workers, embedder."))
+    memory: MemorySection = field(default_factory=MemorySection, metadata=_doc("Recall and learning."))
+    budget: BudgetSection = field(default_factory=BudgetSection, metadata=_doc("Token budgets per tier."))
+    channels: dict[str, ChannelSection] = field(
+        default_factory=dict,
+        metadata=_doc(
+            'Per-channel overrides, keyed by Discord channel id, "dm" (every DM) or "local" (the window chat).'
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +213,27 @@ _RANGES: dict[str, tuple[float, float]] = {
     "llm.temperature": (0.0, 2.0),
     "llm.max_tokens": (1, 200_000),
     "history.recent_turns": (0, 500),
+    "memory.retrieval.bm25_weight": (0.0, 100.0),
+    "memory.retrieval.recency_weight": (0.0, 100.0),
+    "memory.retrieval.importance_weight": (0.0, 100.0),
+    "memory.retrieval.embedding_weight": (0.0, 100.0),
+    "memory.retrieval.max_facts": (0, 100),
+    "memory.retrieval.max_turns": (0, 100),
+    "memory.retrieval.overfetch": (1, 20),
+    "memory.learning.tick_seconds": (0.05, 86_400.0),
+    "memory.learning.batch_turns": (1, 200),
+    "memory.learning.summary_turns": (1, 10_000),
+    "memory.learning.reflection_turns": (1, 10_000),
+    "memory.learning.max_reflections_per_tick": (0, 20),
+    "memory.learning.max_turns_per_tick": (1, 500),
+    "memory.learning.dream_idle_seconds": (0.0, 604_800.0),
 }
+_TIER_RANGE = (0, 100_000)
+_ENUMS: dict[str, tuple[str, ...]] = {
+    "providers.embedding.backend": ("off", "hash", "fastembed"),
+    "budget.tier": ("text", "compact"),
+}
+_CHANNEL_KEY = re.compile(r"^(\d{1,20}|dm|local)$")
 
 T = TypeVar("T")
 
@@ -137,6 +279,9 @@ def _check_value(value: Any, hint: Any, dotted: str, fail: Any) -> Any:
     elif hint is str:
         if not isinstance(value, str):
             fail(dotted, f"expected a string, got {type(value).__name__}")
+        choices = _ENUMS.get(dotted) or (("", *_ENUMS["budget.tier"]) if dotted.endswith(".budget_tier") else None)
+        if choices is not None and value not in choices:
+            fail(dotted, f"{value!r} is not one of: {', '.join(repr(c) for c in choices)}")
         return value
     elif origin is tuple:
         (item_hint, _ellipsis) = get_args(hint)
@@ -145,8 +290,9 @@ def _check_value(value: Any, hint: Any, dotted: str, fail: Any) -> Any:
         return tuple(_check_value(item, item_hint, dotted, fail) for item in value)
     else:  # pragma: no cover - schema programming error
         raise TypeError(f"unsupported schema type {hint!r} for {dotted}")
-    if dotted in _RANGES:
-        low, high = _RANGES[dotted]
+    limits = _RANGES.get(dotted) or (_TIER_RANGE if dotted.startswith("budget.") else None)
+    if limits is not None:
+        low, high = limits
         if not low <= result <= high:
             fail(dotted, f"{result} is out of range ({low:g} to {high:g})")
     return result
@@ -166,6 +312,18 @@ def _build(cls: type[T], data: dict[str, Any], prefix: str, fail: Any) -> T:
             if not isinstance(value, dict):
                 fail(dotted, f"expected a table [{dotted}], got {type(value).__name__}")
             values[key] = _build(hint, value, dotted + ".", fail)
+        elif get_origin(hint) is dict:
+            (_key_hint, item_cls) = get_args(hint)
+            if not isinstance(value, dict):
+                fail(dotted, f"expected a table [{dotted}], got {type(value).__name__}")
+            items: dict[str, Any] = {}
+            for name, item in value.items():
+                if not _CHANNEL_KEY.match(name):
+                    fail(f"{dotted}.{name}", 'expected a Discord channel id, "dm" or "local" as the table name')
+                if not isinstance(item, dict):
+                    fail(f"{dotted}.{name}", f"expected a table, got {type(item).__name__}")
+                items[name] = _build(item_cls, item, f"{dotted}.{name}.", fail)
+            values[key] = items
         else:
             values[key] = _check_value(value, hint, dotted, fail)
     return cls(**values)
@@ -187,6 +345,16 @@ def parse_settings(text: str, path: Path) -> Settings:
         raise ConfigError(path, _line_of(text, dotted), dotted, problem)
 
     return _build(Settings, data, "", fail)
+
+
+def config_error_at(path: Path, dotted: str, problem: str) -> ConfigError:
+    """A ConfigError about `dotted` in the file at `path`, with the key's line when it can be found
+    (for checks that need the runtime, such as projector and layer names)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return ConfigError(path, None, dotted, problem)
+    return ConfigError(path, _line_of(text, dotted), dotted, problem)
 
 
 def load_settings(path: Path) -> Settings:
@@ -230,18 +398,30 @@ def iter_options(cls: type[Any] = Settings, prefix: str = "") -> list[tuple[str,
         hint = hints[f.name]
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             out.extend(iter_options(hint, dotted + "."))
+        elif get_origin(hint) is dict:
+            out.extend(iter_options(get_args(hint)[1], dotted + ".<id>."))
     return out
 
 
 __all__ = [
     "BackgroundLLMSection",
+    "BudgetSection",
+    "BudgetTier",
+    "ChannelSection",
     "DiscordSection",
+    "EmbeddingProviderSection",
     "FamiliarSection",
     "HistorySection",
     "LLMSection",
+    "LearningSection",
+    "MemoryProvidersSection",
+    "MemorySection",
+    "ProvidersSection",
+    "RetrievalSection",
     "Secrets",
     "Settings",
     "apply_environment",
+    "config_error_at",
     "iter_options",
     "load_settings",
     "parse_settings",

@@ -12,7 +12,7 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -251,6 +251,18 @@ class FactBook:
                 return await self._tombstone_secret(conn)
         return self._secret
 
+    async def tombstone_filter(self) -> Callable[[str, Sequence[str]], bool]:
+        """A check "would this text and these subjects be refused as forgotten?", over the hashes of
+        the tombstones in force now (for dreaming, which must never re-learn what was forgotten)."""
+        secret = await self._secret_key()
+        rows = await self._store.read_all("SELECT hash FROM tombstones WHERE lifted_at IS NULL")
+        hashes = frozenset(str(r[0]) for r in rows)
+
+        def forgotten(text: str, subjects: Sequence[str]) -> bool:
+            return tombstone_hash(secret, text, subjects) in hashes
+
+        return forgotten
+
     async def insert(self, new: NewFact, *, now: datetime | None = None) -> tuple[InsertOutcome, Changes]:
         """Insert through every rule: validation, tombstones, near-duplicates, promotion policy.
 
@@ -373,6 +385,22 @@ class FactBook:
             "SELECT turn_id FROM fact_sources WHERE fact_id = ? ORDER BY turn_id", (fact_id,)
         )
         return _fact(row, tuple(int(r[0]) for r in sources))
+
+    async def get_many(self, ids: Sequence[int]) -> dict[int, Fact]:
+        """Facts by id in two queries per 500 (rows, then sources); missing ids are left out."""
+        out: dict[int, Fact] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = await self._store.read_all(f"SELECT {_COLUMNS} FROM facts WHERE id IN ({marks})", chunk)
+            sources: dict[int, list[int]] = {}
+            for fact_id, turn_id in await self._store.read_all(
+                f"SELECT fact_id, turn_id FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY turn_id", chunk
+            ):
+                sources.setdefault(int(fact_id), []).append(int(turn_id))
+            for row in rows:
+                out[int(row[0])] = _fact(row, tuple(sources.get(int(row[0]), ())))
+        return out
 
     async def chain(self, fact_id: int) -> FactChain:
         """Walk the supersede chain both ways, detecting cycles."""
@@ -827,6 +855,8 @@ class FactBook:
                 (old_turn_id,),
             )
             await conn.execute(
-                "INSERT INTO memory_work (kind, turn_id, created_at) VALUES ('extract', ?, ?)", (new_turn_id, moment)
+                "INSERT INTO memory_work (kind, turn_id, place, created_at, updated_at)"
+                " SELECT 'extract', id, place, ?, ? FROM turns WHERE id = ?",
+                (moment, moment, new_turn_id),
             )
         return retired

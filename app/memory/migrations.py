@@ -189,6 +189,128 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX memory_work_turn ON memory_work (turn_id);
         """,
     ),
+    Migration(
+        4,
+        "projections, pause and reply explanations",
+        """
+        CREATE TABLE projector_state (
+            name       TEXT    NOT NULL,
+            key        TEXT    NOT NULL DEFAULT '',
+            watermark  INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT    NOT NULL,
+            PRIMARY KEY (name, key)
+        );
+        CREATE TABLE summaries (
+            place        TEXT PRIMARY KEY,
+            text         TEXT    NOT NULL,
+            last_turn_id INTEGER NOT NULL,
+            updated_at   TEXT    NOT NULL
+        );
+        CREATE TABLE people_dossiers (
+            canonical_key TEXT    NOT NULL,
+            scope         TEXT    NOT NULL,
+            text          TEXT    NOT NULL,
+            last_fact_id  INTEGER NOT NULL,
+            updated_at    TEXT    NOT NULL,
+            PRIMARY KEY (canonical_key, scope)
+        );
+        CREATE TABLE reflections (
+            id             INTEGER PRIMARY KEY,
+            place          TEXT    NOT NULL,
+            text           TEXT    NOT NULL,
+            cited_turn_ids TEXT    NOT NULL DEFAULT '[]',
+            cited_fact_ids TEXT    NOT NULL DEFAULT '[]',
+            last_turn_id   INTEGER NOT NULL,
+            last_fact_id   INTEGER NOT NULL,
+            created_at     TEXT    NOT NULL
+        );
+        CREATE INDEX reflections_place ON reflections (place, id);
+        CREATE TABLE memory_pause (
+            kind   TEXT NOT NULL CHECK (kind IN ('learning', 'recall')),
+            place  TEXT NOT NULL,
+            since  TEXT NOT NULL,
+            PRIMARY KEY (kind, place)
+        );
+        ALTER TABLE memory_work ADD COLUMN place TEXT;
+        ALTER TABLE memory_work ADD COLUMN updated_at TEXT;
+        CREATE INDEX memory_work_queue ON memory_work (kind, status, id);
+        CREATE TABLE explanations (
+            id         INTEGER PRIMARY KEY,
+            place      TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            body       TEXT NOT NULL
+        );
+        -- One counter per projection table, bumped by triggers, so a reader in any process can tell
+        -- cheaply whether what it cached is still current.
+        CREATE TABLE change_counters (
+            name  TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        );
+        INSERT INTO change_counters (name, value) VALUES
+            ('facts', 0),
+            ('fact_embeddings', 0),
+            ('summaries', 0),
+            ('people_dossiers', 0),
+            ('reflections', 0),
+            ('memory_pause', 0),
+            ('tombstones', 0);
+        CREATE TRIGGER count_facts_insert AFTER INSERT ON facts BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'facts';
+        END;
+        CREATE TRIGGER count_facts_update AFTER UPDATE ON facts BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'facts';
+        END;
+        CREATE TRIGGER count_facts_delete AFTER DELETE ON facts BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'facts';
+        END;
+        CREATE TRIGGER count_fact_embeddings_insert AFTER INSERT ON fact_embeddings BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'fact_embeddings';
+        END;
+        CREATE TRIGGER count_fact_embeddings_delete AFTER DELETE ON fact_embeddings BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'fact_embeddings';
+        END;
+        CREATE TRIGGER count_summaries_insert AFTER INSERT ON summaries BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'summaries';
+        END;
+        CREATE TRIGGER count_summaries_update AFTER UPDATE ON summaries BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'summaries';
+        END;
+        CREATE TRIGGER count_summaries_delete AFTER DELETE ON summaries BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'summaries';
+        END;
+        CREATE TRIGGER count_people_dossiers_insert AFTER INSERT ON people_dossiers BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'people_dossiers';
+        END;
+        CREATE TRIGGER count_people_dossiers_update AFTER UPDATE ON people_dossiers BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'people_dossiers';
+        END;
+        CREATE TRIGGER count_people_dossiers_delete AFTER DELETE ON people_dossiers BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'people_dossiers';
+        END;
+        CREATE TRIGGER count_reflections_insert AFTER INSERT ON reflections BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'reflections';
+        END;
+        CREATE TRIGGER count_reflections_delete AFTER DELETE ON reflections BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'reflections';
+        END;
+        CREATE TRIGGER count_memory_pause_insert AFTER INSERT ON memory_pause BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'memory_pause';
+        END;
+        CREATE TRIGGER count_memory_pause_delete AFTER DELETE ON memory_pause BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'memory_pause';
+        END;
+        CREATE TRIGGER count_tombstones_insert AFTER INSERT ON tombstones BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'tombstones';
+        END;
+        CREATE TRIGGER count_tombstones_update AFTER UPDATE ON tombstones BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'tombstones';
+        END;
+        CREATE TABLE explanation_turns (
+            turn_id        INTEGER PRIMARY KEY,
+            explanation_id INTEGER NOT NULL REFERENCES explanations (id)
+        );
+        """,
+    ),
 )
 
 
@@ -206,7 +328,7 @@ def _has_data(conn: sqlite3.Connection) -> bool:
         r[0]
         for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            " AND name != 'schema_migrations'"
+            " AND name NOT IN ('schema_migrations', 'change_counters')"  # bookkeeping, not the owner's data
         )
     ]
     return any(conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone() for t in tables)

@@ -1,0 +1,382 @@
+"""Projections of the conversation (summaries, dossiers, reflections), their watermarks, the pause
+switches, the dreaming queue and the per-reply explanations.
+
+Every projection here can be dropped and rebuilt from turns and facts; the pause switches and the
+explanations are owner-facing records. No Qt, no Discord, no LLM: the projectors in app/runtime
+decide what to write; this module only stores it, one explicit transaction per change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from app.memory.errors import StoreError
+from app.memory.policy import valid_place
+from app.memory.store import Store
+
+PauseKind = Literal["learning", "recall"]
+EVERYWHERE = "*"
+MAX_ATTEMPTS = 3
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    place: str
+    text: str
+    last_turn_id: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Dossier:
+    canonical_key: str
+    scope: str
+    text: str
+    last_fact_id: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Reflection:
+    id: int
+    place: str
+    text: str
+    cited_turn_ids: tuple[int, ...]
+    cited_fact_ids: tuple[int, ...]
+    created_at: datetime
+    stale: bool  # a cited fact has been retired since
+
+
+@dataclass(frozen=True, slots=True)
+class PauseState:
+    learning: tuple[str, ...]  # "*" = everywhere, else places
+    recall: tuple[str, ...]
+
+    def paused(self, kind: PauseKind, place: str) -> bool:
+        chosen = self.learning if kind == "learning" else self.recall
+        return EVERYWHERE in chosen or place in chosen
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    id: int
+    kind: str
+    turn_id: int
+    place: str | None
+    status: str
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+
+
+class Projections:
+    """SQL access for the projectors and the context layers."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- watermarks ----------------------------------------------------------------------------
+    async def watermark(self, name: str, key: str = "") -> int:
+        row = await self._store.read_one(
+            "SELECT watermark FROM projector_state WHERE name = ? AND key = ?", (name, key)
+        )
+        return int(row[0]) if row else 0
+
+    async def watermarks(self, name: str) -> dict[str, int]:
+        rows = await self._store.read_all("SELECT key, watermark FROM projector_state WHERE name = ?", (name,))
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    async def set_watermark(self, name: str, value: int, key: str = "") -> None:
+        await self._store.write([(_UPSERT_WATERMARK, (name, key, value, _now()))])
+
+    async def reset_watermarks(self, name: str) -> None:
+        await self._store.write([("DELETE FROM projector_state WHERE name = ?", (name,))])
+
+    # -- summaries -----------------------------------------------------------------------------
+    async def summary(self, place: str) -> Summary | None:
+        row = await self._store.read_one(
+            "SELECT place, text, last_turn_id, updated_at FROM summaries WHERE place = ?", (place,)
+        )
+        if row is None:
+            return None
+        return Summary(str(row[0]), str(row[1]), int(row[2]), datetime.fromisoformat(row[3]))
+
+    async def save_summary(self, place: str, text: str, last_turn_id: int, *, watermark_name: str) -> None:
+        """The summary and its watermark move together, in one transaction."""
+        await self._store.write(
+            [
+                (
+                    "INSERT INTO summaries (place, text, last_turn_id, updated_at) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (place) DO UPDATE SET text = excluded.text,"
+                    " last_turn_id = excluded.last_turn_id, updated_at = excluded.updated_at",
+                    (place, text, last_turn_id, _now()),
+                ),
+                (_UPSERT_WATERMARK, (watermark_name, place, last_turn_id, _now())),
+            ]
+        )
+
+    # -- dossiers ------------------------------------------------------------------------------
+    async def dossier(self, canonical_key: str, scope: str) -> Dossier | None:
+        row = await self._store.read_one(
+            "SELECT canonical_key, scope, text, last_fact_id, updated_at FROM people_dossiers"
+            " WHERE canonical_key = ? AND scope = ?",
+            (canonical_key, scope),
+        )
+        return _dossier(row) if row else None
+
+    async def dossiers(self, keys: Sequence[str], scopes: Sequence[str]) -> list[Dossier]:
+        if not keys or not scopes:
+            return []
+        k = ",".join("?" * len(keys))
+        s = ",".join("?" * len(scopes))
+        rows = await self._store.read_all(
+            "SELECT canonical_key, scope, text, last_fact_id, updated_at FROM people_dossiers"
+            f" WHERE canonical_key IN ({k}) AND scope IN ({s}) ORDER BY canonical_key, scope",
+            [*keys, *scopes],
+        )
+        return [_dossier(r) for r in rows]
+
+    async def save_dossier(self, canonical_key: str, scope: str, text: str, last_fact_id: int) -> None:
+        await self._store.write(
+            [
+                (
+                    "INSERT INTO people_dossiers (canonical_key, scope, text, last_fact_id, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_key, scope) DO UPDATE SET"
+                    " text = excluded.text, last_fact_id = excluded.last_fact_id, updated_at = excluded.updated_at",
+                    (canonical_key, scope, text, last_fact_id, _now()),
+                )
+            ]
+        )
+
+    async def drop_dossiers(self, canonical_keys: Sequence[str], scope: str | None = None) -> int:
+        """Drop the dossiers of these people (in one scope, or in all), to be rebuilt clean."""
+        if not canonical_keys:
+            return 0
+        marks = ",".join("?" * len(canonical_keys))
+        where = f"canonical_key IN ({marks})" + ("" if scope is None else " AND scope = ?")
+        params = [*canonical_keys] + ([] if scope is None else [scope])
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute(f"DELETE FROM people_dossiers WHERE {where}", params)
+            return max(cursor.rowcount, 0)
+
+    # -- reflections ---------------------------------------------------------------------------
+    async def add_reflections(
+        self,
+        place: str,
+        items: Sequence[tuple[str, Sequence[int], Sequence[int]]],
+        *,
+        last_turn_id: int,
+        last_fact_id: int,
+        watermark_name: str,
+    ) -> None:
+        """Store (text, cited turn ids, cited fact ids) rows and advance the watermark, together."""
+        now = _now()
+        statements: list[tuple[str, Sequence[Any]]] = [
+            (
+                "INSERT INTO reflections (place, text, cited_turn_ids, cited_fact_ids, last_turn_id, last_fact_id,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (place, text, json.dumps(list(turns)), json.dumps(list(facts)), last_turn_id, last_fact_id, now),
+            )
+            for text, turns, facts in items
+        ]
+        statements.append((_UPSERT_WATERMARK, (watermark_name, place, last_turn_id, now)))
+        await self._store.write(statements)
+
+    async def reflections(self, places: Sequence[str], limit: int) -> list[Reflection]:
+        """The newest reflections of these places, newest first, each flagged stale when a fact it
+        cites has been retired (superseded, archived, rejected or forgotten) since."""
+        if not places or limit <= 0:
+            return []
+        marks = ",".join("?" * len(places))
+        rows = await self._store.read_all(
+            "SELECT r.id, r.place, r.text, r.cited_turn_ids, r.cited_fact_ids, r.created_at,"
+            " EXISTS (SELECT 1 FROM json_each(r.cited_fact_ids) j JOIN facts f ON f.id = j.value"
+            "   WHERE f.superseded_at IS NOT NULL OR f.status != 'active')"
+            f" FROM reflections r WHERE r.place IN ({marks}) ORDER BY r.id DESC LIMIT ?",
+            [*places, limit],
+        )
+        return [
+            Reflection(
+                id=int(r[0]),
+                place=str(r[1]),
+                text=str(r[2]),
+                cited_turn_ids=tuple(int(x) for x in json.loads(r[3])),
+                cited_fact_ids=tuple(int(x) for x in json.loads(r[4])),
+                created_at=datetime.fromisoformat(r[5]),
+                stale=bool(r[6]),
+            )
+            for r in rows
+        ]
+
+    # -- pause ---------------------------------------------------------------------------------
+    async def pause_state(self) -> PauseState:
+        rows = await self._store.read_all("SELECT kind, place FROM memory_pause ORDER BY kind, place")
+        learning = tuple(str(r[1]) for r in rows if r[0] == "learning")
+        recall = tuple(str(r[1]) for r in rows if r[0] == "recall")
+        return PauseState(learning=learning, recall=recall)
+
+    async def set_paused(self, kind: PauseKind, place: str, paused: bool) -> PauseState:
+        """Pause or resume learning or recall, everywhere (place "*") or in one place."""
+        if kind not in ("learning", "recall"):
+            raise StoreError(f"cannot pause {kind!r}: choose learning or recall")
+        if place != EVERYWHERE and not valid_place(place):
+            raise StoreError(f"{place!r} is not a place: use dm:<user id>, guild:<guild id>[/<channel id>], local or *")
+        if paused:
+            sql = "INSERT OR IGNORE INTO memory_pause (kind, place, since) VALUES (?, ?, ?)"
+            await self._store.write([(sql, (kind, place, _now()))])
+        else:
+            await self._store.write([("DELETE FROM memory_pause WHERE kind = ? AND place = ?", (kind, place))])
+        return await self.pause_state()
+
+    # -- durable work queue (dreaming, re-extraction after an edit) ----------------------------
+    async def enqueue(self, kind: str, turn_id: int, place: str) -> bool:
+        """Queue work on a turn once: a turn already queued (in any state) for this kind is not queued again."""
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO memory_work (kind, turn_id, place, created_at, updated_at)"
+                " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS"
+                " (SELECT 1 FROM memory_work WHERE kind = ? AND turn_id = ?)",
+                (kind, turn_id, place, _now(), _now(), kind, turn_id),
+            )
+            return cursor.rowcount > 0
+
+    async def next_work(self, kind: str, *, skip_places: Sequence[str] = ()) -> WorkItem | None:
+        """Claim the oldest queued item of a kind (marks it running, counts the attempt); items of
+        `skip_places` (paused ones) stay queued."""
+        skip = ",".join("?" * len(skip_places))
+        clause = f" AND COALESCE(place, '') NOT IN ({skip})" if skip_places else ""
+        async with self._store.transaction() as conn:
+            async with conn.execute(
+                f"SELECT {_WORK_COLUMNS} FROM memory_work WHERE kind = ? AND status = 'queued'{clause}"
+                " ORDER BY id LIMIT 1",
+                (kind, *skip_places),
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                return None
+            await conn.execute(
+                "UPDATE memory_work SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ?",
+                (_now(), row[0]),
+            )
+        item = _work(tuple(row))
+        return WorkItem(
+            item.id, item.kind, item.turn_id, item.place, "running", item.attempts + 1, item.last_error, item.created_at
+        )
+
+    async def finish_work(self, item_id: int, *, error: str | None = None) -> str:
+        """Done, or failed: a failed attempt goes back to the queue until MAX_ATTEMPTS, then stays
+        `failed` with its last error for the owner to inspect. Work cancelled meanwhile (its source
+        was deleted) stays cancelled. Returns the new status."""
+        async with self._store.transaction() as conn:
+            async with conn.execute("SELECT status, attempts FROM memory_work WHERE id = ?", (item_id,)) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                raise StoreError(f"there is no memory work item {item_id}")
+            status, attempts = str(row[0]), int(row[1])
+            if status == "cancelled":
+                return status
+            new = "done" if error is None else ("failed" if attempts >= MAX_ATTEMPTS else "queued")
+            await conn.execute(
+                "UPDATE memory_work SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
+                (new, error, _now(), item_id),
+            )
+        return new
+
+    async def work_status(self, item_id: int) -> str | None:
+        row = await self._store.read_one("SELECT status FROM memory_work WHERE id = ?", (item_id,))
+        return str(row[0]) if row else None
+
+    async def requeue_running(self) -> int:
+        """At start-up: work a crash left running goes back to the queue."""
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute("UPDATE memory_work SET status = 'queued' WHERE status = 'running'")
+            return max(cursor.rowcount, 0)
+
+    async def work(self, kind: str | None = None, status: str | None = None, limit: int = 200) -> list[WorkItem]:
+        clauses, params = [], []
+        if kind is not None:
+            clauses.append("kind = ?")
+            params.append(kind)
+        if status is not None:
+            clauses.append("status = ?")
+            params.append(status)
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        rows = await self._store.read_all(
+            f"SELECT {_WORK_COLUMNS} FROM memory_work{where} ORDER BY id LIMIT ?", [*params, limit]
+        )
+        return [_work(r) for r in rows]
+
+    # -- explanations ----------------------------------------------------------------------------
+    async def save_explanation(self, place: str, body: dict[str, Any], turn_ids: Sequence[int]) -> int:
+        """One reply's explanation, reachable from each turn it produced (a long reply is several messages)."""
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO explanations (place, created_at, body) VALUES (?, ?, ?)",
+                (place, _now(), json.dumps(body, ensure_ascii=False)),
+            )
+            explanation_id = int(cursor.lastrowid or 0)
+            await conn.executemany(
+                "INSERT OR REPLACE INTO explanation_turns (turn_id, explanation_id) VALUES (?, ?)",
+                [(t, explanation_id) for t in turn_ids],
+            )
+        return explanation_id
+
+    async def link_explanation(self, explanation_id: int, turn_ids: Sequence[int]) -> None:
+        await self._store.write(
+            [
+                (
+                    "INSERT OR REPLACE INTO explanation_turns (turn_id, explanation_id) VALUES (?, ?)",
+                    (t, explanation_id),
+                )
+                for t in turn_ids
+            ]
+        )
+
+    async def explanation(self, turn_id: int) -> dict[str, Any] | None:
+        row = await self._store.read_one(
+            "SELECT e.id, e.place, e.created_at, e.body FROM explanation_turns t"
+            " JOIN explanations e ON e.id = t.explanation_id WHERE t.turn_id = ?",
+            (turn_id,),
+        )
+        if row is None:
+            return None
+        body: dict[str, Any] = json.loads(row[3])
+        return {"explanation_id": int(row[0]), "place": str(row[1]), "created_at": str(row[2]), **body}
+
+
+_UPSERT_WATERMARK = (
+    "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (name, key) DO UPDATE SET watermark = excluded.watermark, updated_at = excluded.updated_at"
+)
+_WORK_COLUMNS = "id, kind, turn_id, place, status, attempts, last_error, created_at"
+
+
+def _dossier(row: Sequence[Any]) -> Dossier:
+    return Dossier(str(row[0]), str(row[1]), str(row[2]), int(row[3]), datetime.fromisoformat(row[4]))
+
+
+def _work(row: Sequence[Any]) -> WorkItem:
+    return WorkItem(
+        id=int(row[0]),
+        kind=str(row[1]),
+        turn_id=int(row[2]),
+        place=None if row[3] is None else str(row[3]),
+        status=str(row[4]),
+        attempts=int(row[5]),
+        last_error=None if row[6] is None else str(row[6]),
+        created_at=datetime.fromisoformat(row[7]),
+    )
+
+
+async def change_counters(store: Store) -> dict[str, int]:
+    """Per-table change counters (bumped by triggers on every write, from any process)."""
+    rows = await store.read_all("SELECT name, value FROM change_counters")
+    return {str(r[0]): int(r[1]) for r in rows}
