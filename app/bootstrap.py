@@ -85,6 +85,7 @@ async def _headless(paths: FamiliarPaths) -> int:
             # once before going live, and refuse to start without it.
             _log.info("LLM endpoint: %s", await familiar.test_llm_endpoint())
             await familiar.start()
+            await familiar.start_learning()
         except FamiliarError as exc:
             error(str(exc))
             return EXIT_FAILURE
@@ -142,6 +143,7 @@ def run_window(paths: FamiliarPaths) -> int:
             error(problem or "Familiar could not start.")
             await show_startup_error(problem or "Familiar could not start.")
             return
+        await familiar.start_learning()
         window = MainWindow(familiar)
         closed = asyncio.Event()
         window.destroyed.connect(closed.set)

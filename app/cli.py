@@ -137,6 +137,17 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--where", required=True, metavar="WHERE")
     recall.add_argument("--limit", type=_positive, default=10)
 
+    explain = sub(commands, "explain", "what went into one of the familiar's replies (layers, lore, facts, drops)")
+    explain.add_argument("turn_id", type=_fact_id, metavar="TURN_ID")
+    for name, help_text in (("pause", "pause learning or recall"), ("resume", "resume learning or recall")):
+        switch = sub(commands, name, f"{help_text}, everywhere or in one place (kept across restarts)")
+        switch.add_argument("kind", choices=("learning", "recall"))
+        switch.add_argument("--where", default="*", metavar="WHERE", help="a place (default: everywhere)")
+    memory = commands.add_parser("memory", help="the background memory workers").add_subparsers(
+        dest="memory_command", metavar="ACTION", required=True
+    )
+    sub(memory, "status", "which workers run, what is paused, queued and failed work")
+
     index = commands.add_parser("index", help="the search indexes").add_subparsers(
         dest="index_command", metavar="ACTION", required=True
     )
@@ -147,6 +158,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("file", type=Path)
     imported = sub(commands, "import", "read an export into an empty familiar")
     imported.add_argument("file", type=Path)
+
+    lore = commands.add_parser("lore", help="the lorebook (lorebook.toml)").add_subparsers(
+        dest="lore_command", metavar="ACTION", required=True
+    )
+    lore_import = sub(lore, "import", "add the entries of SillyTavern World Info or a V2/V3 card's lorebook")
+    lore_import.add_argument("file", type=Path)
+    lore_import.add_argument("--replace", action="store_true", help="replace the entries instead of adding")
+    lore_export = sub(lore, "export", "write the lorebook as st (World Info), ccv2 (character_book) or ccv3")
+    lore_export.add_argument("file", type=Path)
+    lore_export.add_argument("--format", choices=("st", "ccv2", "ccv3"), required=True)
+    lore_try = sub(lore, "try", "which entries fire for sample messages (oldest first), and on which key")
+    lore_try.add_argument("text", nargs="+", metavar="TEXT")
     return parser
 
 
@@ -166,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.bootstrap import run_headless
 
         return run_headless(paths)
+    if args.command == "lore":
+        return _lore(paths, args)
     action = getattr(args, f"{args.command}_command", None)
     handler = _COMMANDS[(args.command, action)]
     return asyncio.run(_with_familiar(paths, args, handler))
@@ -339,13 +364,84 @@ async def _tombstones_lift(familiar: Familiar, args: argparse.Namespace) -> tupl
 
 async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     await familiar.history.catch_up()
-    scored = await familiar.memory.recall(args.query, args.where, args.limit)
+    scored = await familiar.retriever.facts(args.query, args.where, args.limit)
     document = {
         "query": args.query,
         "where": args.where,
-        "facts": [{**_fact_dict(f), "score": round(score, 4)} for f, score in scored],
+        "facts": [
+            {
+                **_fact_dict(s.fact),
+                "score": round(s.score, 4),
+                "signals": {k: None if v is None else round(v, 4) for k, v in s.signals.items()},
+            }
+            for s in scored
+        ],
     }
-    return document, "\n".join(f"{score:.3f} {_fact_line(f)}" for f, score in scored) or "nothing to recall"
+    return document, "\n".join(f"{s.score:.3f} {_fact_line(s.fact)}" for s in scored) or "nothing to recall"
+
+
+async def _explain(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    found = await familiar.explain(args.turn_id)
+    lines = [f"reply turn {args.turn_id} in {found['place']} ({found['tier']} budgets)"]
+    for layer in found["layers"]:
+        cached = " (cached)" if layer["cached"] else ""
+        note = f" - {layer['note']}" if layer.get("note") else ""
+        lines.append(f"  {layer['name']:<12} {layer['tokens']:>5} / {layer['budget']} tokens{cached}{note}")
+    for entry in found["lorebook"]:
+        lines.append(f"  lore: {entry['title'] or entry['index']} (fired by {entry['key']!r})")
+    for fact in found["facts"]:
+        lines.append(f"  fact #{fact['fact_id']} score {fact['score']:.3f}: {fact['content']}")
+    for turn in found["turns"]:
+        lines.append(f"  older message T#{turn['turn_id']} score {turn['score']:.3f}")
+    for dropped in found["dropped"]:
+        what = ", ".join(f"{k}={v}" for k, v in dropped.items() if k not in ("layer", "reason", "signals"))
+        lines.append(f"  dropped from {dropped['layer']} ({dropped['reason']}): {what}")
+    return found, "\n".join(lines)
+
+
+def _pause_action(paused: bool) -> Handler:
+    async def handler(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+        state = await familiar.set_paused(args.kind, args.where, paused)
+        document = {"learning": list(state.learning), "recall": list(state.recall)}
+        verb = "paused" if paused else "resumed"
+        where = "everywhere" if args.where == "*" else f"in {args.where}"
+        text = f"{args.kind} {verb} {where}. Paused now: learning {list(state.learning) or 'nowhere'},"
+        return document, f"{text} recall {list(state.recall) or 'nowhere'}"
+
+    return handler
+
+
+async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
+    state = await familiar.pause_state()
+    failed = await familiar.projections.work(status="failed")
+    queued = await familiar.projections.work(status="queued")
+    document = {
+        "projectors": list(familiar.learning.names),
+        "paused": {"learning": list(state.learning), "recall": list(state.recall)},
+        "queued_work": len(queued),
+        "failed_work": [
+            {
+                "id": w.id,
+                "kind": w.kind,
+                "turn_id": w.turn_id,
+                "place": w.place,
+                "attempts": w.attempts,
+                "last_error": w.last_error,
+            }
+            for w in failed
+        ],
+    }
+    lines = [
+        f"memory workers: {', '.join(familiar.learning.names) or 'none'}",
+        f"learning paused: {', '.join(state.learning) or 'nowhere'};"
+        f" recall paused: {', '.join(state.recall) or 'nowhere'}",
+        f"queued work: {len(queued)}; failed work: {len(failed)}",
+        *(
+            f"  failed {w.kind} of T#{w.turn_id} in {w.place} after {w.attempts} attempts: {w.last_error}"
+            for w in failed
+        ),
+    ]
+    return document, "\n".join(lines)
 
 
 async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
@@ -395,8 +491,97 @@ _COMMANDS: dict[tuple[str, str | None], Handler] = {
     ("tombstones", "list"): _tombstones_list,
     ("tombstones", "lift"): _tombstones_lift,
     ("recall", None): _recall,
+    ("explain", None): _explain,
+    ("pause", None): _pause_action(True),
+    ("resume", None): _pause_action(False),
+    ("memory", "status"): _memory_status,
     ("index", "status"): _index_status,
     ("index", "rebuild"): _index_rebuild,
     ("export", None): _export,
     ("import", None): _import,
 }
+
+
+# -- lorebook commands: files only, so they need neither the store nor a valid character.toml ---------
+def _lore(paths: FamiliarPaths, args: argparse.Namespace) -> int:
+    from app.runtime.context.lorebook import LorebookError
+    from app.runtime.context.lorebook_formats import LorebookFormatError
+
+    handlers = {"import": _lore_import, "export": _lore_export, "try": _lore_try}
+    try:
+        document, text = handlers[args.lore_command](paths, args)
+    except LorebookError as exc:  # lorebook.toml itself: a config problem naming the line and key
+        error(str(exc))
+        return EXIT_CONFIG
+    except LorebookFormatError as exc:
+        error(str(exc))
+        return EXIT_FAILURE
+    output(json.dumps(document, ensure_ascii=False) if args.json else text)
+    return EXIT_OK
+
+
+def _lore_problems(book: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    problems = [dataclasses.asdict(p) for p in book.problems]
+    lines = [f"problem: entry #{p.index} {p.title!r}: key {p.key!r} never matches: {p.message}" for p in book.problems]
+    return problems, lines
+
+
+def _lore_import(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
+    from app.runtime.context.lorebook_formats import import_file
+
+    report = import_file(args.file, paths.lorebook_toml, replace=args.replace)
+    added = len(report.imported.entries)
+    problems, problem_lines = _lore_problems(report.book)
+    document = {
+        "file": str(args.file),
+        "format": report.imported.format,
+        "source": report.imported.source,
+        "imported": added,
+        "replaced": report.replaced,
+        "entries": len(report.book.entries),
+        "lorebook": str(paths.lorebook_toml),
+        "problems": problems,
+    }
+    verb = f"replaced {report.replaced} entries with" if args.replace else "added"
+    text = (
+        f"{verb} {added} entries from {args.file} ({report.imported.source}); "
+        f"{paths.lorebook_toml} now has {len(report.book.entries)}"
+    )
+    return document, "\n".join([text, *problem_lines])
+
+
+def _lore_export(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
+    from app.runtime.context.lorebook_formats import export_file
+
+    count = export_file(paths.lorebook_toml, args.file, args.format)
+    document = {"file": str(args.file), "format": args.format, "entries": count}
+    return document, f"exported {count} entries to {args.file} ({args.format})"
+
+
+def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
+    from app.runtime.context.lorebook import LoreScanner, load_lorebook
+
+    book = load_lorebook(paths.lorebook_toml)
+    matches = LoreScanner(book).activate(args.text)
+    problems, problem_lines = _lore_problems(book)
+    document = {
+        "texts": args.text,
+        "matches": [
+            {
+                "index": m.entry.index,
+                "title": m.entry.title,
+                "key": m.key,
+                "secondary": m.secondary,
+                "priority": m.entry.priority,
+                "content": m.entry.content,
+            }
+            for m in matches
+        ],
+        "problems": problems,
+    }
+    lines = [
+        f"#{m.entry.index} {m.entry.title!r} (priority {m.entry.priority}) fired on {m.key!r}"
+        + (f", secondary {m.secondary!r}" if m.secondary is not None else "")
+        for m in matches
+    ]
+    return document, "\n".join((lines or ["no entry fires"]) + problem_lines)

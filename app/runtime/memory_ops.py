@@ -129,10 +129,6 @@ class MemoryOps:
         async with _explained():
             return await self._history.facts.lift_tombstone(tombstone_id)
 
-    async def recall(self, query: str, where: str, limit: int = 10) -> list[tuple[Fact, float]]:
-        async with _explained():
-            return await self._history.recall(query, where, limit)
-
     async def export(self, target: Path) -> dict[str, int]:
         """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`."""
         counts: dict[str, int] = {}

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import discord
 
@@ -17,10 +18,25 @@ from app.config.editing import set_values
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, ensure_familiar
 from app.config.secrets import SecretStore
-from app.config.settings import Secrets, Settings, apply_environment, load_settings
+from app.config.settings import BudgetTier, Secrets, Settings, apply_environment, config_error_at, load_settings
+from app.memory.derived import PauseKind, PauseState, Projections, change_counters
+from app.memory.embeddings import EmbeddingError, EmbeddingIndex, make_embedder
 from app.memory.errors import StoreError
 from app.memory.history import History
 from app.memory.records import IndexHealth, NewTurn, Turn
+from app.runtime.context.assembler import Assembler, Assembly
+from app.runtime.context.layers import (
+    DEFAULT_ORDER,
+    CharacterLayer,
+    DossiersLayer,
+    HistoryLayer,
+    LorebookLayer,
+    MemoryLayer,
+    ReflectionsLayer,
+    ReplyContext,
+    SummaryLayer,
+    check_layer_names,
+)
 from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
@@ -28,7 +44,11 @@ from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.llm import LLMClient, LLMEndpoint
 from app.runtime.memory_ops import MemoryOps
 from app.runtime.messages import IncomingMessage
-from app.runtime.prompt import SELF_KEY, build_reply_prompt
+from app.runtime.projectors.base import ProjectorDeps, create_projectors, projector_names, unknown_projectors
+from app.runtime.projectors.runner import ProjectorRunner
+from app.runtime.retrieval import Retriever
+
+SELF_KEY = "familiar:self"
 
 _log = logging.getLogger(__name__)
 
@@ -54,11 +74,36 @@ def load_familiar(paths: FamiliarPaths, secret_store: SecretStore, env: dict[str
     """
     ensure_familiar(paths)
     settings = apply_environment(load_settings(paths.character_toml), env)
+    _check_names(settings, paths.character_toml)
     try:
         persona = paths.character_md.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ConfigError(paths.character_md, None, None, "not valid UTF-8") from None
     return Loaded(paths=paths, settings=settings, secrets=secret_store.load(env), persona=persona)
+
+
+def _check_names(settings: Settings, path: Path) -> None:
+    """Names the config schema cannot know (the projector registry, the layers) checked at load."""
+    unknown = unknown_projectors(settings.providers.memory.projectors)
+    if unknown:
+        raise config_error_at(
+            path,
+            "providers.memory.projectors",
+            f"unknown projector {unknown[0]!r} (known: {', '.join(projector_names())})",
+        )
+    for channel, section in settings.channels.items():
+        problem = check_layer_names(section.prompt_layers)
+        if problem:
+            raise config_error_at(path, f"channels.{channel}.prompt_layers", problem)
+
+
+def channel_key(place: str) -> str:
+    """The `[channels.<key>]` table that applies to a place."""
+    if place.startswith("guild:") and "/" in place:
+        return place.rsplit("/", 1)[1]
+    if place.startswith("dm:"):
+        return "dm"
+    return place
 
 
 class Familiar:
@@ -77,6 +122,47 @@ class Familiar:
         self._last_error: str | None = None
         self._index_health: dict[str, IndexHealth] = {}
         self.memory = MemoryOps(history, loaded.paths.lorebook_toml)
+        settings = loaded.settings
+        self.projections = Projections(history.store)
+        embedding = settings.providers.embedding
+        try:
+            self.embedder = make_embedder(
+                embedding.backend,
+                model=embedding.model,
+                model_dir=Path(embedding.model_dir) if embedding.model_dir else None,
+                cache_root=loaded.paths.root,
+            )
+        except EmbeddingError as exc:
+            raise FamiliarError(f"{loaded.paths.character_toml}: [providers.embedding]: {exc}") from exc
+        self.embeddings = EmbeddingIndex(history.store)
+        self.retriever = Retriever(history, settings.memory.retrieval, self.embedder, self.embeddings)
+        self.lorebook_layer = LorebookLayer(loaded.paths.lorebook_toml)
+        self._assembler = Assembler(
+            [
+                CharacterLayer(loaded.persona),
+                self.lorebook_layer,
+                SummaryLayer(self.projections),
+                ReflectionsLayer(self.projections),
+                DossiersLayer(self.projections),
+                MemoryLayer(self.retriever),
+                HistoryLayer(),
+            ]
+        )
+        self._background_llm = LLMClient(LLMEndpoint.for_background(settings.llm, loaded.secrets))
+        self.projector_deps = ProjectorDeps(
+            history=history,
+            projections=self.projections,
+            llm=self._background_llm,
+            settings=settings,
+            embedder=self.embedder,
+            embeddings=self.embeddings,
+        )
+        self.learning = ProjectorRunner(
+            create_projectors(settings.providers.memory.projectors, self.projector_deps),
+            self.projector_deps,
+            settings.memory.learning.tick_seconds,
+        )
+        self._explanations: dict[int, int] = {}  # Discord message id -> explanation of its reply
 
     @classmethod
     async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
@@ -97,8 +183,42 @@ class Familiar:
 
     async def close(self) -> None:
         await self.stop()
+        await self.learning.close()
         await self._llm.aclose()
+        await self._background_llm.aclose()
         await self.history.close()
+
+    # -- facade: memory work ---------------------------------------------------------------------
+    async def start_learning(self) -> None:
+        """Start the background memory workers (the window and headless mode; not one-shot commands)."""
+        await self.projections.requeue_running()
+        self.learning.start()
+
+    async def learn_now(self) -> dict[str, str]:
+        """Run every memory worker once, now; returns what each reported."""
+        await self.learning.tick()
+        return dict(self.projector_deps.reports)
+
+    async def pause_state(self) -> PauseState:
+        return await self.projections.pause_state()
+
+    async def set_paused(self, kind: PauseKind, where: str, paused: bool) -> PauseState:
+        """Pause or resume learning or recall, everywhere ("*") or in one place; kept across restarts."""
+        try:
+            state = await self.projections.set_paused(kind, where, paused)
+        except StoreError as exc:
+            raise FamiliarError(str(exc)) from exc
+        self._assembler.clear()
+        if not paused:
+            self.learning.nudge()
+        return state
+
+    async def explain(self, turn_id: int) -> dict[str, Any]:
+        """What went into the reply that produced this turn."""
+        found = await self.projections.explanation(turn_id)
+        if found is None:
+            raise FamiliarError(f"turn {turn_id} has no explanation: it is not a reply of this familiar")
+        return {"turn_id": turn_id, **found}
 
     # -- facade: identity and events -----------------------------------------------------------
     @property
@@ -227,7 +347,11 @@ class Familiar:
         )
 
     async def reply_for(self, message: IncomingMessage) -> str:
-        return await self._reply(message.place)
+        text, explanation_id = await self._reply(message.place)
+        self._explanations[message.message_id] = explanation_id
+        while len(self._explanations) > 256:
+            self._explanations.pop(next(iter(self._explanations)))
+        return text
 
     async def on_discord_reply_sent(self, message: IncomingMessage, sent: discord.Message) -> None:
         await self._append_discord(
@@ -239,6 +363,10 @@ class Familiar:
             created_at=sent.created_at,
             reply_to=message.message_id,
         )
+        explanation_id = self._explanations.get(message.message_id)
+        turn = await self.history.store.latest_revision("discord", sent.id)
+        if explanation_id is not None and turn is not None:
+            await self.projections.link_explanation(explanation_id, [turn.id])
 
     async def on_discord_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
         await self.history.edit_message("discord", message_id, content, edited_at)
@@ -246,10 +374,35 @@ class Familiar:
     async def on_discord_delete(self, message_id: int) -> None:
         await self.history.redact_message("discord", message_id, datetime.now(UTC))
 
-    async def _reply(self, place: str) -> str:
-        history = await self.history.recent_turns(place, self._loaded.settings.history.recent_turns)
-        prompt = build_reply_prompt(self._loaded.persona, self._loaded.settings.familiar.display_name, place, history)
-        return await self._llm.complete(prompt)
+    async def context_for(self, place: str) -> ReplyContext:
+        settings = self._loaded.settings
+        section = settings.channels.get(channel_key(place))
+        tier = (section.budget_tier if section else "") or settings.budget.tier
+        budget: BudgetTier = getattr(settings.budget, tier)
+        recent = await self.history.recent_turns(place, settings.history.recent_turns)
+        pause = await self.projections.pause_state()
+        return ReplyContext(
+            place=place,
+            display_name=settings.familiar.display_name,
+            tier=tier,
+            budget=budget,
+            recent=tuple(recent),
+            recall_paused=pause.paused("recall", place),
+            versions=await change_counters(self.history.store),
+            now=datetime.now(UTC),
+        )
+
+    async def assemble(self, place: str) -> Assembly:
+        """The prompt a reply at `place` would get now, and its explanation (no LLM call)."""
+        section = self._loaded.settings.channels.get(channel_key(place))
+        order = (section.prompt_layers if section else ()) or DEFAULT_ORDER
+        return await self._assembler.assemble(await self.context_for(place), order)
+
+    async def _reply(self, place: str) -> tuple[str, int]:
+        assembly = await self.assemble(place)
+        text = await self._llm.complete(assembly.messages)
+        explanation_id = await self.projections.save_explanation(place, assembly.explanation, [])
+        return text, explanation_id
 
     # -- facade: local chat --------------------------------------------------------------------
     async def chat_local(self, text: str) -> ChatLine:
@@ -261,8 +414,9 @@ class Familiar:
         if self._llm.endpoint.missing():
             raise FamiliarError(f"No {' and no '.join(self._llm.endpoint.missing())} yet: set them in Settings.")
         await self._append_local(OWNER_KEY, "You", text)
-        reply = await self._reply(LOCAL_PLACE)
+        reply, explanation_id = await self._reply(LOCAL_PLACE)
         turn = await self._append_local(SELF_KEY, self._loaded.settings.familiar.display_name, reply)
+        await self.projections.link_explanation(explanation_id, [turn.id])
         return _chat_line(turn)
 
     async def _append_local(self, author_key: str, author_name: str, content: str) -> Turn:

@@ -1,0 +1,376 @@
+"""The context layers of a reply, in their default order.
+
+Each layer builds one block of the prompt within its token budget (`[budget.<tier>]`) and says what
+went in and what the budget dropped, for the reply's explanation. `invalidation_key` is cheap (no
+I/O: it reads the context the assembler prepared, including the store's change counters), so the
+assembler can reuse a layer's last output while nothing it depends on has changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from app.config.settings import BudgetTier
+from app.memory.derived import Projections
+from app.memory.policy import visible_scopes
+from app.memory.records import Turn
+from app.runtime.context.budget import count_tokens, pack, truncate_to_budget
+from app.runtime.context.fence import escape, fence
+from app.runtime.context.lorebook import Lorebook, LoreScanner, load_lorebook
+from app.runtime.llm import ChatMessage
+from app.runtime.retrieval import Retriever
+
+SELF_KEY = "familiar:self"
+DEFAULT_ORDER = ("character", "lorebook", "summary", "reflections", "dossiers", "memory", "history")
+MEMORY_LAYERS = frozenset({"summary", "reflections", "dossiers", "memory"})
+MESSAGE_OVERHEAD = 4  # role and separators of one chat message
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyContext:
+    place: str
+    display_name: str
+    tier: str
+    budget: BudgetTier
+    recent: tuple[Turn, ...]  # the channel's recent window, oldest first
+    recall_paused: bool
+    versions: Mapping[str, int]  # change counters of the store
+    now: datetime
+
+    @property
+    def query(self) -> str:
+        """The cue for recall: the last few things other people said."""
+        said = [t.content for t in self.recent if t.author_key != SELF_KEY]
+        return "\n".join(said[-3:])
+
+    @property
+    def participants(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for turn in self.recent:
+            if turn.author_key != SELF_KEY:
+                seen[turn.author_key] = None
+        return tuple(seen)
+
+    def scan_texts(self) -> list[str]:
+        return [f"{t.author_name}: {t.content}" for t in self.recent]
+
+
+@dataclass(frozen=True, slots=True)
+class LayerOutput:
+    name: str
+    text: str = ""  # a block of the system prompt ("" = nothing)
+    messages: tuple[ChatMessage, ...] = ()  # the history layer's chat messages
+    cost: int = 0
+    budget: int = 0
+    items: tuple[dict[str, Any], ...] = ()  # what went in, for the explanation
+    dropped: tuple[dict[str, Any], ...] = ()  # what the budget or a cap left out
+    note: str = ""
+
+
+class Layer(Protocol):
+    name: str
+
+    async def build(self, ctx: ReplyContext) -> LayerOutput: ...
+
+    def invalidation_key(self, ctx: ReplyContext) -> Hashable | None:
+        """Equal keys mean equal output; None means never reuse."""
+        ...
+
+
+def describe_place(place: str) -> str:
+    if place == "local":
+        return "the owner's private test chat in the Familiar window"
+    if place.startswith("dm:"):
+        return "a direct message conversation"
+    return "a channel of a Discord server"
+
+
+class CharacterLayer:
+    name = "character"
+
+    def __init__(self, persona: str) -> None:
+        self._persona = persona.strip()
+        self._digest = hashlib.sha256(self._persona.encode()).hexdigest()
+
+    def invalidation_key(self, ctx: ReplyContext) -> Hashable:
+        return (self._digest, ctx.display_name, describe_place(ctx.place), ctx.budget.character_tokens)
+
+    async def build(self, ctx: ReplyContext) -> LayerOutput:
+        situation = (
+            f"You are {ctx.display_name}. You are talking in {describe_place(ctx.place)}. "
+            "Each user message starts with the speaker's name. Reply with your message only, without a name prefix."
+        )
+        budget = ctx.budget.character_tokens
+        # The situation line is kept whole; the persona gives way when the budget is tight.
+        text = truncate_to_budget(self._persona, budget, lambda persona: f"{persona}\n\n{situation}".strip())
+        if not text:
+            text = situation if count_tokens(situation) <= budget else ""
+        dropped = () if text.startswith(self._persona) else ({"what": "persona", "reason": "budget (shortened)"},)
+        return LayerOutput(self.name, text=text, cost=count_tokens(text), budget=budget, dropped=dropped)
+
+
+class LorebookLayer:
+    name = "lorebook"
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._stamp: tuple[int, int] | None = None
+        self._book: Lorebook | None = None
+        self._scanner: LoreScanner | None = None
+        self._matches_for: tuple[Hashable, Any] | None = None
+
+    def book(self) -> Lorebook:
+        """The book as the file is now (re-read when its size or time changes)."""
+        try:
+            stat = self._path.stat()
+            stamp: tuple[int, int] = (stat.st_mtime_ns, stat.st_size)
+        except FileNotFoundError:
+            stamp = (0, 0)
+        if self._book is None or stamp != self._stamp:
+            book = load_lorebook(self._path)
+            if self._book is None or book.digest != self._book.digest:
+                self._scanner = LoreScanner(book)
+            self._book, self._stamp = book, stamp
+        assert self._book is not None
+        return self._book
+
+    def _activate(self, ctx: ReplyContext) -> list[Any]:
+        book = self.book()
+        texts = ctx.scan_texts()
+        key = (book.digest, tuple(texts))
+        if self._matches_for is not None and self._matches_for[0] == key:
+            return list(self._matches_for[1])
+        assert self._scanner is not None
+        matches = self._scanner.activate(texts)
+        self._matches_for = (key, matches)
+        return list(matches)
+
+    def invalidation_key(self, ctx: ReplyContext) -> Hashable:
+        book = self.book()
+        fired = tuple((m.entry.index, m.key, m.secondary) for m in self._activate(ctx))
+        return (book.digest, fired, ctx.budget.lorebook_tokens, ctx.budget.max_lorebook_entries)
+
+    async def build(self, ctx: ReplyContext) -> LayerOutput:
+        book = self.book()
+        matches = self._activate(ctx)
+        budget = (
+            ctx.budget.lorebook_tokens
+            if book.token_budget is None
+            else min(book.token_budget, ctx.budget.lorebook_tokens)
+        )
+        cap = ctx.budget.max_lorebook_entries
+        if book.max_entries is not None:
+            cap = min(cap, book.max_entries)
+        contents = [m.entry.content.strip() for m in matches]
+        packed = pack(
+            contents, budget, lambda kept: ("## Lorebook\n" + "\n\n".join(kept)) if kept else "", max_items=cap
+        )
+        items = tuple(
+            {
+                "index": matches[i].entry.index,
+                "title": matches[i].entry.title,
+                "key": matches[i].key,
+                "secondary": matches[i].secondary,
+                "priority": matches[i].entry.priority,
+                "tokens": count_tokens(contents[i]),
+            }
+            for i in packed.included
+        )
+        capped = {i for i in packed.dropped if len(packed.included) >= cap}
+        dropped = tuple(
+            {
+                "index": matches[i].entry.index,
+                "title": matches[i].entry.title,
+                "key": matches[i].key,
+                "reason": "entry cap" if i in capped else "budget",
+            }
+            for i in packed.dropped
+        )
+        problems = "; ".join(f"entry {p.index} ({p.title}): {p.key}: {p.message}" for p in book.problems)
+        return LayerOutput(
+            self.name, text=packed.text, cost=packed.cost, budget=budget, items=items, dropped=dropped, note=problems
+        )
+
+
+class SummaryLayer:
+    name = "summary"
+
+    def __init__(self, projections: Projections) -> None:
+        self._projections = projections
+
+    def invalidation_key(self, ctx: ReplyContext) -> Hashable:
+        return (ctx.place, ctx.recall_paused, ctx.versions.get("summaries"), ctx.budget.summary_tokens)
+
+    async def build(self, ctx: ReplyContext) -> LayerOutput:
+        budget = ctx.budget.summary_tokens
+        if ctx.recall_paused:
+            return LayerOutput(self.name, budget=budget, note="recall paused")
+        summary = await self._projections.summary(ctx.place)
+        if summary is None or not summary.text.strip():
+            return LayerOutput(self.name, budget=budget)
+        text = truncate_to_budget(
+            escape(summary.text.strip()), budget, lambda body: fence("Conversation so far", [body])
+        )
+        items = ({"summary_of": ctx.place, "up_to_turn": summary.last_turn_id},) if text else ()
+        dropped = () if text else ({"what": "summary", "reason": "budget"},)
+        return LayerOutput(self.name, text=text, cost=count_tokens(text), budget=budget, items=items, dropped=dropped)
+
+
+class ReflectionsLayer:
+    name = "reflections"
+
+    def __init__(self, projections: Projections) -> None:
+        self._projections = projections
+
+    def invalidation_key(self, ctx: ReplyContext) -> Hashable:
+        return (
+            ctx.place,
+            ctx.recall_paused,
+            ctx.versions.get("reflections"),
+            ctx.versions.get("facts"),  # a retired cited fact flips the stale flag
+            ctx.budget.reflection_tokens,
+            ctx.budget.max_reflections,
+        )
+
+    async def build(self, ctx: ReplyContext) -> LayerOutput:
+        budget = ctx.budget.reflection_tokens
+        if ctx.recall_paused:
+            return LayerOutput(self.name, budget=budget, note="recall paused")
+        rows = await self._projections.reflections([ctx.place], ctx.budget.max_reflections * 2)
+        lines = []
+        for r in rows:
+            crumbs = ", ".join([*(f"T#{t}" for t in r.cited_turn_ids), *(f"F#{f}" for f in r.cited_fact_ids)])
+            lines.append(f"- {'(stale) ' if r.stale else ''}{escape(r.text)} [{crumbs}]")
+        packed = pack(
+            lines, budget, lambda kept: fence("Reflections", list(kept)), max_items=ctx.budget.max_reflections
+        )
+        items = tuple({"reflection_id": rows[i].id, "stale": rows[i].stale} for i in packed.included)
+        dropped = tuple({"reflection_id": rows[i].id, "reason": "budget"} for i in packed.dropped)
+        return LayerOutput(self.name, text=packed.text, cost=packed.cost, budget=budget, items=items, dropped=dropped)
+
+
+class DossiersLayer:
+    name = "dossiers"
+
+    def __init__(self, projections: Projections) -> None:
+        self._projections = projections
+
+    def invalidation_key(self, ctx: ReplyContext) -> Hashable:
+        return (
+            ctx.place,
+            ctx.recall_paused,
+            ctx.participants,
+            ctx.versions.get("people_dossiers"),
+            ctx.budget.dossier_tokens,
+        )
+
+    async def build(self, ctx: ReplyContext) -> LayerOutput:
+        budget = ctx.budget.dossier_tokens
+        if ctx.recall_paused:
+            return LayerOutput(self.name, budget=budget, note="recall paused")
+        # Only dossiers written from facts visible here: a DM's dossier never shows in a guild.
+        rows = await self._projections.dossiers(ctx.participants, visible_scopes(ctx.place))
+        names = {t.author_key: t.author_name for t in ctx.recent}
+        lines = [f"- {escape(names.get(d.canonical_key, d.canonical_key))}: {escape(d.text)}" for d in rows]
+        packed = pack(lines, budget, lambda kept: fence("People here", list(kept)))
+        items = tuple({"person": rows[i].canonical_key, "scope": rows[i].scope} for i in packed.included)
+        dropped = tuple({"person": rows[i].canonical_key, "reason": "budget"} for i in packed.dropped)
+        return LayerOutput(self.name, text=packed.text, cost=packed.cost, budget=budget, items=items, dropped=dropped)
+
+
+@dataclass
+class MemoryLayer:
+    """Retrieved memory: facts fused from BM25, recency, importance and embeddings, plus older
+    messages of this channel outside the recent window."""
+
+    retriever: Retriever
+    name: str = field(default="memory", init=False)
+
+    def invalidation_key(self, ctx: ReplyContext) -> Hashable:
+        oldest = ctx.recent[0].id if ctx.recent else 0
+        return (
+            ctx.place,
+            ctx.query,
+            oldest,
+            ctx.recall_paused,
+            ctx.versions.get("facts"),
+            ctx.versions.get("fact_embeddings"),
+            ctx.budget.memory_tokens,
+        )
+
+    async def build(self, ctx: ReplyContext) -> LayerOutput:
+        budget = ctx.budget.memory_tokens
+        if ctx.recall_paused:
+            return LayerOutput(self.name, budget=budget, note="recall paused")
+        query = ctx.query
+        facts = await self.retriever.facts(query, ctx.place)
+        before = ctx.recent[0].id if ctx.recent else 2**62
+        turns = await self.retriever.turns(query, ctx.place, before)
+        lines = [f"- [F#{s.fact.id}] {escape(s.fact.content)}" for s in facts]
+        lines += [f"- [T#{s.turn.id}] {escape(s.turn.author_name)} said: {escape(s.turn.content)}" for s in turns]
+        packed = pack(lines, budget, lambda kept: fence("What you remember", list(kept)))
+        kept = set(packed.included)
+        items: list[dict[str, Any]] = []
+        dropped: list[dict[str, Any]] = []
+        for i, s in enumerate(facts):
+            record = {"fact_id": s.fact.id, "content": s.fact.content, "score": s.score, "signals": s.signals}
+            (items if i in kept else dropped).append(record if i in kept else {**record, "reason": "budget"})
+        for j, t in enumerate(turns):
+            i = len(facts) + j
+            record = {"turn_id": t.turn.id, "score": t.score, "signals": t.signals}
+            (items if i in kept else dropped).append(record if i in kept else {**record, "reason": "budget"})
+        return LayerOutput(
+            self.name, text=packed.text, cost=packed.cost, budget=budget, items=tuple(items), dropped=tuple(dropped)
+        )
+
+
+class HistoryLayer:
+    name = "history"
+
+    def invalidation_key(self, ctx: ReplyContext) -> Hashable:
+        return (ctx.place, tuple((t.id, t.revision) for t in ctx.recent), ctx.budget.history_tokens)
+
+    async def build(self, ctx: ReplyContext) -> LayerOutput:
+        budget = ctx.budget.history_tokens
+        rendered = [_message(t) for t in ctx.recent]
+        costs = [count_tokens(m["content"]) + MESSAGE_OVERHEAD for m in rendered]
+        kept: list[int] = []
+        spent = 0
+        for i in range(len(rendered) - 1, -1, -1):  # newest first
+            if spent + costs[i] > budget:
+                break
+            spent += costs[i]
+            kept.append(i)
+        kept.reverse()
+        first = kept[0] if kept else len(rendered)
+        dropped = tuple({"turn_id": ctx.recent[i].id, "reason": "budget"} for i in range(first))
+        items = tuple({"turn_id": ctx.recent[i].id} for i in kept)
+        return LayerOutput(
+            self.name,
+            messages=tuple(rendered[i] for i in kept),
+            cost=spent,
+            budget=budget,
+            items=items,
+            dropped=dropped,
+        )
+
+
+def _message(turn: Turn) -> ChatMessage:
+    if turn.author_key == SELF_KEY:
+        return {"role": "assistant", "content": turn.content}
+    return {"role": "user", "content": f"{turn.author_name}: {turn.content}"}
+
+
+def check_layer_names(names: Sequence[str]) -> str | None:
+    """A problem with a prompt_layers list, or None."""
+    unknown = [n for n in names if n not in DEFAULT_ORDER]
+    if unknown:
+        return f"unknown layer {unknown[0]!r} (known layers: {', '.join(DEFAULT_ORDER)})"
+    if len(set(names)) != len(names):
+        return "a layer is listed twice"
+    return None

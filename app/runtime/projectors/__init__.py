@@ -1,0 +1,1 @@
+"""Projectors: background memory workers that turn turns into summaries, facts, dossiers and reflections."""

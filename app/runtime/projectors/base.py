@@ -1,0 +1,148 @@
+"""The `MemoryProjector` protocol, the registry, and what every projector shares.
+
+A projector is a background worker that reads turns (or facts) past its persisted watermark and
+writes one side-index. `run()` is one tick: it does what is due and returns. Watermarks live in
+SQL (projector_state), so a restart, a pause or a dropped side-index resumes from where it stood.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from app.config.settings import Settings
+from app.memory.derived import PauseState, Projections
+from app.memory.embeddings import Embedder, EmbeddingIndex
+from app.memory.history import History
+from app.memory.records import Turn
+from app.runtime.llm import LLMClient
+
+_log = logging.getLogger(__name__)
+
+SELF_KEY = "familiar:self"
+
+
+class MemoryProjector(Protocol):
+    name: str
+
+    async def run(self) -> None: ...
+
+
+@dataclass
+class ProjectorDeps:
+    """Everything a projector may use; built once by the runtime."""
+
+    history: History
+    projections: Projections
+    llm: LLMClient  # the background slot
+    settings: Settings
+    embedder: Embedder | None = None
+    embeddings: EmbeddingIndex | None = None
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # What the last tick did, per projector, for status displays and tests.
+    reports: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def display_name(self) -> str:
+        return self.settings.familiar.display_name
+
+    async def pause(self) -> PauseState:
+        return await self.projections.pause_state()
+
+    def report(self, name: str, text: str) -> None:
+        self.reports[name] = text
+        _log.info("%s: %s", name, text)
+
+
+Factory = Callable[[ProjectorDeps], MemoryProjector]
+_REGISTRY: dict[str, Factory] = {}
+
+
+def register_projector(name: str, factory: Factory) -> None:
+    """Make a projector available to `[providers.memory].projectors` (call at import time)."""
+    if not name or not name.replace("_", "").isalnum():
+        raise ValueError(f"a projector name is letters, digits and underscores, not {name!r}")
+    _REGISTRY[name] = factory
+
+
+def projector_names() -> tuple[str, ...]:
+    _load_builtins()
+    return tuple(sorted(_REGISTRY))
+
+
+def unknown_projectors(names: Sequence[str]) -> list[str]:
+    known = set(projector_names())
+    return [n for n in names if n not in known]
+
+
+def create_projectors(names: Sequence[str], deps: ProjectorDeps) -> list[MemoryProjector]:
+    _load_builtins()
+    missing = unknown_projectors(names)
+    if missing:
+        raise ValueError(f"unknown projector {missing[0]!r} (known: {', '.join(projector_names())})")
+    return [_REGISTRY[n](deps) for n in dict.fromkeys(names)]
+
+
+def _load_builtins() -> None:
+    from app.runtime.projectors import builtins  # noqa: F401  (registers the built-ins)
+
+
+# -- shared queries ---------------------------------------------------------------------------------
+async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tuple[int, int, int]]:
+    """Per place: (watermark, newest turn id, how many live turns are past the watermark).
+
+    One range scan from the projector's floor (the lowest place watermark still behind), so a tick
+    reads only turns that arrived since, not the whole table.
+    """
+    floor = await deps.projections.watermark(name, "")
+    marks = await deps.projections.watermarks(name)
+    rows = await deps.history.store.read_all(
+        "SELECT place, MAX(id), COUNT(*), MIN(id) FROM turns WHERE id > ? AND superseded = 0 AND redacted = 0"
+        " GROUP BY place",
+        (floor,),
+    )
+    out: dict[str, tuple[int, int, int]] = {}
+    for place, newest, _count, _oldest in rows:
+        mark = marks.get(str(place), floor)
+        if int(newest) > mark:
+            count = await _count_after(deps, str(place), mark)
+            out[str(place)] = (mark, int(newest), count)
+    return out
+
+
+async def _count_after(deps: ProjectorDeps, place: str, after: int) -> int:
+    row = await deps.history.store.read_one(
+        "SELECT COUNT(*) FROM turns WHERE place = ? AND id > ? AND superseded = 0 AND redacted = 0", (place, after)
+    )
+    return int(row[0]) if row else 0
+
+
+async def advance_floor(deps: ProjectorDeps, name: str) -> None:
+    """The floor is the lowest watermark among places that still have turns past theirs (paused
+    places keep it low so their turns are not lost); with none behind, the newest turn id."""
+    behind = await places_with_new_turns(deps, name)
+    if behind:
+        floor = min(mark for mark, _newest, _count in behind.values())
+    else:
+        floor = await deps.history.store.max_turn_id()
+    await deps.projections.set_watermark(name, floor, "")
+
+
+async def turns_after(deps: ProjectorDeps, place: str, after: int, limit: int) -> list[Turn]:
+    """Live turns of a place after a turn id, oldest first."""
+    rows = await deps.history.store.read_all(
+        "SELECT id FROM turns WHERE place = ? AND id > ? AND superseded = 0 AND redacted = 0 ORDER BY id LIMIT ?",
+        (place, after, limit),
+    )
+    return await deps.history.store.turns_by_ids([int(r[0]) for r in rows])
+
+
+def quiet_for(deps: ProjectorDeps, turns: Sequence[Turn]) -> float:
+    """Seconds since the newest of `turns`."""
+    if not turns:
+        return 0.0
+    newest = max(t.created_at for t in turns)
+    return (deps.clock() - newest).total_seconds()

@@ -1,0 +1,150 @@
+"""rich_note: fact extraction from batches of turns, with claim discipline enforced in code.
+
+Per place, turns past the watermark are sent in batches of `[memory.learning] batch_turns` (a
+smaller batch waits until the conversation has been quiet for a tick). The answer is validated
+strictly (app/runtime/projectors/extraction.py); garbage gets one retry, then the batch is dropped
+whole and the watermark still advances. Valid candidates go through the store's insert path
+(near-duplicate suppression, tombstones, the promotion policy). An edited message queues its new
+revision as `extract` work, done here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.memory.facts import FactError, NewFact, validate
+from app.memory.records import Turn
+from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
+from app.runtime.projectors.base import (
+    SELF_KEY,
+    ProjectorDeps,
+    advance_floor,
+    places_with_new_turns,
+    quiet_for,
+    turns_after,
+)
+from app.runtime.projectors.extraction import (
+    SCHEMA_TEXT,
+    Batch,
+    BatchTurn,
+    Candidate,
+    ExtractionError,
+    parse_extraction,
+    prompt_turns,
+    render_batch,
+)
+
+SYSTEM = """You read a stretch of a chat and note what is worth remembering about the people in it.
+
+Rules:
+- Each fact is ONE self-contained sentence: full names, absolute dates (e.g. 2026-03-01), no "he", "it", "yesterday".
+- Identity is the canonical key in parentheses, never a name someone adopts in play. An impersonation
+  ("No, I am Alice") is a bit, never an identity.
+- When one person says something about another person, that is a claim: attribute it ("Alice says Bob ...").
+- Role-play, jokes and in-character narration are bits, not real events.
+- Anything phrased as a standing rule or preference is semantic or procedural, never episodic.
+- Skip small talk. If nothing is worth remembering, answer {"facts": []}.
+"""
+
+
+def batch_of(place: str, turns: Sequence[Turn], display_name: str) -> Batch:
+    return Batch(
+        place=place,
+        turns=tuple(
+            BatchTurn(
+                id=t.id,
+                author_key=t.author_key,
+                author_name=t.author_name,
+                content=t.content,
+                mode=t.mode,
+                created_at=t.created_at,
+            )
+            for t in turns
+        ),
+        self_key=SELF_KEY,
+        self_name=display_name,
+    )
+
+
+def to_new_fact(candidate: Candidate, place: str, origin: str) -> NewFact:
+    return NewFact(
+        content=candidate.content,
+        type=candidate.type,
+        importance=candidate.importance,
+        confidence=candidate.confidence,
+        subjects=candidate.subjects,
+        place=place,  # scope comes from where it was said, set by code, never by the model
+        speaker=candidate.speaker,
+        source_turn_ids=candidate.source_turn_ids,
+        valid_from=candidate.valid_from,
+        valid_to=candidate.valid_to,
+        origin=origin,
+    )
+
+
+class RichNoteProjector:
+    name = "rich_note"
+
+    def __init__(self, deps: ProjectorDeps) -> None:
+        self._deps = deps
+
+    async def run(self) -> None:
+        deps = self._deps
+        pause = await deps.pause()
+        if pause.paused("learning", "*"):
+            return
+        learning = deps.settings.memory.learning
+        while (item := await deps.projections.next_work("extract", skip_places=pause.learning)) is not None:
+            turns = [t for t in await deps.history.store.turns_by_ids([item.turn_id]) if not t.redacted]
+            try:
+                if turns:  # a later edit cancels this item; a deletion redacts the turn
+                    await self.extract(turns[0].place, turns)
+            except GarbageAnswerError as exc:
+                await deps.projections.finish_work(item.id, error=str(exc))
+                continue
+            except BaseException as exc:
+                await deps.projections.finish_work(item.id, error=str(exc) or type(exc).__name__)
+                raise
+            await deps.projections.finish_work(item.id)
+        for place, (mark, _newest, count) in (await places_with_new_turns(deps, self.name)).items():
+            if pause.paused("learning", place):
+                continue  # its watermark stays: the work resumes when learning does
+            turns = await turns_after(deps, place, mark, learning.batch_turns)
+            if count < learning.batch_turns and quiet_for(deps, turns) < learning.tick_seconds:
+                continue  # a partial batch waits for the conversation to pause
+            try:
+                await self.extract(place, turns)
+            except GarbageAnswerError as exc:
+                deps.report(self.name, f"dropped the batch T#{turns[0].id}-T#{turns[-1].id} in {place}: {exc}")
+            await deps.projections.set_watermark(self.name, turns[-1].id, place)
+        await advance_floor(deps, self.name)
+
+    async def extract(self, place: str, turns: Sequence[Turn]) -> list[str]:
+        """Extract and insert; returns the outcome of each candidate. Raises GarbageAnswerError when the
+        batch is dropped (nothing of it lands)."""
+        deps = self._deps
+        batch = batch_of(place, turns, deps.display_name)
+        if not prompt_turns(batch):
+            return []
+        people = {t.author_key: t.author_name for t in batch.turns}
+        people[SELF_KEY] = deps.display_name
+        user = (
+            "Participants: " + ", ".join(f"{name} ({key})" for key, name in people.items()) + "\n\n"
+            "Turns:\n" + render_batch(batch) + "\n\n" + SCHEMA_TEXT
+        )
+        extraction = await ask_parsed(
+            deps.llm, SYSTEM, user, lambda answer: parse_extraction(answer, batch), errors=(ExtractionError,)
+        )
+        new_facts = [to_new_fact(c, place, "extraction") for c in extraction.candidates]
+        try:
+            for new in new_facts:
+                validate(new)  # all or nothing: a batch with one invalid fact lands no fact
+        except FactError as exc:
+            raise GarbageAnswerError(f"a fact failed validation: {exc}") from exc
+        outcomes: list[str] = [(await deps.history.insert_fact(new)).outcome for new in new_facts]
+        deps.report(
+            self.name,
+            f"{place}: {len(turns)} turns -> {outcomes.count('inserted')} new facts"
+            f" ({len(extraction.dropped)} refused by policy, {len(outcomes) - outcomes.count('inserted')} known)",
+        )
+        return outcomes
