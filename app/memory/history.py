@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -203,8 +204,34 @@ class History:
         self.turns_index.notify()
         if ids:
             await self.facts.on_turns_deleted(ids)
+            await self._drop_quoting(ids)
             self.facts_index.notify()
         return ids
+
+    async def _drop_quoting(self, turn_ids: Sequence[int]) -> list[tuple[str, int]]:
+        """Projections that may quote redacted turns: the summaries that covered them and the
+        reflections citing them are dropped (their projectors rebuild from what is left)."""
+        if not turn_ids:
+            return []
+        marks = ",".join("?" * len(turn_ids))
+        async with self.store.transaction() as conn:
+            async with conn.execute(
+                f"SELECT place, MIN(id) FROM turns WHERE id IN ({marks}) GROUP BY place", list(turn_ids)
+            ) as cursor:
+                spans = [(str(r[0]), int(r[1])) for r in await cursor.fetchall()]
+            summaries = 0
+            for place, first in spans:
+                cursor = await conn.execute(
+                    "DELETE FROM summaries WHERE place = ? AND last_turn_id >= ?", (place, first)
+                )
+                summaries += max(cursor.rowcount, 0)
+            cursor = await conn.execute(
+                "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_turn_ids) j"
+                f" WHERE j.value IN ({marks}))",
+                list(turn_ids),
+            )
+            reflections = max(cursor.rowcount, 0)
+        return [("summaries", summaries), ("reflections", reflections)]
 
     async def recent_turns(self, place: str, limit: int) -> list[Turn]:
         return await self.store.recent_turns(place, limit)
@@ -240,6 +267,9 @@ class History:
     ) -> ForgetReceipt:
         """Forget, and return the receipt only once the indexes no longer hold the text."""
         receipt, changes = await self.facts.forget(fact_id, revision=revision, redact_sources=redact_sources)
+        if receipt.redacted_turn_ids:
+            dropped = await self._drop_quoting(receipt.redacted_turn_ids)
+            receipt = dataclasses.replace(receipt, stores=receipt.stores + tuple(dropped))
         await self.store.checkpoint()  # the erased text must not linger in the write-ahead log either
         self._wake(changes)
         for committer, touched in ((self.facts_index, changes.facts_index), (self.turns_index, changes.turns_index)):

@@ -1,0 +1,72 @@
+"""A deleted or redacted message takes with it the projections that may quote it: the summary that
+covered it and the reflections citing it (their projectors rebuild from what is left)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from app.memory.derived import Projections
+from app.memory.facts import NewFact
+from app.memory.history import History
+from tests.memory.helpers import OTHER_PLACE, PLACE, turn
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest_asyncio.fixture
+async def history(tmp_path: Path) -> AsyncIterator[History]:
+    opened = await History.open(tmp_path / "history.db", tmp_path / "fts", tmp_path / "backups")
+    yield opened
+    await opened.close()
+
+
+async def test_a_discord_deletion_drops_the_summary_and_reflections_that_may_quote_it(history: History) -> None:
+    ids = await history.append_turns(
+        [
+            turn("my locker code is 4417", message_id=21),
+            turn("lantern chatter", message_id=22),
+            turn("elsewhere", message_id=23, place=OTHER_PLACE),
+        ]
+    )
+    projections = Projections(history.store)
+    await projections.save_summary(
+        PLACE, "Alice shared her locker code 4417.", ids[1], watermark_name="rolling_summary"
+    )
+    await projections.save_summary(OTHER_PLACE, "Someone was elsewhere.", ids[2], watermark_name="rolling_summary")
+    await projections.add_reflections(
+        PLACE,
+        [("Alice overshares codes.", [ids[0]], []), ("The lantern is a theme.", [ids[1]], [])],
+        last_turn_id=ids[1],
+        last_fact_id=0,
+        watermark_name="reflection",
+    )
+
+    await history.redact_message("discord", 21, datetime.now(UTC))
+
+    assert await projections.summary(PLACE) is None
+    kept = await projections.summary(OTHER_PLACE)
+    assert kept is not None
+    assert kept.text == "Someone was elsewhere."
+    assert [r.text for r in await projections.reflections([PLACE], 10)] == ["The lantern is a theme."]
+
+
+async def test_forget_with_redacted_sources_lists_the_dropped_projections(history: History) -> None:
+    ids = await history.append_turns([turn("Bob said his locker code is 4417", message_id=31)])
+    outcome, _changes = await history.facts.insert(
+        NewFact("Bob's locker code is 4417", "episodic", 5, 0.9, ("discord:7002",), PLACE, source_turn_ids=(ids[0],))
+    )
+    assert outcome.fact is not None
+    projections = Projections(history.store)
+    await projections.save_summary(PLACE, "Bob's locker code came up.", ids[0], watermark_name="rolling_summary")
+
+    receipt = await history.forget_fact(outcome.fact.id, redact_sources=True)
+
+    stores = dict(receipt.stores)
+    assert stores["summaries"] == 1
+    assert stores["reflections"] == 0
+    assert await projections.summary(PLACE) is None
