@@ -15,6 +15,7 @@ multiplied by the fact's type weight (semantic 1.0, procedural 0.9, episodic 0.7
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +28,28 @@ from app.memory.records import Turn
 
 NEUTRAL = 0.5
 SIGNALS = ("bm25", "recency", "importance", "embedding")
+MAX_TERMS = 16
+_WORD = re.compile(r"\w+", re.UNICODE)
+STOP_WORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her
+    here hers herself him himself his how i if in into is it its itself just let me more most my myself no nor
+    not now of off on once only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under until up very was
+    we were what when where which while who whom why will with would you your yours yourself yourselves
+    hey hi hello ok okay yes yeah oh um uh lol like just really get got going gonna know think""".split()
+)
+
+
+def search_terms(cue: str) -> str:
+    """The words of a cue worth a full-text search: distinct, no stop words, newest first, capped.
+    (A chatty cue full of "the" and "you" costs tantivy ten times more and ranks no better.)"""
+    seen: dict[str, None] = {}
+    for line in reversed(cue.splitlines()):
+        for word in _WORD.findall(line.lower()):
+            if word not in STOP_WORDS and (len(word) > 1 or not word.isascii()):
+                seen.setdefault(word, None)
+    return " ".join(list(seen)[:MAX_TERMS])
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +113,10 @@ class Retriever:
         if not query.strip() or limit <= 0:
             return []
         # The index filters by scope, so other places' facts can never crowd out this place's own.
-        hits = await self._history.facts_index.search(query, limit * self._settings.overfetch, scopes)
+        terms = search_terms(query)
+        if not terms:
+            return []
+        hits = await self._history.facts_index.search(terms, limit * self._settings.overfetch, scopes)
         allowed = await self._history.facts.visible_ids([i for i, _s in hits], where)
         if not allowed:
             return []
@@ -130,7 +156,10 @@ class Retriever:
         limit = self._settings.max_turns if limit is None else limit
         if not query.strip() or limit <= 0:
             return []
-        hits = await self._history.search_turns(query, limit * self._settings.overfetch, place)
+        terms = search_terms(query)
+        if not terms:
+            return []
+        hits = await self._history.search_turns(terms, limit * self._settings.overfetch, place)
         candidates = [h for h in hits if h.turn.id < before_id]
         if not candidates:
             return []

@@ -172,3 +172,19 @@ async def test_older_messages_exclude_the_recent_window_and_other_places(history
     found = [s.turn.id for s in await retriever.turns("harbour bell", PLACE, recent_window_starts_at)]
     assert found == [ids[0]]
     assert await retriever.turns("   ", PLACE, 10**9) == []
+
+
+async def test_search_terms_keep_distinct_content_words_newest_first_and_capped() -> None:
+    from app.runtime.retrieval import MAX_TERMS, search_terms
+
+    assert search_terms("what is the lantern for?\nand where is the LANTERN oil") == "lantern oil"
+    assert search_terms("hi, how are you?") == ""
+    many = " ".join(f"word{i}" for i in range(40))
+    assert len(search_terms(many).split()) == MAX_TERMS
+    assert search_terms("猫が好き") == "猫が好き"
+
+
+async def test_a_cue_of_only_small_talk_recalls_nothing(history: History) -> None:
+    await remember(history, "Alice is how she is.")
+    await ready(history)
+    assert await Retriever(history, RetrievalSection()).facts("hi, how are you?", PLACE) == []

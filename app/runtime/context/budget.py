@@ -50,7 +50,35 @@ def pack(
     `render` turns the kept items into the final block text (header, per-item framing, footer);
     it must return "" for no items. An item that does not fit is dropped, and later, smaller
     items may still fit.
+
+    Each item is costed once and the framing once: with the default costing, a block whose items
+    are joined by whitespace costs exactly framing + the sum of its items. The final text is then
+    costed exactly; if a `render` or `cost` breaks that additivity, the packer falls back to
+    re-costing the whole block for every candidate, so the budget holds either way.
     """
+    if not items:
+        return Packed(text="", cost=0, included=(), dropped=())
+    framing = cost(render([items[0]])) - cost(items[0])
+    kept: list[int] = []
+    dropped: list[int] = []
+    spent = framing
+    for index, item in enumerate(items):
+        item_cost = cost(item)
+        if (max_items is not None and len(kept) >= max_items) or spent + item_cost > budget:
+            dropped.append(index)
+        else:
+            kept.append(index)
+            spent += item_cost
+    text = render([items[i] for i in kept]) if kept else ""
+    exact = cost(text)
+    if exact == (spent if kept else 0) and exact <= budget:
+        return Packed(text=text, cost=exact, included=tuple(kept), dropped=tuple(dropped))
+    return _pack_exactly(items, budget, render, max_items, cost)
+
+
+def _pack_exactly(
+    items: Sequence[str], budget: int, render: Callable[[Sequence[str]], str], max_items: int | None, cost: Cost
+) -> Packed:
     kept: list[int] = []
     dropped: list[int] = []
     text = ""

@@ -3,6 +3,8 @@ recalled content can never close the fence."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +79,23 @@ def test_recalled_content_cannot_close_the_fence(contents: list[str]) -> None:
     inside = block[block.index(OPEN) + len(OPEN) : block.index(CLOSE)]
     assert "<" not in inside
     assert ">" not in inside
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=st.lists(texts, max_size=15), budget=st.integers(min_value=0, max_value=200))
+def test_the_fast_packer_agrees_with_costing_every_candidate_block(items: list[str], budget: int) -> None:
+    from app.runtime.context.budget import _pack_exactly
+
+    lines = [f"- {escape(item)}" for item in items]
+
+    def render(kept: Sequence[str]) -> str:
+        return fence("Notes", list(kept))
+
+    assert pack(lines, budget, render) == _pack_exactly(lines, budget, render, None, count_tokens)
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=st.lists(texts, max_size=10), budget=st.integers(min_value=0, max_value=100))
+def test_a_render_that_glues_items_together_still_stays_within_budget(items: list[str], budget: int) -> None:
+    packed = pack(items, budget, lambda kept: "[" + "".join(kept) + "]" if kept else "")
+    assert count_tokens(packed.text) == packed.cost <= budget
