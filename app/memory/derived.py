@@ -61,8 +61,9 @@ class PauseState:
     recall: tuple[str, ...]
 
     def paused(self, kind: PauseKind, place: str) -> bool:
+        """Paused everywhere, in this place, or in the guild a channel belongs to."""
         chosen = self.learning if kind == "learning" else self.recall
-        return EVERYWHERE in chosen or place in chosen
+        return EVERYWHERE in chosen or place in chosen or place.split("/", 1)[0] in chosen
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,14 +251,19 @@ class Projections:
 
     async def next_work(self, kind: str, *, skip_places: Sequence[str] = ()) -> WorkItem | None:
         """Claim the oldest queued item of a kind (marks it running, counts the attempt); items of
-        `skip_places` (paused ones) stay queued."""
+        `skip_places` (paused ones, a guild covering its channels) stay queued."""
         skip = ",".join("?" * len(skip_places))
-        clause = f" AND COALESCE(place, '') NOT IN ({skip})" if skip_places else ""
+        clause = (
+            f" AND COALESCE(place, '') NOT IN ({skip})"
+            f" AND substr(COALESCE(place, ''), 1, instr(COALESCE(place, '') || '/', '/') - 1) NOT IN ({skip})"
+            if skip_places
+            else ""
+        )
         async with self._store.transaction() as conn:
             async with conn.execute(
                 f"SELECT {_WORK_COLUMNS} FROM memory_work WHERE kind = ? AND status = 'queued'{clause}"
                 " ORDER BY id LIMIT 1",
-                (kind, *skip_places),
+                (kind, *skip_places, *skip_places),
             ) as cursor:
                 row = await cursor.fetchone()
             if row is None:
@@ -289,6 +295,19 @@ class Projections:
                 (new, error, _now(), item_id),
             )
         return new
+
+    async def release_work(self, item_id: int, *, error: str) -> str:
+        """Back to the queue without spending an attempt: the work could not be tried (the model was
+        unreachable), which says nothing about the work itself. Cancelled work stays cancelled."""
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE memory_work SET status = 'queued', attempts = MAX(attempts - 1, 0), last_error = ?,"
+                " updated_at = ? WHERE id = ? AND status = 'running'",
+                (error, _now(), item_id),
+            )
+            if cursor.rowcount:
+                return "queued"
+        return await self.work_status(item_id) or "gone"
 
     async def work_status(self, item_id: int) -> str | None:
         row = await self._store.read_one("SELECT status FROM memory_work WHERE id = ?", (item_id,))

@@ -8,7 +8,7 @@ SQL (projector_state), so a restart, a pause or a dropped side-index resumes fro
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -44,6 +44,8 @@ class ProjectorDeps:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     # What the last tick did, per projector, for status displays and tests.
     reports: dict[str, str] = field(default_factory=dict)
+    # The last scan for new turns per projector, reused to move its floor at the end of the tick.
+    scans: dict[str, tuple[dict[str, tuple[int, int, int]], int]] = field(default_factory=dict)
 
     @property
     def display_name(self) -> str:
@@ -95,21 +97,24 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
     """Per place: (watermark, newest turn id, how many live turns are past the watermark).
 
     One range scan from the projector's floor (the lowest place watermark still behind), so a tick
-    reads only turns that arrived since, not the whole table.
+    reads only turns that arrived since, not the whole table. (`GROUP BY +place` keeps SQLite on
+    the id range; grouping through the place index would walk every turn.) The scan is remembered
+    for `advance_floor` at the end of the tick.
     """
     floor = await deps.projections.watermark(name, "")
     marks = await deps.projections.watermarks(name)
+    top = await deps.history.store.max_turn_id()  # read first: everything up to here is in the scan
     rows = await deps.history.store.read_all(
-        "SELECT place, MAX(id), COUNT(*), MIN(id) FROM turns WHERE id > ? AND superseded = 0 AND redacted = 0"
-        " GROUP BY place",
-        (floor,),
+        "SELECT place, MAX(id) FROM turns WHERE id > ? AND id <= ? AND superseded = 0 AND redacted = 0 GROUP BY +place",
+        (floor, top),
     )
     out: dict[str, tuple[int, int, int]] = {}
-    for place, newest, _count, _oldest in rows:
+    for place, newest in rows:
         mark = marks.get(str(place), floor)
         if int(newest) > mark:
             count = await _count_after(deps, str(place), mark)
             out[str(place)] = (mark, int(newest), count)
+    deps.scans[name] = (out, max(top, floor))
     return out
 
 
@@ -122,13 +127,17 @@ async def _count_after(deps: ProjectorDeps, place: str, after: int) -> int:
 
 async def advance_floor(deps: ProjectorDeps, name: str) -> None:
     """The floor is the lowest watermark among places that still have turns past theirs (paused
-    places keep it low so their turns are not lost); with none behind, the newest turn id."""
-    behind = await places_with_new_turns(deps, name)
-    if behind:
-        floor = min(mark for mark, _newest, _count in behind.values())
-    else:
-        floor = await deps.history.store.max_turn_id()
-    await deps.projections.set_watermark(name, floor, "")
+    places keep it low so their turns are not lost); with none behind, the newest turn id the
+    tick's scan covered (a turn that arrived after it is above that, so it is never skipped)."""
+    scan = deps.scans.pop(name, None)
+    if scan is None:
+        await places_with_new_turns(deps, name)
+        scan = deps.scans.pop(name)
+    behind, top = scan
+    marks = await deps.projections.watermarks(name)
+    still = [marks.get(place, mark) for place, (mark, newest, _count) in behind.items()]
+    still = [m for m, (_mark, newest, _count) in zip(still, behind.values(), strict=True) if m < newest]
+    await deps.projections.set_watermark(name, min(still) if still else top, "")
 
 
 async def turns_after(deps: ProjectorDeps, place: str, after: int, limit: int) -> list[Turn]:
@@ -138,6 +147,26 @@ async def turns_after(deps: ProjectorDeps, place: str, after: int, limit: int) -
         (place, after, limit),
     )
     return await deps.history.store.turns_by_ids([int(r[0]) for r in rows])
+
+
+async def live_turn_ids(deps: ProjectorDeps, ids: Iterable[int]) -> set[int]:
+    """Of these turn ids, those still current: not deleted or replaced by an edit since. A model call
+    takes a while; what it cites may have been deleted meanwhile, and must not come back as a fact."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return set()
+    marks = ",".join("?" * len(wanted))
+    rows = await deps.history.store.read_all(
+        f"SELECT id FROM turns WHERE id IN ({marks}) AND superseded = 0 AND redacted = 0", wanted
+    )
+    return {int(r[0]) for r in rows}
+
+
+def quote_turn(turn: Turn, *, with_id: bool = False) -> str:
+    """One turn as one prompt line; its own line breaks are indented so a message cannot fake the
+    line of another turn (or another speaker)."""
+    head = f"[T#{turn.id}] " if with_id else ""
+    return f"{head}{turn.author_name}: " + turn.content.replace("\r", "").replace("\n", "\n    ")
 
 
 def quiet_for(deps: ProjectorDeps, turns: Sequence[Turn]) -> float:

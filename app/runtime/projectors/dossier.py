@@ -9,6 +9,7 @@ rebuilt on the next tick.
 
 from __future__ import annotations
 
+from app.memory.derived import change_counters
 from app.memory.facts import Fact
 from app.runtime.projectors.base import ProjectorDeps
 
@@ -26,6 +27,7 @@ class PeopleDossierProjector:
 
     def __init__(self, deps: ProjectorDeps) -> None:
         self._deps = deps
+        self._dossiers_seen: int | None = None
 
     async def run(self) -> None:
         deps = self._deps
@@ -42,12 +44,20 @@ class PeopleDossierProjector:
         pairs: dict[tuple[str, str], int] = {}
         for rowid, subject, scope in rows:
             pairs.setdefault((str(subject), str(scope)), int(rowid))
-        # Dossiers dropped by a supersede or a forget: rebuilt from what is current.
-        for subject, scope in await store.read_all(
-            "SELECT DISTINCT s.subject, f.scope FROM facts f JOIN fact_subjects s ON s.fact_id = f.id"
-            " WHERE f.status = 'active' AND f.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM people_dossiers d"
-            "   WHERE d.canonical_key = s.subject AND d.scope = f.scope) LIMIT ?",
-            (MAX_PAIRS_PER_TICK,),
+        # Dossiers dropped by a supersede or a forget: rebuilt from what is current. The scan for
+        # them runs only when the dossier table changed since the last tick's start.
+        counter = (await change_counters(store)).get("people_dossiers", 0)
+        dropped_since = counter != self._dossiers_seen
+        self._dossiers_seen = counter
+        for subject, scope in (
+            []
+            if not dropped_since
+            else await store.read_all(
+                "SELECT DISTINCT s.subject, f.scope FROM facts f JOIN fact_subjects s ON s.fact_id = f.id"
+                " WHERE f.status = 'active' AND f.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM people_dossiers d"
+                "   WHERE d.canonical_key = s.subject AND d.scope = f.scope) LIMIT ?",
+                (MAX_PAIRS_PER_TICK,),
+            )
         ):
             pairs.setdefault((str(subject), str(scope)), mark + 1)
         new_mark = int(rows[-1][0]) if rows else mark
@@ -63,8 +73,9 @@ class PeopleDossierProjector:
     async def _fold(self, subject: str, scope: str) -> None:
         deps = self._deps
         rows = await deps.history.store.read_all(
-            "SELECT f.id FROM facts f JOIN fact_subjects s ON s.fact_id = f.id WHERE s.subject = ? AND f.scope = ?"
-            " AND f.status = 'active' AND f.superseded_at IS NULL ORDER BY f.id DESC LIMIT 40",
+            # From the person's facts, not the scope's (a busy server has thousands of those).
+            "SELECT f.id FROM fact_subjects s CROSS JOIN facts f ON f.id = s.fact_id WHERE s.subject = ?"
+            " AND +f.scope = ? AND f.status = 'active' AND f.superseded_at IS NULL ORDER BY f.id DESC LIMIT 40",
             (subject, scope),
         )
         found = await deps.history.facts.get_many([int(r[0]) for r in rows])

@@ -4,17 +4,26 @@ When a conversation has been quiet for `[memory.learning] dream_idle_seconds`, i
 queued once (the queue is SQL, so it survives restarts). One queued conversation is dreamt per tick:
 the model sees its turns and the facts already known there, and may propose at most five facts.
 Code, not the model, fixes provenance (the cited turns must be the conversation's) and scope (the
-conversation's place). Candidates matching a forget tombstone are never learnt. A failed attempt
-is retried up to three times; then the item stays `failed`, with its error, for the owner to see.
-A deleted source message cancels the queued item.
+conversation's place). Candidates matching a forget tombstone are never learnt. An attempt whose
+answer is garbage (even after the one retry) fails; after three, the item stays `failed`, with its
+error, for the owner to see. An unreachable model spends no attempt. A deleted source message
+cancels the queued item, and a dream in flight then learns nothing.
 """
 
 from __future__ import annotations
 
+from app.memory.derived import PauseState
 from app.memory.policy import visible_scopes
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import SELF_KEY, ProjectorDeps, advance_floor, places_with_new_turns, quiet_for
+from app.runtime.projectors.base import (
+    SELF_KEY,
+    ProjectorDeps,
+    advance_floor,
+    live_turn_ids,
+    places_with_new_turns,
+    quiet_for,
+)
 from app.runtime.projectors.extraction import SCHEMA_TEXT, Candidate, ExtractionError, parse_extraction, render_batch
 from app.runtime.projectors.rich_note import batch_of, to_new_fact
 
@@ -38,15 +47,19 @@ class DreamingProjector:
         pause = await deps.pause()
         if pause.paused("learning", "*"):
             return
-        await self._queue_quiet_conversations(pause.learning)
+        await self._queue_quiet_conversations(pause)
         item = await deps.projections.next_work("dream", skip_places=pause.learning)
         if item is None:
             return
         try:
             learned = await self.dream(item.place or "", item.turn_id)
-        except (GarbageAnswerError, LLMError) as exc:
+        except GarbageAnswerError as exc:
             status = await deps.projections.finish_work(item.id, error=str(exc))
             deps.report(self.name, f"dream of T#{item.turn_id} {status} (attempt {item.attempts}): {exc}")
+            return
+        except LLMError as exc:  # an unreachable model is no failed attempt: an outage must not use them up
+            status = await deps.projections.release_work(item.id, error=str(exc))
+            deps.report(self.name, f"dream of T#{item.turn_id} {status}, waiting for the background model: {exc}")
             return
         except BaseException as exc:
             await deps.projections.finish_work(item.id, error=str(exc) or type(exc).__name__)
@@ -54,11 +67,11 @@ class DreamingProjector:
         status = await deps.projections.finish_work(item.id)
         deps.report(self.name, f"dream of T#{item.turn_id} {status}: {learned} facts")
 
-    async def _queue_quiet_conversations(self, paused: tuple[str, ...]) -> None:
+    async def _queue_quiet_conversations(self, pause: PauseState) -> None:
         deps = self._deps
         idle = deps.settings.memory.learning.dream_idle_seconds
         for place, (_mark, newest, _count) in (await places_with_new_turns(deps, self.name)).items():
-            if place in paused:
+            if pause.paused("learning", place):
                 continue
             last = await deps.history.store.turns_by_ids([newest])
             if quiet_for(deps, last) < idle:
@@ -107,12 +120,18 @@ class DreamingProjector:
             return list(extraction.candidates)
 
         candidates = await ask_parsed(deps.llm, SYSTEM, user, parse, errors=(ExtractionError,))
+        # The source may have been deleted while the model thought: a cancelled dream learns nothing,
+        # and a fact whose every source is gone is not learnt.
+        work = await store.read_one("SELECT status FROM memory_work WHERE kind = 'dream' AND turn_id = ?", (turn_id,))
+        if work is not None and work[0] == "cancelled":
+            return 0
+        live = await live_turn_ids(deps, (i for c in candidates for i in c.source_turn_ids))
         forgotten = await deps.history.facts.tombstone_filter()
         learned = 0
         for candidate in candidates:
             new = to_new_fact(candidate, place, "dreaming")
-            if forgotten(new.content, new.subjects):
-                continue  # forgotten stays forgotten
+            if forgotten(new.content, new.subjects) or not live.intersection(new.source_turn_ids):
+                continue  # forgotten stays forgotten; a deleted message is not learnt from
             if (await deps.history.insert_fact(new)).outcome == "inserted":
                 learned += 1
         return learned

@@ -16,7 +16,7 @@ from typing import Any
 from app.memory.facts import Fact
 from app.memory.policy import visible_scopes
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import ProjectorDeps, advance_floor, places_with_new_turns
+from app.runtime.projectors.base import ProjectorDeps, advance_floor, places_with_new_turns, quote_turn
 
 SYSTEM = (
     "You reflect on a conversation: name a pattern, a recurring tension, an open question or a theme,"
@@ -101,10 +101,11 @@ class ReflectionProjector:
         )
         turns = await store.turns_by_ids(sorted(int(r[0]) for r in rows))
         facts = await self._recent_facts(place)
-        lines = [f"[T#{t.id}] {t.author_name}: {t.content}" for t in turns]
+        lines = [quote_turn(t, with_id=True) for t in turns]
         listed = [f"[F#{f.id}] {f.content}" for f in facts]
         user = "Turns:\n" + "\n".join(lines) + "\n\nFacts:\n" + ("\n".join(listed) or "(none)")
         kept: list[Proposed] = []
+        garbage: str | None = None
         try:
             proposed = await ask_parsed(
                 deps.llm,
@@ -115,7 +116,7 @@ class ReflectionProjector:
             )
             kept = proposed[: learning.max_reflections_per_tick]
         except GarbageAnswerError as exc:
-            deps.report(self.name, f"{place}: no reflection ({exc})")
+            garbage = f"{place}: no reflection up to T#{newest} ({exc})"
         last_fact = max((f.id for f in facts), default=0)
         # Rows and watermark together; the watermark moves even when nothing was kept.
         await deps.projections.add_reflections(
@@ -125,7 +126,7 @@ class ReflectionProjector:
             last_fact_id=last_fact,
             watermark_name=self.name,
         )
-        deps.report(self.name, f"{place}: {len(kept)} reflections up to T#{newest}")
+        deps.report(self.name, garbage or f"{place}: {len(kept)} reflections up to T#{newest}")
         return len(kept)
 
     async def _recent_facts(self, place: str) -> list[Fact]:

@@ -4,8 +4,8 @@ Per place, turns past the watermark are sent in batches of `[memory.learning] ba
 smaller batch waits until the conversation has been quiet for a tick). The answer is validated
 strictly (app/runtime/projectors/extraction.py); garbage gets one retry, then the batch is dropped
 whole and the watermark still advances. Valid candidates go through the store's insert path
-(near-duplicate suppression, tombstones, the promotion policy). An edited message queues its new
-revision as `extract` work, done here too.
+(near-duplicate suppression, tombstones, the promotion policy). An edited message's new revision is
+a new turn: the batches read it like any other (its queued `extract` item is closed here).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from app.runtime.projectors.base import (
     SELF_KEY,
     ProjectorDeps,
     advance_floor,
+    live_turn_ids,
     places_with_new_turns,
     quiet_for,
     turns_after,
@@ -94,17 +95,10 @@ class RichNoteProjector:
         if pause.paused("learning", "*"):
             return
         learning = deps.settings.memory.learning
+        # An edit queues its new revision as `extract` work. The revision is a new turn, past this
+        # projector's watermark, so the batches below read it (once, among its neighbours); extracting
+        # it here as well would ask about it twice. The item is closed as handed over.
         while (item := await deps.projections.next_work("extract", skip_places=pause.learning)) is not None:
-            turns = [t for t in await deps.history.store.turns_by_ids([item.turn_id]) if not t.redacted]
-            try:
-                if turns:  # a later edit cancels this item; a deletion redacts the turn
-                    await self.extract(turns[0].place, turns)
-            except GarbageAnswerError as exc:
-                await deps.projections.finish_work(item.id, error=str(exc))
-                continue
-            except BaseException as exc:
-                await deps.projections.finish_work(item.id, error=str(exc) or type(exc).__name__)
-                raise
             await deps.projections.finish_work(item.id)
         for place, (mark, _newest, count) in (await places_with_new_turns(deps, self.name)).items():
             if pause.paused("learning", place):
@@ -135,7 +129,9 @@ class RichNoteProjector:
         extraction = await ask_parsed(
             deps.llm, SYSTEM, user, lambda answer: parse_extraction(answer, batch), errors=(ExtractionError,)
         )
-        new_facts = [to_new_fact(c, place, "extraction") for c in extraction.candidates]
+        live = await live_turn_ids(deps, (i for c in extraction.candidates for i in c.source_turn_ids))
+        kept = [c for c in extraction.candidates if live.intersection(c.source_turn_ids)]  # sources deleted meanwhile
+        new_facts = [to_new_fact(c, place, "extraction") for c in kept]
         try:
             for new in new_facts:
                 validate(new)  # all or nothing: a batch with one invalid fact lands no fact
@@ -145,6 +141,7 @@ class RichNoteProjector:
         deps.report(
             self.name,
             f"{place}: {len(turns)} turns -> {outcomes.count('inserted')} new facts"
-            f" ({len(extraction.dropped)} refused by policy, {len(outcomes) - outcomes.count('inserted')} known)",
+            f" ({len(extraction.dropped)} refused by policy, {len(extraction.candidates) - len(kept)} from deleted"
+            f" messages, {len(outcomes) - outcomes.count('inserted')} known)",
         )
         return outcomes

@@ -1,8 +1,19 @@
-"""rolling_summary: a running summary per conversation, folded forward from its watermark."""
+"""rolling_summary: a running summary per conversation, folded forward from its watermark.
+
+A dropped summary row (the side-index emptied to rebuild it) is noticed on the next tick and that
+place's summary is rebuilt from its turns.
+"""
 
 from __future__ import annotations
 
-from app.runtime.projectors.base import ProjectorDeps, advance_floor, places_with_new_turns, quiet_for, turns_after
+from app.runtime.projectors.base import (
+    ProjectorDeps,
+    advance_floor,
+    places_with_new_turns,
+    quiet_for,
+    quote_turn,
+    turns_after,
+)
 
 SYSTEM = (
     "You keep a running summary of a chat for someone who will join later. Fold the new messages into"
@@ -24,6 +35,7 @@ class RollingSummaryProjector:
         if pause.paused("learning", "*"):
             return
         learning = deps.settings.memory.learning
+        await self._restart_dropped()
         for place, (mark, _newest, count) in (await places_with_new_turns(deps, self.name)).items():
             if pause.paused("learning", place):
                 continue
@@ -31,7 +43,7 @@ class RollingSummaryProjector:
             if count < learning.summary_turns and quiet_for(deps, turns) < learning.tick_seconds:
                 continue
             previous = await deps.projections.summary(place)
-            lines = "\n".join(f"{t.author_name}: {t.content}" for t in turns)
+            lines = "\n".join(quote_turn(t) for t in turns)
             user = f"Previous summary:\n{previous.text if previous else '(none yet)'}\n\nNew messages:\n{lines}"
             text = await deps.llm.complete(
                 [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
@@ -42,3 +54,20 @@ class RollingSummaryProjector:
             await deps.projections.save_summary(place, text, turns[-1].id, watermark_name=self.name)
             deps.report(self.name, f"{place}: summary now covers up to T#{turns[-1].id}")
         await advance_floor(deps, self.name)
+
+    async def _restart_dropped(self) -> None:
+        """A place whose summary row is gone (the table was emptied to rebuild it) while its watermark
+        stayed starts over from its first turn. The floor goes down first: were the place's watermark
+        reset first and the floor left above its turns, a crash in between would lose the place."""
+        deps = self._deps
+        rows = await deps.history.store.read_all(
+            "SELECT p.key FROM projector_state p WHERE p.name = ? AND p.key != '' AND p.watermark > 0"
+            " AND NOT EXISTS (SELECT 1 FROM summaries s WHERE s.place = p.key)",
+            (self.name,),
+        )
+        if not rows:
+            return
+        await deps.projections.set_watermark(self.name, 0, "")
+        for (place,) in rows:
+            await deps.projections.set_watermark(self.name, 0, str(place))
+        deps.report(self.name, f"rebuilding the summary of {', '.join(str(r[0]) for r in rows)}")

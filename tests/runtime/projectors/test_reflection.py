@@ -1,0 +1,129 @@
+"""reflection: syntheses that cite what they rest on. Uncited ones are dropped, citations outside what was
+shown are removed, at most max_reflections_per_tick are kept, the watermark advances even on an empty or
+a garbage answer, and a reflection citing a retired fact reads as stale."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.runtime.service import Familiar
+from tests.fakes.llm_server import FakeLLM
+from tests.runtime.projectors.conftest import Familiars
+from tests.runtime.projectors.helpers import (
+    ALICE,
+    BOB,
+    DM,
+    OTHER_PLACE,
+    PLACE,
+    add_turns,
+    insert,
+    learning,
+    prompt,
+    remembered,
+    requests_of,
+    turn,
+    turn_ids_shown,
+)
+
+pytestmark = pytest.mark.asyncio
+
+SETTINGS = learning("reflection", reflection_turns=3, max_reflections_per_tick=2)
+
+
+def _answer(*items: dict[str, object]) -> str:
+    return json.dumps({"reflections": list(items)})
+
+
+async def _conversation(familiar: Familiar, *words: str) -> list[int]:
+    return await add_turns(familiar, *(turn(f"{w} again", ALICE if i % 2 else BOB) for i, w in enumerate(words)))
+
+
+async def test_citations_are_checked_and_at_most_the_cap_is_kept(familiars: Familiars, fake_llm: FakeLLM) -> None:
+    familiar = await familiars.open(SETTINGS)
+    bakery = await insert(familiar, remembered("Alice works at the bakery."))
+    tea = await insert(familiar, remembered("Bob drinks his tea cold.", about=BOB))
+    private = await insert(familiar, remembered("Alice is saving for a boat.", place=DM))  # not shown in a guild
+    elsewhere = await add_turns(familiar, turn("far away", place=OTHER_PLACE))
+    ids = await _conversation(familiar, "bread", "tea", "bread")
+    fake_llm.script(
+        _answer(
+            {"text": "An opinion without a source.", "cited_turn_ids": [], "cited_fact_ids": []},
+            {"text": "Only cites what it was not shown.", "cited_turn_ids": elsewhere, "cited_fact_ids": [private.id]},
+            {
+                "text": "Bread keeps coming back to the bakery.",
+                "cited_turn_ids": [ids[0], elsewhere[0], 99_999, ids[0]],
+                "cited_fact_ids": [bakery.id, private.id],
+            },
+            {"text": "Tea is a running theme.", "cited_fact_ids": [tea.id]},
+            {"text": "A third good one, over the cap.", "cited_turn_ids": [ids[1]]},
+        )
+    )
+    await familiar.learn_now()
+
+    [request] = requests_of(fake_llm, "reflection")
+    assert turn_ids_shown(request) == ids
+    assert f"[F#{bakery.id}]" in prompt(request)
+    assert f"[F#{private.id}]" not in prompt(request)
+    newest_first = await familiar.projections.reflections([PLACE], 10)
+    assert [(r.text, r.cited_turn_ids, r.cited_fact_ids) for r in newest_first] == [
+        ("Tea is a running theme.", (), (tea.id,)),
+        ("Bread keeps coming back to the bakery.", (ids[0],), (bakery.id,)),
+    ]
+    assert not any(r.stale for r in newest_first)
+    assert await familiar.projections.watermark("reflection", PLACE) == ids[-1]
+
+
+async def test_too_few_new_turns_wait(familiars: Familiars, fake_llm: FakeLLM) -> None:
+    familiar = await familiars.open(SETTINGS)
+    await _conversation(familiar, "one", "two")
+    await familiar.learn_now()
+    assert requests_of(fake_llm, "reflection") == []
+    assert await familiar.projections.watermark("reflection", PLACE) == 0
+    ids = await _conversation(familiar, "three")
+    await familiar.learn_now()
+    assert [turn_ids_shown(r) for r in requests_of(fake_llm, "reflection")] == [[ids[0] - 2, ids[0] - 1, ids[0]]]
+
+
+async def test_the_watermark_moves_on_an_empty_answer_and_on_garbage_twice(
+    familiars: Familiars, fake_llm: FakeLLM
+) -> None:
+    familiar = await familiars.open(SETTINGS)
+    ids = await _conversation(familiar, "a", "b", "c")
+    fake_llm.script('{"reflections": []}')
+    await familiar.learn_now()
+    assert await familiar.projections.watermark("reflection", PLACE) == ids[-1]
+    assert await familiar.projections.reflections([PLACE], 10) == []
+
+    more = await _conversation(familiar, "d", "e", "f")
+    fake_llm.script("I reflect that you are all lovely.", '{"reflections": [{"text": "x", "mood": "sunny"}]}')
+    reports = await familiar.learn_now()
+    assert "no reflection" in reports["reflection"]
+    assert len(requests_of(fake_llm, "reflection")) == 3  # one, then garbage and its one retry
+    assert await familiar.projections.watermark("reflection", PLACE) == more[-1]
+    assert await familiar.projections.reflections([PLACE], 10) == []
+
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "reflection")) == 3  # nothing is sent again
+
+
+async def test_a_reflection_citing_a_retired_fact_reads_as_stale(familiars: Familiars, fake_llm: FakeLLM) -> None:
+    familiar = await familiars.open(SETTINGS)
+    bakery = await insert(familiar, remembered("Alice works at the bakery."))
+    tea = await insert(familiar, remembered("Bob drinks his tea cold.", about=BOB))
+    ids = await _conversation(familiar, "bread", "tea", "bread")
+    fake_llm.script(
+        _answer(
+            {"text": "Work is on Alice's mind.", "cited_turn_ids": [ids[0]], "cited_fact_ids": [bakery.id]},
+            {"text": "Tea is a running theme.", "cited_fact_ids": [tea.id]},
+        )
+    )
+    await familiar.learn_now()
+
+    library = await insert(familiar, remembered("Alice works at the library."))
+    assert await familiar.history.facts.supersede(bakery.id, library.id) == "superseded"
+    tea_theme, work = await familiar.projections.reflections([PLACE], 10)
+    assert work.stale
+    assert work.text == "Work is on Alice's mind."
+    assert not tea_theme.stale
