@@ -522,7 +522,7 @@ def _lore(paths: FamiliarPaths, args: argparse.Namespace) -> int:
 
 def _lore_problems(book: Any) -> tuple[list[dict[str, Any]], list[str]]:
     problems = [dataclasses.asdict(p) for p in book.problems]
-    lines = [f"problem: entry #{p.index} {p.title!r}: key {p.key!r} never matches: {p.message}" for p in book.problems]
+    lines = [f'problem: entry #{p.index} "{p.title}": key "{p.key}" never matches: {p.message}' for p in book.problems]
     return problems, lines
 
 
@@ -580,8 +580,8 @@ def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]
         "problems": problems,
     }
     lines = [
-        f"#{m.entry.index} {m.entry.title!r} (priority {m.entry.priority}) fired on {m.key!r}"
-        + (f", secondary {m.secondary!r}" if m.secondary is not None else "")
+        f'#{m.entry.index} "{m.entry.title}" (priority {m.entry.priority}) fired on "{m.key}"'
+        + (f', secondary "{m.secondary}"' if m.secondary is not None else "")
         for m in matches
     ]
     return document, "\n".join((lines or ["no entry fires"]) + problem_lines)

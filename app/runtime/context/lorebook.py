@@ -14,6 +14,7 @@ Matching rules:
 - Whole words: the key may not continue a word of the text at an end where the key itself has a word
   character. Scripts written without spaces (CJK, Hangul, Thai, Lao, Khmer, Myanmar) never need a boundary,
   so "東京" is found in "私は東京に住んでいる" and "C++" in "I like C++!".
+- Only the first 6000 characters of each scanned text are looked at (a Discord message has at most 4000).
 - Keys are stripped of surrounding whitespace. An empty key, a regex that does not compile, is longer than
   200 characters or nests unbounded repetitions (`(a+)+`, which can take exponential time: Python's `re` has
   no timeout) is recorded in `Lorebook.problems` and never matches; the rest of the book still works.
@@ -42,6 +43,7 @@ MAX_SCAN_DEPTH = 1000
 MAX_REGEX_LENGTH = 200
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_ENTRIES = 10_000
+MAX_TEXT_CHARS = 6000  # of each scanned text (a Discord message is at most 4000): bounds a slow regex
 LOGICS = ("and_any", "and_all", "not_any", "not_all")
 CONSTANT_KEY = "(constant)"
 
@@ -133,7 +135,7 @@ def parse_lorebook(text: str, path: Path) -> Lorebook:
         data = tomllib.loads(text)
     except ValueError as exc:  # TOMLDecodeError, and odd values tomllib rejects on its own
         found = re.search(r"\(at line (\d+)", str(exc))
-        line = int(found.group(1)) if found else None
+        line = int(found.group(1)) if found else max(1, len(text.splitlines()))  # else: at the end
         message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
         raise LorebookError(path, line, None, f"not valid TOML: {message}") from None
     except RecursionError:  # tomllib recurses into nested arrays and inline tables
@@ -310,6 +312,9 @@ _NO_SPACE = (
 )
 _WORD_CHAR = f"[^\\W{_NO_SPACE}]"
 _TOKEN = re.compile(f"{_WORD_CHAR}+")
+_ASCII_TOKEN = re.compile(r"\w+", re.ASCII)  # the same words in ASCII text, found faster
+_UNICODE_TOKEN = re.compile(r"\w+")  # ... and in text without any of the scripts above
+_HAS_NO_SPACE = re.compile(f"[{_NO_SPACE}]")
 _IS_WORD_CHAR = re.compile(_WORD_CHAR)
 _NOT_AFTER_WORD = f"(?<!{_WORD_CHAR})"
 _NOT_BEFORE_WORD = f"(?!{_WORD_CHAR})"
@@ -495,7 +500,8 @@ def _required_literal(pattern: str, flags: int) -> str:
     """The longest run of plain characters every match must contain (best effort; "" when unsure).
 
     Whitespace ends a run (texts are searched with whitespace runs collapsed), and so does any character
-    outside ASCII or whose case-insensitive match is not what lower() gives (i and s match ı and ſ).
+    outside ASCII. Under IGNORECASE, i and s also match ı and ſ, which lower() leaves alone: _search does
+    without this prefilter when the window holds either.
     """
     try:
         parser: Any = importlib.import_module("re._parser")
@@ -562,7 +568,14 @@ class _Window:
             found = {}
             texts = self.normal(case_sensitive)
             for distance in range(len(texts) - 1, -1, -1):  # oldest first, so newer distances win
-                found.update(dict.fromkeys(_TOKEN.findall(texts[distance]), distance))
+                text = texts[distance]
+                if text.isascii():
+                    tokens = _ASCII_TOKEN.findall(text)
+                elif _HAS_NO_SPACE.search(text) is None:
+                    tokens = _UNICODE_TOKEN.findall(text)
+                else:
+                    tokens = _TOKEN.findall(text)
+                found.update(dict.fromkeys(tokens, distance))
             self._words[case_sensitive] = found
         return found
 
@@ -661,7 +674,16 @@ class LoreScanner:
         for position, item in enumerate(compiled):
             for matcher_id in dict.fromkeys(item.primary):
                 self._users.setdefault(matcher_id, []).append(position)
-        self._searched = tuple(m for m in sorted(self._users) if self._template[m] == _UNKNOWN)
+        searched_primaries = [m for m in sorted(self._users) if self._template[m] == _UNKNOWN]
+        # Plain substrings (no word rule at either end): the first str.find in the joined window settles them.
+        self._substrings: dict[bool, list[tuple[int, str]]] = {True: [], False: []}
+        self._searched: list[int] = []
+        for matcher_id in searched_primaries:
+            matcher = self._matchers[matcher_id]
+            if isinstance(matcher, _Literal) and not (matcher.before or matcher.after):
+                self._substrings[matcher.case_sensitive].append((matcher_id, matcher.text))
+            else:
+                self._searched.append(matcher_id)
 
     def _intern(self, key: str, case_sensitive: bool, whole_words: bool, depth: int) -> int:
         regex = compile_regex_key(key)
@@ -687,8 +709,7 @@ class LoreScanner:
         """The entries that fire for these recent texts (oldest first), highest priority first, then file order."""
         matches = [LoreMatch(entry, CONSTANT_KEY, None) for entry in self._constants]
         if self._compiled and self._depth and recent:
-            texts = list(recent[-self._depth :])
-            texts.reverse()
+            texts = [text[:MAX_TEXT_CHARS] for text in reversed(recent[-self._depth :])]
             window = _Window(texts)
             distances = self._template.copy()
             candidates: set[int] = set()
@@ -704,6 +725,18 @@ class LoreScanner:
                         distances[matcher_id] = found
                         if found != _NEVER and matcher_id in users:
                             candidates.update(users[matcher_id])
+            for case_sensitive, substrings in self._substrings.items():
+                if not substrings:
+                    continue
+                joined, starts = window.joined(case_sensitive)
+                find = joined.find
+                for matcher_id, text in substrings:
+                    at = find(text)
+                    if at < 0:
+                        distances[matcher_id] = _NEVER
+                    else:
+                        distances[matcher_id] = bisect.bisect_right(starts, at) - 1
+                        candidates.update(users[matcher_id])
             for matcher_id in self._searched:
                 if self._distance(matcher_id, distances, window) != _NEVER:
                     candidates.update(users[matcher_id])

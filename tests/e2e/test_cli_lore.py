@@ -1,0 +1,163 @@
+"""The lorebook commands of `familiar` (familiar lore import / export / try), through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.cli import main
+
+SAMPLES = Path(__file__).resolve().parents[1] / "runtime" / "context" / "samples"
+
+
+class Cli:
+    def __init__(self, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        self._capsys = capsys
+        self.lorebook = home / "familiars" / "default" / "lorebook.toml"
+        monkeypatch.setenv("FAMILIAR_HOME", str(home))
+        for name in ("DISCORD_TOKEN", "FAMILIAR_LLM_BASE_URL", "FAMILIAR_LLM_MODEL"):
+            monkeypatch.delenv(name, raising=False)
+
+    def json(self, *argv: str) -> Any:
+        code, out, err = self.run(*argv, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+    def run(self, *argv: str) -> tuple[int, str, str]:
+        self._capsys.readouterr()
+        code = main(list(argv))
+        captured = self._capsys.readouterr()
+        return code, captured.out, captured.err
+
+
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    return Cli(tmp_path / "home", capsys, monkeypatch)
+
+
+def test_import_then_try_a_message(cli: Cli) -> None:
+    code, out, err = cli.run("lore", "import", str(SAMPLES / "st_world_info.json"))
+    assert (code, err) == (0, "")
+    assert out.startswith("added 8 entries from ")
+    assert "(SillyTavern World Info)" in out
+    assert cli.lorebook.is_file()
+    tried = cli.json("lore", "try", "Alice: Is Ember awake?", "Bob: the beacon, at night, in a storm")
+    assert [(m["title"], m["key"], m["secondary"]) for m in tried["matches"]] == [
+        ("World rules", "(constant)", None),
+        ("The lighthouse at night", "/\\b(?:light ?house|beacon)s?\\b/i", "storm"),
+        ("Ember the dragon", "Ember", None),
+    ]
+    assert tried["matches"][2]["content"].startswith("Ember is an old red dragon")
+    assert tried["problems"] == []
+    code, out, _err = cli.run("lore", "try", "Rook: tea with mint?")
+    assert code == 0
+    assert out.splitlines() == [
+        '#4 "World rules" (priority 900) fired on "(constant)"',
+        '#2 "Captain Rook (alive)" (priority 120) fired on "Rook"',
+        '#3 "Tea, unless it is the full recipe" (priority 90) fired on "tea", secondary "honey"',
+    ]
+
+
+def test_import_appends_unless_replacing(cli: Cli) -> None:
+    first = cli.json("lore", "import", str(SAMPLES / "lorebook_v3.json"))
+    assert (first["format"], first["imported"], first["replaced"], first["entries"]) == ("ccv3", 2, 0, 2)
+    again = cli.json("lore", "import", str(SAMPLES / "ccv2_card.json"))
+    assert (again["format"], again["imported"], again["entries"]) == ("ccv2", 4, 6)
+    replaced = cli.json("lore", "import", str(SAMPLES / "ccv3_card.json"), "--replace")
+    assert (replaced["imported"], replaced["replaced"], replaced["entries"]) == (3, 6, 3)
+    code, out, _err = cli.run("lore", "import", str(SAMPLES / "ccv2_card.json"), "--replace")
+    assert code == 0
+    assert out.startswith("replaced 3 entries with 4 entries from ")
+
+
+def test_export_in_each_format_and_read_it_back(cli: Cli, tmp_path: Path) -> None:
+    cli.json("lore", "import", str(SAMPLES / "st_world_info.json"))
+    for fmt in ("st", "ccv2", "ccv3"):
+        target = tmp_path / f"out-{fmt}.json"
+        done = cli.json("lore", "export", str(target), "--format", fmt)
+        assert done == {"file": str(target), "format": fmt, "entries": 8}
+        written = json.loads(target.read_text(encoding="utf-8"))
+        if fmt == "st":
+            assert written["entries"]["12"]["matchWorldNote"] is True
+        elif fmt == "ccv2":
+            assert len(written["entries"]) == 8
+        else:
+            assert written["spec"] == "lorebook_v3"
+        code, out, _err = cli.run("lore", "export", str(target), "--format", fmt)
+        assert (code, out.strip()) == (0, f"exported 8 entries to {target} ({fmt})")
+    round_trip = json.loads((tmp_path / "out-st.json").read_text(encoding="utf-8"))
+    original = json.loads((SAMPLES / "st_world_info.json").read_text(encoding="utf-8"))
+    for uid, entry in original["entries"].items():
+        assert {k: round_trip["entries"][uid][k] for k in entry} == entry
+
+
+def test_errors_print_one_line_and_change_nothing(cli: Cli, tmp_path: Path) -> None:
+    cli.json("lore", "import", str(SAMPLES / "lorebook_v3.json"))
+    before = cli.lorebook.read_text(encoding="utf-8")
+    cases = {
+        "bad.json": ("{not json", "not valid JSON"),
+        "list.json": ("[1, 2, 3]", "expected a JSON object"),
+        "shape.json": ('{"spec": "chara_card_v2", "data": {"name": "Wisp"}}', "has no character_book"),
+        "empty.json": ('{"name": "no entries here"}', "not a lorebook"),
+    }
+    for name, (text, words) in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        for extra in ((), ("--replace",), ("--json",)):
+            code, out, err = cli.run("lore", "import", str(path), *extra)
+            assert code == 1
+            assert out == ""
+            assert err.startswith(f"error: {path}: ")
+            assert words in err
+            assert err.count("\n") == 1
+    code, _out, err = cli.run("lore", "import", str(tmp_path / "missing.json"))
+    assert (code, err.strip()) == (1, f"error: {tmp_path / 'missing.json'}: no such file")
+    assert cli.lorebook.read_text(encoding="utf-8") == before
+    with pytest.raises(SystemExit) as exited:
+        cli.run("lore", "export", str(tmp_path / "x.json"), "--format", "yaml")
+    assert exited.value.code == 2
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_broken_lorebook_is_a_config_error(cli: Cli, tmp_path: Path) -> None:
+    cli.lorebook.parent.mkdir(parents=True)
+    cli.lorebook.write_text('[[entries]]\ntitle = "Owl"\nkeys = ["owl"]\npriority = "high"\n', encoding="utf-8")
+    expected = f"error: {cli.lorebook}, line 4, key 'entries[0].priority': expected a whole number, got string\n"
+    for argv in (
+        ("lore", "try", "owl"),
+        ("lore", "export", str(tmp_path / "out.json"), "--format", "st"),
+        ("lore", "import", str(SAMPLES / "lorebook_v3.json")),
+    ):
+        code, out, err = cli.run(*argv)
+        assert (code, out, err) == (2, "", expected)
+    assert not (tmp_path / "out.json").exists()
+    assert "high" in cli.lorebook.read_text(encoding="utf-8")
+
+
+def test_try_reports_problems_and_quiet_books(cli: Cli) -> None:
+    cli.lorebook.parent.mkdir(parents=True)
+    cli.lorebook.write_text(
+        '[[entries]]\ntitle = "Owl"\nkeys = ["owl", "/(/"]\nsecondary_keys = ["night"]\nlogic = "and_any"\n',
+        encoding="utf-8",
+    )
+    code, out, _err = cli.run("lore", "try", "a: the owl", "b: at night")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == '#0 "Owl" (priority 100) fired on "owl", secondary "night"'
+    assert lines[1].startswith('problem: entry #0 "Owl": key "/(/" never matches: invalid regex')
+    code, out, _err = cli.run("lore", "try", "nothing here")
+    assert out.splitlines()[0] == "no entry fires"
+    tried = cli.json("lore", "try", "an owl")
+    assert tried["matches"] == []
+    assert tried["problems"][0]["key"] == "/(/"
+
+
+def test_lore_commands_need_no_character_settings(cli: Cli) -> None:
+    """They read and write lorebook.toml only: a broken character.toml does not stop them."""
+    cli.lorebook.parent.mkdir(parents=True)
+    (cli.lorebook.parent / "character.toml").write_text("this is not toml [", encoding="utf-8")
+    assert cli.json("lore", "import", str(SAMPLES / "lorebook_v3.json"))["entries"] == 2
+    assert [m["title"] for m in cli.json("lore", "try", "a kraken!")["matches"]] == ["Kraken"]
