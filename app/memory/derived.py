@@ -259,6 +259,14 @@ class Projections:
             if skip_places
             else ""
         )
+        # Most ticks find nothing: look first with a plain read, take the write lock only to claim.
+        if (
+            await self._store.read_one(
+                "SELECT 1 FROM memory_work WHERE kind = ? AND status = 'queued' LIMIT 1", (kind,)
+            )
+            is None
+        ):
+            return None
         async with self._store.transaction() as conn:
             async with conn.execute(
                 f"SELECT {_WORK_COLUMNS} FROM memory_work WHERE kind = ? AND status = 'queued'{clause}"

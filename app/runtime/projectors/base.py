@@ -45,7 +45,7 @@ class ProjectorDeps:
     # What the last tick did, per projector, for status displays and tests.
     reports: dict[str, str] = field(default_factory=dict)
     # The last scan for new turns per projector, reused to move its floor at the end of the tick.
-    scans: dict[str, tuple[dict[str, tuple[int, int, int]], int]] = field(default_factory=dict)
+    scans: dict[str, tuple[dict[str, tuple[int, int, int]], int, int]] = field(default_factory=dict)
 
     @property
     def display_name(self) -> str:
@@ -114,7 +114,7 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
         if int(newest) > mark:
             count = await _count_after(deps, str(place), mark)
             out[str(place)] = (mark, int(newest), count)
-    deps.scans[name] = (out, max(top, floor))
+    deps.scans[name] = (out, max(top, floor), floor)
     return out
 
 
@@ -133,11 +133,13 @@ async def advance_floor(deps: ProjectorDeps, name: str) -> None:
     if scan is None:
         await places_with_new_turns(deps, name)
         scan = deps.scans.pop(name)
-    behind, top = scan
+    behind, top, old_floor = scan
     marks = await deps.projections.watermarks(name)
     still = [marks.get(place, mark) for place, (mark, newest, _count) in behind.items()]
     still = [m for m, (_mark, newest, _count) in zip(still, behind.values(), strict=True) if m < newest]
-    await deps.projections.set_watermark(name, min(still) if still else top, "")
+    floor = min(still) if still else top
+    if floor != old_floor:
+        await deps.projections.set_watermark(name, floor, "")
 
 
 async def turns_after(deps: ProjectorDeps, place: str, after: int, limit: int) -> list[Turn]:
