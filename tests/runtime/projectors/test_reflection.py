@@ -127,3 +127,26 @@ async def test_a_reflection_citing_a_retired_fact_reads_as_stale(familiars: Fami
     assert work.stale
     assert work.text == "Work is on Alice's mind."
     assert not tea_theme.stale
+
+
+async def test_an_emptied_reflections_table_is_rebuilt_once(familiars: Familiars, fake_llm: FakeLLM) -> None:
+    familiar = await familiars.open(SETTINGS)
+    ids = await _conversation(familiar, "tea", "kettle", "tea")
+    fake_llm.script(_answer({"text": "Tea keeps coming up.", "cited_turn_ids": [ids[0], ids[2]]}))
+    await familiar.learn_now()
+    assert [r.text for r in await familiar.projections.reflections([PLACE], 10)] == ["Tea keeps coming up."]
+
+    await familiar.history.store.write([("DELETE FROM reflections", ())])
+    fake_llm.script(_answer({"text": "Tea, again and again.", "cited_turn_ids": [ids[2]]}))
+    await familiar.learn_now()
+    assert [r.text for r in await familiar.projections.reflections([PLACE], 10)] == ["Tea, again and again."]
+    assert turn_ids_shown(requests_of(fake_llm, "reflection")[-1]) == ids
+
+    # A rebuild that finds nothing to say does not start over on every tick.
+    await familiar.history.store.write([("DELETE FROM reflections", ())])
+    fake_llm.script('{"reflections": []}')
+    await familiar.learn_now()
+    asked = len(requests_of(fake_llm, "reflection"))
+    await familiar.learn_now()
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "reflection")) == asked
