@@ -269,73 +269,97 @@ class FactBook:
         The happy path is one conditional INSERT (triggers record subjects, sources and the status
         log), so the duplicate check and the write are atomic even beside another process.
         """
-        fact = validate(new)
+        (outcome,), changes = await self.insert_many([new], now=now)
+        return outcome, changes
+
+    async def insert_many(
+        self, news: Sequence[NewFact], *, now: datetime | None = None
+    ) -> tuple[list[InsertOutcome], Changes]:
+        """Insert a batch (an extraction's facts) in one transaction, each through the same rules as
+        `insert`; a later fact of the batch duplicating an earlier one is a duplicate. Every fact
+        is validated before anything is written: one invalid fact writes none."""
+        facts = [validate(new) for new in news]
         moment = now or datetime.now(UTC)
         at = _iso(moment)
-        scope = fact_scope(fact.place, channel_scoped=fact.channel_scoped)
-        key = dedup_key(fact.content, (*fact.subjects, f"@scope={scope}"))
-        hashed = tombstone_hash(await self._secret_key(), fact.content, fact.subjects)
-        owner = fact.origin in ("remember", "import")
-        if owner:
-            status = "active"
-        else:
-            status = "active" if auto_promotes(fact.type, fact.confidence, fact.content) else "pending"
-        blocking = "('pending', 'active')" if owner else "('pending', 'active', 'rejected')"
-        subjects_json = json.dumps(list(fact.subjects))
-        async with (
-            self._store.transaction() as conn,
-            conn.execute(
-                "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, sources, speaker,"
-                " scope, status, origin, created_at, valid_from, valid_to)"
-                " SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,?"
-                " WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL)"
-                f" AND NOT EXISTS (SELECT 1 FROM facts WHERE dedup_key = ? AND superseded_at IS NULL"
-                f" AND status IN {blocking}) RETURNING id",
-                (
-                    fact.content,
-                    key,
-                    fact.type,
-                    fact.importance,
-                    fact.confidence,
-                    subjects_json,
-                    json.dumps(list(fact.source_turn_ids)),
-                    fact.speaker,
-                    scope,
-                    status,
-                    fact.origin,
-                    at,
-                    _iso(fact.valid_from),
-                    _iso(fact.valid_to),
-                    hashed,
-                    key,
-                ),
-            ) as cursor,
-        ):
-            row = await cursor.fetchone()
-        if row is None:
-            return await self._why_not_inserted(hashed, key, blocking), Changes()
-        fact_id = int(row[0])
-        stored = Fact(
-            id=fact_id,
-            content=fact.content,
-            type=fact.type,
-            importance=fact.importance,
-            confidence=fact.confidence,
-            subjects=fact.subjects,
-            speaker=fact.speaker,
-            scope=scope,
-            status=status,
-            revision=0,
-            origin=fact.origin,
-            created_at=datetime.fromisoformat(at or ""),
-            superseded_at=None,
-            superseded_by=None,
-            valid_from=_dt(_iso(fact.valid_from)),
-            valid_to=_dt(_iso(fact.valid_to)),
-            snoozed_until=None,
-            source_turn_ids=fact.source_turn_ids,
-        )
-        return InsertOutcome("inserted", stored), Changes(facts_index=True, fact_ids=[fact_id])
+        secret = await self._secret_key()
+        plans = []
+        for fact in facts:
+            scope = fact_scope(fact.place, channel_scoped=fact.channel_scoped)
+            key = dedup_key(fact.content, (*fact.subjects, f"@scope={scope}"))
+            hashed = tombstone_hash(secret, fact.content, fact.subjects)
+            owner = fact.origin in ("remember", "import")
+            if owner:
+                status = "active"
+            else:
+                status = "active" if auto_promotes(fact.type, fact.confidence, fact.content) else "pending"
+            blocking = "('pending', 'active')" if owner else "('pending', 'active', 'rejected')"
+            plans.append((fact, scope, key, hashed, status, blocking))
+        ids: list[int | None] = []
+        if plans:
+            async with self._store.transaction() as conn:
+                for fact, scope, key, hashed, status, blocking in plans:
+                    async with conn.execute(
+                        "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, sources,"
+                        " speaker, scope, status, origin, created_at, valid_from, valid_to)"
+                        " SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+                        " WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL)"
+                        f" AND NOT EXISTS (SELECT 1 FROM facts WHERE dedup_key = ? AND superseded_at IS NULL"
+                        f" AND status IN {blocking}) RETURNING id",
+                        (
+                            fact.content,
+                            key,
+                            fact.type,
+                            fact.importance,
+                            fact.confidence,
+                            json.dumps(list(fact.subjects)),
+                            json.dumps(list(fact.source_turn_ids)),
+                            fact.speaker,
+                            scope,
+                            status,
+                            fact.origin,
+                            at,
+                            _iso(fact.valid_from),
+                            _iso(fact.valid_to),
+                            hashed,
+                            key,
+                        ),
+                    ) as cursor:
+                        row = await cursor.fetchone()
+                    ids.append(int(row[0]) if row is not None else None)
+        outcomes: list[InsertOutcome] = []
+        changes = Changes()
+        for (fact, scope, key, hashed, status, blocking), fact_id in zip(plans, ids, strict=True):
+            if fact_id is None:
+                outcomes.append(await self._why_not_inserted(hashed, key, blocking))
+                continue
+            changes.facts_index = True
+            changes.fact_ids.append(fact_id)
+            outcomes.append(
+                InsertOutcome(
+                    "inserted",
+                    Fact(
+                        id=fact_id,
+                        content=fact.content,
+                        type=fact.type,
+                        importance=fact.importance,
+                        confidence=fact.confidence,
+                        subjects=fact.subjects,
+                        speaker=fact.speaker,
+                        scope=scope,
+                        status=status,
+                        revision=0,
+                        origin=fact.origin,
+                        created_at=datetime.fromisoformat(at or ""),
+                        superseded_at=None,
+                        superseded_by=None,
+                        valid_from=_dt(_iso(fact.valid_from)),
+                        valid_to=_dt(_iso(fact.valid_to)),
+                        snoozed_until=None,
+                        source_turn_ids=fact.source_turn_ids,
+                    ),
+                )
+            )
+        return outcomes, changes
 
     async def _why_not_inserted(self, hashed: str, key: str, blocking: str) -> InsertOutcome:
         if await self._store.read_one("SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL", (hashed,)):

@@ -257,6 +257,12 @@ class History:
         self._wake(changes)
         return outcome
 
+    async def insert_facts(self, news: Sequence[NewFact]) -> list[InsertOutcome]:
+        """A batch in one transaction (all validated first: one invalid fact writes none)."""
+        outcomes, changes = await self.facts.insert_many(news)
+        self._wake(changes)
+        return outcomes
+
     async def edit_fact(self, fact_id: int, revision: int, text: str) -> Fact:
         fact, changes = await self.facts.edit(fact_id, revision, text)
         self._wake(changes)

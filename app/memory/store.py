@@ -273,6 +273,15 @@ class Store:
         )
         return [_turn(r) for r in reversed(rows)]
 
+    async def turns_after(self, place: str, after_id: int, limit: int) -> list[Turn]:
+        """Live turns (latest revisions, not redacted) of a place after a turn id, oldest first."""
+        rows = await self.read_all(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND id > ? AND superseded = 0 AND redacted = 0"
+            " ORDER BY id LIMIT ?",
+            (place, after_id, limit),
+        )
+        return [_turn(r) for r in rows]
+
     async def count_turns(self) -> int:
         row = await self.read_one("SELECT COUNT(*) FROM turns")
         return int(row[0]) if row else 0

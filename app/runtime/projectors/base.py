@@ -101,19 +101,26 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
     the id range; grouping through the place index would walk every turn.) The scan is remembered
     for `advance_floor` at the end of the tick.
     """
-    floor = await deps.projections.watermark(name, "")
     marks = await deps.projections.watermarks(name)
-    top = await deps.history.store.max_turn_id()  # read first: everything up to here is in the scan
+    floor = marks.get("", 0)
+    # One statement, one snapshot: the newest id overall (the row whose place is NULL) and, per
+    # place, the newest live turn past the floor and how many there are.
     rows = await deps.history.store.read_all(
-        "SELECT place, MAX(id) FROM turns WHERE id > ? AND id <= ? AND superseded = 0 AND redacted = 0 GROUP BY +place",
-        (floor, top),
+        "SELECT NULL, MAX(id), 0 FROM turns UNION ALL"
+        " SELECT place, MAX(id), COUNT(*) FROM turns WHERE id > ? AND superseded = 0 AND redacted = 0"
+        " GROUP BY +place",
+        (floor,),
     )
+    top = max((int(r[1] or 0) for r in rows if r[0] is None), default=0)
     out: dict[str, tuple[int, int, int]] = {}
-    for place, newest in rows:
+    for place, newest, count in rows:
+        if place is None:
+            continue
         mark = marks.get(str(place), floor)
         if int(newest) > mark:
-            count = await _count_after(deps, str(place), mark)
-            out[str(place)] = (mark, int(newest), count)
+            if mark != floor:  # the count above is from the floor; this place is further along
+                count = await _count_after(deps, str(place), mark)
+            out[str(place)] = (mark, int(newest), int(count))
     deps.scans[name] = (out, max(top, floor), floor)
     return out
 

@@ -13,6 +13,7 @@ cancels the queued item, and a dream in flight then learns nothing.
 from __future__ import annotations
 
 from app.memory.derived import PauseState
+from app.memory.facts import FactError
 from app.memory.policy import visible_scopes
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
@@ -127,11 +128,11 @@ class DreamingProjector:
             return 0
         live = await live_turn_ids(deps, (i for c in candidates for i in c.source_turn_ids))
         forgotten = await deps.history.facts.tombstone_filter()
-        learned = 0
-        for candidate in candidates:
-            new = to_new_fact(candidate, place, "dreaming")
-            if forgotten(new.content, new.subjects) or not live.intersection(new.source_turn_ids):
-                continue  # forgotten stays forgotten; a deleted message is not learnt from
-            if (await deps.history.insert_fact(new)).outcome == "inserted":
-                learned += 1
-        return learned
+        news = [to_new_fact(candidate, place, "dreaming") for candidate in candidates]
+        # Forgotten stays forgotten; a deleted message is not learnt from.
+        news = [n for n in news if not forgotten(n.content, n.subjects) and live.intersection(n.source_turn_ids)]
+        try:  # one transaction, all validated first
+            outcomes = await deps.history.insert_facts(news)
+        except FactError as exc:
+            raise GarbageAnswerError(f"a fact failed validation: {exc}") from exc
+        return sum(1 for o in outcomes if o.outcome == "inserted")

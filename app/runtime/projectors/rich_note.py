@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.memory.facts import FactError, NewFact, validate
+from app.memory.facts import FactError, NewFact
 from app.memory.records import Turn
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import (
@@ -132,12 +132,10 @@ class RichNoteProjector:
         live = await live_turn_ids(deps, (i for c in extraction.candidates for i in c.source_turn_ids))
         kept = [c for c in extraction.candidates if live.intersection(c.source_turn_ids)]  # sources deleted meanwhile
         new_facts = [to_new_fact(c, place, "extraction") for c in kept]
-        try:
-            for new in new_facts:
-                validate(new)  # all or nothing: a batch with one invalid fact lands no fact
+        try:  # one transaction, all validated first: a batch with one invalid fact lands no fact
+            outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts)]
         except FactError as exc:
             raise GarbageAnswerError(f"a fact failed validation: {exc}") from exc
-        outcomes: list[str] = [(await deps.history.insert_fact(new)).outcome for new in new_facts]
         deps.report(
             self.name,
             f"{place}: {len(turns)} turns -> {outcomes.count('inserted')} new facts"
