@@ -224,6 +224,17 @@ class Projections:
         recall = tuple(str(r[1]) for r in rows if r[0] == "recall")
         return PauseState(learning=learning, recall=recall)
 
+    async def tick_state(self) -> tuple[PauseState, frozenset[str]]:
+        """The pause switches and the kinds of work queued, in one read (once per memory tick)."""
+        rows = await self._store.read_all(
+            "SELECT kind, place FROM memory_pause UNION ALL"
+            " SELECT DISTINCT kind, NULL FROM memory_work WHERE status = 'queued'"
+        )
+        learning = tuple(sorted(str(r[1]) for r in rows if r[0] == "learning" and r[1] is not None))
+        recall = tuple(sorted(str(r[1]) for r in rows if r[0] == "recall" and r[1] is not None))
+        queued = frozenset(str(r[0]) for r in rows if r[1] is None)
+        return PauseState(learning=learning, recall=recall), queued
+
     async def set_paused(self, kind: PauseKind, place: str, paused: bool) -> PauseState:
         """Pause or resume learning or recall, everywhere (place "*") or in one place."""
         if kind not in ("learning", "recall"):

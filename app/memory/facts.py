@@ -298,7 +298,8 @@ class FactBook:
         if plans:
             async with self._store.transaction() as conn:
                 for fact, scope, key, hashed, status, blocking in plans:
-                    async with conn.execute(
+                    # execute_fetchall: one trip to SQLite's thread (execute, fetch, close take three).
+                    rows = await conn.execute_fetchall(
                         "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, sources,"
                         " speaker, scope, status, origin, created_at, valid_from, valid_to)"
                         " SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,?"
@@ -323,9 +324,9 @@ class FactBook:
                             hashed,
                             key,
                         ),
-                    ) as cursor:
-                        row = await cursor.fetchone()
-                    ids.append(int(row[0]) if row is not None else None)
+                    )
+                    found = list(rows)
+                    ids.append(int(found[0][0]) if found else None)
         outcomes: list[InsertOutcome] = []
         changes = Changes()
         for (fact, scope, key, hashed, status, blocking), fact_id in zip(plans, ids, strict=True):

@@ -23,6 +23,7 @@ from app.runtime.llm import LLMClient
 _log = logging.getLogger(__name__)
 
 SELF_KEY = "familiar:self"
+FLOOR_PERSIST_STEP = 1000  # turn ids a floor may run ahead of its persisted value
 
 
 class MemoryProjector(Protocol):
@@ -47,12 +48,37 @@ class ProjectorDeps:
     # The last scan for new turns per projector, reused to move its floor at the end of the tick.
     scans: dict[str, tuple[dict[str, tuple[int, int, int]], int, int]] = field(default_factory=dict)
 
+    # Read once at the start of a runner tick and shared by its projectors (None outside a tick).
+    tick_pause: PauseState | None = None
+    tick_queued: frozenset[str] | None = None
+    # Each projector's floor as this process last moved it; persisted lazily (a lower floor on disk
+    # only means a longer scan after a restart, never a lost turn).
+    floors: dict[str, int] = field(default_factory=dict)
+    floors_saved: dict[str, int] = field(default_factory=dict)
+
     @property
     def display_name(self) -> str:
         return self.settings.familiar.display_name
 
+    async def begin_tick(self) -> None:
+        self.tick_pause, self.tick_queued = await self.projections.tick_state()
+
+    def end_tick(self) -> None:
+        self.tick_pause = self.tick_queued = None
+
     async def pause(self) -> PauseState:
+        if self.tick_pause is not None:
+            return self.tick_pause
         return await self.projections.pause_state()
+
+    def queued(self, kind: str) -> None:
+        """This tick queued work of this kind (so a later projector of the tick looks for it)."""
+        if self.tick_queued is not None:
+            self.tick_queued = self.tick_queued | {kind}
+
+    def may_have_work(self, kind: str) -> bool:
+        """False only when this tick's start saw no queued work of this kind."""
+        return self.tick_queued is None or kind in self.tick_queued
 
     def report(self, name: str, text: str) -> None:
         self.reports[name] = text
@@ -102,7 +128,7 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
     for `advance_floor` at the end of the tick.
     """
     marks = await deps.projections.watermarks(name)
-    floor = marks.get("", 0)
+    floor = max(marks.get("", 0), deps.floors.get(name, 0))
     # One statement, one snapshot: the newest id overall (the row whose place is NULL) and, per
     # place, the newest live turn past the floor and how many there are.
     rows = await deps.history.store.read_all(
@@ -118,7 +144,10 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
             continue
         mark = marks.get(str(place), floor)
         if int(newest) > mark:
-            if mark != floor:  # the count above is from the floor; this place is further along
+            # The count above is from the floor. Every turn at or below the floor has been read, so
+            # for a place whose watermark is at or below it the count is exact; only a place further
+            # along needs its own count.
+            if mark > floor:
                 count = await _count_after(deps, str(place), mark)
             out[str(place)] = (mark, int(newest), int(count))
     deps.scans[name] = (out, max(top, floor), floor)
@@ -145,17 +174,27 @@ async def advance_floor(deps: ProjectorDeps, name: str) -> None:
     still = [marks.get(place, mark) for place, (mark, newest, _count) in behind.items()]
     still = [m for m, (_mark, newest, _count) in zip(still, behind.values(), strict=True) if m < newest]
     floor = min(still) if still else top
-    if floor != old_floor:
+    if floor == old_floor:
+        return
+    persisted = await deps.projections.watermark(name, "") if name not in deps.floors else deps.floors_saved[name]
+    deps.floors[name] = floor
+    if floor < persisted or floor - persisted >= FLOOR_PERSIST_STEP:
         await deps.projections.set_watermark(name, floor, "")
+        deps.floors_saved[name] = floor
+    else:
+        deps.floors_saved.setdefault(name, persisted)
+
+
+async def reset_floor(deps: ProjectorDeps, name: str) -> None:
+    """Back to the first turn (a projection is being rebuilt): on disk first, then in memory."""
+    await deps.projections.set_watermark(name, 0, "")
+    deps.floors[name] = 0
+    deps.floors_saved[name] = 0
 
 
 async def turns_after(deps: ProjectorDeps, place: str, after: int, limit: int) -> list[Turn]:
     """Live turns of a place after a turn id, oldest first."""
-    rows = await deps.history.store.read_all(
-        "SELECT id FROM turns WHERE place = ? AND id > ? AND superseded = 0 AND redacted = 0 ORDER BY id LIMIT ?",
-        (place, after, limit),
-    )
-    return await deps.history.store.turns_by_ids([int(r[0]) for r in rows])
+    return await deps.history.store.turns_after(place, after, limit)
 
 
 async def live_turn_ids(deps: ProjectorDeps, ids: Iterable[int]) -> set[int]:

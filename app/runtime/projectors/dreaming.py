@@ -49,6 +49,8 @@ class DreamingProjector:
         if pause.paused("learning", "*"):
             return
         await self._queue_quiet_conversations(pause)
+        if not deps.may_have_work("dream"):
+            return
         item = await deps.projections.next_work("dream", skip_places=pause.learning)
         if item is None:
             return
@@ -77,7 +79,8 @@ class DreamingProjector:
             last = await deps.history.store.turns_by_ids([newest])
             if quiet_for(deps, last) < idle:
                 continue
-            await deps.projections.enqueue("dream", newest, place)
+            if await deps.projections.enqueue("dream", newest, place):
+                deps.queued("dream")
             await deps.projections.set_watermark(self.name, newest, place)
         await advance_floor(deps, self.name)
 

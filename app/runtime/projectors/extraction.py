@@ -415,15 +415,43 @@ def _fact(index: int, value: object, shown: Mapping[int, BatchTurn], participant
 
 
 # -- policy ----------------------------------------------------------------------------------------------------
-def _name_pattern(name: str) -> str | None:
-    folded = " ".join(name.split())
+_BEFORE_NAME_IS = re.compile(
+    r"\b(?:is|am|are|was|were|be)\s+(?:(?:actually|really|secretly|also|just|truly|now)\s+)?$", re.IGNORECASE
+)
+_AFTER_NAME_SAYS = re.compile(r"\s+(?:says|said|claims|claimed)\b", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"['’]s\b")
+
+
+def _folded_name(name: str) -> str | None:
+    folded = " ".join(name.split()).lower()
     if len(folded) < 2:  # a one-letter name ("a", "I") would match everywhere
         return None
-    return r"(?<![\w])" + re.escape(folded).replace(r"\ ", r"\s+") + r"(?![\w])"
+    return folded
+
+
+def _word_char(text: str, index: int) -> bool:
+    return 0 <= index < len(text) and (text[index].isalnum() or text[index] == "_")
+
+
+def _occurrences(text: str, name: str) -> list[tuple[int, int]]:
+    """Where `name` stands in `text` as whole words (both already lower-cased, whitespace folded)."""
+    found: list[tuple[int, int]] = []
+    start = text.find(name)
+    while start >= 0:
+        end = start + len(name)
+        if not _word_char(text, start - 1) and not _word_char(text, end):
+            found.append((start, end))
+        start = text.find(name, start + 1)
+    return found
 
 
 class _People:
-    """The batch's participants by name, for the identity rules."""
+    """The batch's participants by name, for the identity rules.
+
+    Names are found by plain search with word-boundary checks rather than a regex per person: the
+    people change from batch to batch, and compiling their patterns cost more than the rest of a
+    memory tick.
+    """
 
     def __init__(self, batch: Batch) -> None:
         self.names: dict[str, str] = batch.participants
@@ -431,43 +459,51 @@ class _People:
         for turn in batch.turns:
             every.setdefault(turn.author_key, set()).add(turn.author_name)
         every.setdefault(batch.self_key, set()).add(batch.self_name)
-        self._mentions: dict[str, re.Pattern[str]] = {}
-        self._is_named: dict[str, re.Pattern[str]] = {}
+        self._names: dict[str, tuple[str, ...]] = {}
         for key, names in every.items():
-            patterns = sorted(filter(None, (_name_pattern(name) for name in names)))
-            if not patterns:
-                continue
-            either = "(?:" + "|".join(patterns) + ")"
-            self._mentions[key] = re.compile(either, re.IGNORECASE)
-            # "Bob is Alice", "I am really Alice" - but not "Bob is Alice's brother"
-            self._is_named[key] = re.compile(
-                r"\b(?:is|am|are|was|were|be)\s+(?:(?:actually|really|secretly|also|just|truly|now)\s+)?"
-                + either
-                + r"(?!['’]s\b)",
-                re.IGNORECASE,
-            )
-        self._says: dict[str, re.Pattern[str]] = {
-            key: re.compile(pattern.pattern + r"\s+(?:says|said|claims|claimed)\b", re.IGNORECASE)
-            for key, pattern in self._mentions.items()
-        }
+            folded = tuple(sorted({f for f in (_folded_name(n) for n in names) if f}))
+            if folded:
+                self._names[key] = folded
+
+    @staticmethod
+    def _text(content: str) -> str:
+        return " ".join(content.split()).lower()
+
+    def _spans(self, text: str, key: str) -> list[tuple[int, int]]:
+        return [span for name in self._names.get(key, ()) for span in _occurrences(text, name)]
 
     def mentioned(self, content: str) -> set[str]:
-        return {key for key, pattern in self._mentions.items() if pattern.search(content)}
+        text = self._text(content)
+        return {key for key in self._names if self._spans(text, key)}
+
+    def _is_named(self, text: str, key: str) -> bool:
+        """ "is <name>", "I am really <name>" - but not "is <name>'s brother"."""
+        return any(
+            _BEFORE_NAME_IS.search(text, max(0, start - 40), start) and not _POSSESSIVE.match(text, end)
+            for start, end in self._spans(text, key)
+        )
 
     def identity_language(self, content: str) -> bool:
         """Identity phrases ("I am", "is actually", "real name", "goes by", ...) or "is <a participant's name>"."""
-        return bool(_IDENTITY.search(content)) or any(p.search(content) for p in self._is_named.values())
+        if _IDENTITY.search(content):
+            return True
+        text = self._text(content)
+        return any(self._is_named(text, key) for key in self._names)
 
     def equates(self, content: str) -> bool:
         """Two participants named, and tied by a phrase that only speaks of identity or by "is <name>"."""
         mentioned = self.mentioned(content)
         if len(mentioned) < 2:
             return False
-        return bool(_STRONG_IDENTITY.search(content)) or any(self._is_named[key].search(content) for key in mentioned)
+        text = self._text(content)
+        return bool(_STRONG_IDENTITY.search(content)) or any(self._is_named(text, key) for key in mentioned)
 
     def attributed(self, content: str, speaker: str) -> bool:
-        pattern = self._says.get(speaker)
-        return pattern is not None and pattern.match(content) is not None
+        """The content starts "<speaker's name> says/said/claims/claimed"."""
+        text = self._text(content)
+        return any(
+            start == 0 and _AFTER_NAME_SAYS.match(text, end) is not None for start, end in self._spans(text, speaker)
+        )
 
 
 def _refusal(raw: _Raw, people: _People, *, identity: bool) -> str | None:

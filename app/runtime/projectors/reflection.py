@@ -17,7 +17,7 @@ from app.memory.derived import change_counters
 from app.memory.facts import Fact
 from app.memory.policy import visible_scopes
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import ProjectorDeps, advance_floor, places_with_new_turns, quote_turn
+from app.runtime.projectors.base import ProjectorDeps, advance_floor, places_with_new_turns, quote_turn, reset_floor
 
 SYSTEM = (
     "You reflect on a conversation: name a pattern, a recurring tension, an open question or a theme,"
@@ -103,7 +103,7 @@ class ReflectionProjector:
             return
         if await deps.projections.watermark(self.name, RESET_KEY) == written:
             return
-        await deps.projections.set_watermark(self.name, 0, "")  # the floor first: a crash loses nothing
+        await reset_floor(deps, self.name)  # the floor first: a crash loses nothing
         for key in await deps.projections.watermarks(self.name):
             if key not in ("", RESET_KEY):
                 await deps.projections.set_watermark(self.name, 0, key)

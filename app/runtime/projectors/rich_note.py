@@ -98,7 +98,9 @@ class RichNoteProjector:
         # An edit queues its new revision as `extract` work. The revision is a new turn, past this
         # projector's watermark, so the batches below read it (once, among its neighbours); extracting
         # it here as well would ask about it twice. The item is closed as handed over.
-        while (item := await deps.projections.next_work("extract", skip_places=pause.learning)) is not None:
+        while deps.may_have_work("extract") and (
+            item := await deps.projections.next_work("extract", skip_places=pause.learning)
+        ):
             await deps.projections.finish_work(item.id)
         for place, (mark, _newest, count) in (await places_with_new_turns(deps, self.name)).items():
             if pause.paused("learning", place):

@@ -35,13 +35,17 @@ class ProjectorRunner:
     async def tick(self) -> None:
         """Run every projector once (serialised with the timer's ticks)."""
         async with self._lock:
-            for projector in self.projectors:
-                try:
-                    await projector.run()
-                except LLMError as exc:
-                    self._deps.report(projector.name, f"waiting for the background model: {exc}")
-                except Exception:  # noqa: BLE001 - one failing worker must not stop the others
-                    _log.exception("memory worker %s failed; it will try again next tick", projector.name)
+            await self._deps.begin_tick()
+            try:
+                for projector in self.projectors:
+                    try:
+                        await projector.run()
+                    except LLMError as exc:
+                        self._deps.report(projector.name, f"waiting for the background model: {exc}")
+                    except Exception:  # noqa: BLE001 - one failing worker must not stop the others
+                        _log.exception("memory worker %s failed; it will try again next tick", projector.name)
+            finally:
+                self._deps.end_tick()
             self.ticks += 1
 
     def start(self) -> None:

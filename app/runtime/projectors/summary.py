@@ -12,6 +12,7 @@ from app.runtime.projectors.base import (
     places_with_new_turns,
     quiet_for,
     quote_turn,
+    reset_floor,
     turns_after,
 )
 
@@ -67,7 +68,7 @@ class RollingSummaryProjector:
         )
         if not rows:
             return
-        await deps.projections.set_watermark(self.name, 0, "")
+        await reset_floor(deps, self.name)
         for (place,) in rows:
             await deps.projections.set_watermark(self.name, 0, str(place))
         deps.report(self.name, f"rebuilding the summary of {', '.join(str(r[0]) for r in rows)}")
