@@ -38,7 +38,8 @@ class PeopleDossierProjector:
         mark = await deps.projections.watermark(self.name)
         rows = await store.read_all(
             "SELECT l.rowid, s.subject, f.scope FROM fact_status_log l JOIN facts f ON f.id = l.fact_id"
-            " JOIN fact_subjects s ON s.fact_id = f.id WHERE l.rowid > ? ORDER BY l.rowid LIMIT 500",
+            " JOIN fact_subjects s ON s.fact_id = f.id WHERE l.rowid > ? AND l.status != 'pending'"
+            " ORDER BY l.rowid LIMIT 500",  # a fact still pending changes no dossier
             (mark,),
         )
         pairs: dict[tuple[str, str], int] = {}
@@ -47,30 +48,35 @@ class PeopleDossierProjector:
         # Dossiers dropped by a supersede or a forget: rebuilt from what is current. The scan for
         # them runs only when the dossier table changed since the last tick's start.
         counter = (await change_counters(store)).get("people_dossiers", 0)
-        dropped_since = counter != self._dossiers_seen
-        self._dossiers_seen = counter
-        for subject, scope in (
-            []
-            if not dropped_since
-            else await store.read_all(
+        missing: list[tuple[object, ...]] = []
+        if counter != self._dossiers_seen:
+            missing = await store.read_all(
                 "SELECT DISTINCT s.subject, f.scope FROM facts f JOIN fact_subjects s ON s.fact_id = f.id"
                 " WHERE f.status = 'active' AND f.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM people_dossiers d"
                 "   WHERE d.canonical_key = s.subject AND d.scope = f.scope) LIMIT ?",
                 (MAX_PAIRS_PER_TICK,),
             )
-        ):
+        for subject, scope in missing:
             pairs.setdefault((str(subject), str(scope)), mark + 1)
         new_mark = int(rows[-1][0]) if rows else mark
-        done = 0
+        done = own = 0
         for (subject, scope), rowid in pairs.items():
             if pause.paused("learning", scope) or done >= MAX_PAIRS_PER_TICK:
                 new_mark = min(new_mark, rowid - 1)  # come back for it
                 continue
-            await self._fold(subject, scope)
+            own += await self._fold(subject, scope)
             done += 1
-        await deps.projections.set_watermark(self.name, max(new_mark, mark))
+        if new_mark > mark:
+            await deps.projections.set_watermark(self.name, new_mark)
+        # The next tick looks for dropped dossiers only if someone else changed the table meanwhile
+        # (or this tick's look may have been cut short by the cap).
+        final = (await change_counters(store)).get("people_dossiers", 0) if own else counter
+        clean = final == counter + own and len(missing) < MAX_PAIRS_PER_TICK
+        self._dossiers_seen = final if clean else counter
 
-    async def _fold(self, subject: str, scope: str) -> None:
+    async def _fold(self, subject: str, scope: str) -> int:
+        """Rewrite (or drop) one dossier from the person's current facts; returns the dossier rows
+        this changed."""
         deps = self._deps
         rows = await deps.history.store.read_all(
             # From the person's facts, not the scope's (a busy server has thousands of those).
@@ -80,13 +86,8 @@ class PeopleDossierProjector:
         )
         found = await deps.history.facts.get_many([int(r[0]) for r in rows])
         facts: list[Fact] = sorted((found[int(r[0])] for r in rows if int(r[0]) in found), key=lambda f: f.id)
-        previous = await deps.projections.dossier(subject, scope)
-        if not facts:
-            if previous is not None:  # nothing current is left about them here
-                await deps.projections.drop_dossiers([subject], scope)
-            return
-        if previous is not None and previous.last_fact_id == facts[-1].id:
-            return  # nothing new since it was written
+        if not facts:  # nothing current is left about them here
+            return await deps.projections.drop_dossiers([subject], scope)
         name = await self._name(subject)
         listed = "\n".join(f"- {f.content}" for f in facts)
         user = f"Person: {name} ({subject})\n\nFacts:\n{listed}"
@@ -95,6 +96,7 @@ class PeopleDossierProjector:
         )
         await deps.projections.save_dossier(subject, scope, " ".join(text.split())[:MAX_CHARS], facts[-1].id)
         deps.report(self.name, f"{subject} in {scope}: folded {len(facts)} facts")
+        return 1
 
     async def _name(self, key: str) -> str:
         if key == "familiar:self":

@@ -167,6 +167,26 @@ async def test_a_forgotten_fact_leaves_the_dossier(familiars: Familiars, fake_ll
     assert "bakery" not in dossier.text
 
 
+async def test_an_archived_fact_leaves_the_dossier_and_a_quiet_tick_asks_nothing(
+    familiars: Familiars, fake_llm: FakeLLM
+) -> None:
+    familiar = await familiars.open(learning("people_dossier"))
+    bakery = await insert(familiar, remembered("Alice works at the bakery."))
+    await insert(familiar, remembered("Alice sings in a choir."))
+    await familiar.learn_now()
+    asked = len(requests_of(fake_llm, "people_dossier"))
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "people_dossier")) == asked  # nothing changed: no model call
+
+    await familiar.history.facts.archive(bakery.id, bakery.revision)
+    await familiar.learn_now()
+    dossier = await familiar.projections.dossier(ALICE, GUILD_SCOPE)
+    assert dossier is not None
+    assert "choir" in dossier.text
+    assert "bakery" not in dossier.text
+    assert len(requests_of(fake_llm, "people_dossier")) == asked + 1
+
+
 # -- fact_embedding ------------------------------------------------------------------------------
 EMBEDDING = '[providers.embedding]\nbackend = "hash"\n\n'
 
