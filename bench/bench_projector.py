@@ -185,6 +185,9 @@ async def feed(familiar: Familiar, world: World, run: int, with_facts: bool) -> 
                 )
             )
     await familiar.history.catch_up()
+    # The index committers finish their round a moment after the flush returns; let that settle so
+    # the timed tick is the projector's own work, not the feeding's tail.
+    await asyncio.sleep(0.05)
 
 
 async def drain(familiar: Familiar, proxy: TimedLLM) -> int:

@@ -397,6 +397,11 @@ _UPSERT_WATERMARK = (
 _WORK_COLUMNS = "id, kind, turn_id, place, status, attempts, last_error, created_at"
 
 
+def watermark_statement(name: str, value: int, key: str = "") -> tuple[str, tuple[Any, ...]]:
+    """The SQL that moves a watermark, for a caller that writes it inside its own transaction."""
+    return (_UPSERT_WATERMARK, (name, key, value, _now()))
+
+
 def _dossier(row: Sequence[Any]) -> Dossier:
     return Dossier(str(row[0]), str(row[1]), str(row[2]), int(row[3]), datetime.fromisoformat(row[4]))
 

@@ -273,11 +273,16 @@ class FactBook:
         return outcome, changes
 
     async def insert_many(
-        self, news: Sequence[NewFact], *, now: datetime | None = None
+        self,
+        news: Sequence[NewFact],
+        *,
+        now: datetime | None = None,
+        also: Sequence[tuple[str, Sequence[Any]]] = (),
     ) -> tuple[list[InsertOutcome], Changes]:
         """Insert a batch (an extraction's facts) in one transaction, each through the same rules as
         `insert`; a later fact of the batch duplicating an earlier one is a duplicate. Every fact
-        is validated before anything is written: one invalid fact writes none."""
+        is validated before anything is written: one invalid fact writes none. `also` runs in the
+        same transaction (a projector's watermark moves with the facts it wrote)."""
         facts = [validate(new) for new in news]
         moment = now or datetime.now(UTC)
         at = _iso(moment)
@@ -295,7 +300,7 @@ class FactBook:
             blocking = "('pending', 'active')" if owner else "('pending', 'active', 'rejected')"
             plans.append((fact, scope, key, hashed, status, blocking))
         ids: list[int | None] = []
-        if plans:
+        if plans or also:
             async with self._store.transaction() as conn:
                 for fact, scope, key, hashed, status, blocking in plans:
                     # execute_fetchall: one trip to SQLite's thread (execute, fetch, close take three).
@@ -327,6 +332,8 @@ class FactBook:
                     )
                     found = list(rows)
                     ids.append(int(found[0][0]) if found else None)
+                for sql, params in also:
+                    await conn.execute(sql, params)
         outcomes: list[InsertOutcome] = []
         changes = Changes()
         for (fact, scope, key, hashed, status, blocking), fact_id in zip(plans, ids, strict=True):

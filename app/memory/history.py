@@ -257,9 +257,12 @@ class History:
         self._wake(changes)
         return outcome
 
-    async def insert_facts(self, news: Sequence[NewFact]) -> list[InsertOutcome]:
-        """A batch in one transaction (all validated first: one invalid fact writes none)."""
-        outcomes, changes = await self.facts.insert_many(news)
+    async def insert_facts(
+        self, news: Sequence[NewFact], *, also: Sequence[tuple[str, Sequence[Any]]] = ()
+    ) -> list[InsertOutcome]:
+        """A batch in one transaction (all validated first: one invalid fact writes none), with
+        `also` statements in the same transaction."""
+        outcomes, changes = await self.facts.insert_many(news, also=also)
         self._wake(changes)
         return outcomes
 

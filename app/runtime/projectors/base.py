@@ -55,6 +55,7 @@ class ProjectorDeps:
     # only means a longer scan after a restart, never a lost turn).
     floors: dict[str, int] = field(default_factory=dict)
     floors_saved: dict[str, int] = field(default_factory=dict)
+    moved: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def display_name(self) -> str:
@@ -70,6 +71,11 @@ class ProjectorDeps:
         if self.tick_pause is not None:
             return self.tick_pause
         return await self.projections.pause_state()
+
+    def moved_mark(self, name: str, place: str, value: int) -> None:
+        """A projector moved a place's watermark this tick (so advance_floor need not read them back;
+        a move it does not hear of only keeps the floor lower, which is safe)."""
+        self.moved.setdefault(name, {})[place] = value
 
     def queued(self, kind: str) -> None:
         """This tick queued work of this kind (so a later projector of the tick looks for it)."""
@@ -127,6 +133,7 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
     the id range; grouping through the place index would walk every turn.) The scan is remembered
     for `advance_floor` at the end of the tick.
     """
+    deps.moved.pop(name, None)  # only moves made after this scan count for advance_floor
     marks = await deps.projections.watermarks(name)
     floor = max(marks.get("", 0), deps.floors.get(name, 0))
     # One statement, one snapshot: the newest id overall (the row whose place is NULL) and, per
@@ -170,8 +177,8 @@ async def advance_floor(deps: ProjectorDeps, name: str) -> None:
         await places_with_new_turns(deps, name)
         scan = deps.scans.pop(name)
     behind, top, old_floor = scan
-    marks = await deps.projections.watermarks(name)
-    still = [marks.get(place, mark) for place, (mark, newest, _count) in behind.items()]
+    moved = deps.moved.pop(name, {})
+    still = [moved.get(place, mark) for place, (mark, newest, _count) in behind.items()]
     still = [m for m, (_mark, newest, _count) in zip(still, behind.values(), strict=True) if m < newest]
     floor = min(still) if still else top
     if floor == old_floor:

@@ -82,6 +82,7 @@ class DreamingProjector:
             if await deps.projections.enqueue("dream", newest, place):
                 deps.queued("dream")
             await deps.projections.set_watermark(self.name, newest, place)
+            deps.moved_mark(self.name, place, newest)
         await advance_floor(deps, self.name)
 
     async def dream(self, place: str, turn_id: int) -> int:

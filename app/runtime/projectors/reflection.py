@@ -147,6 +147,7 @@ class ReflectionProjector:
             last_fact_id=last_fact,
             watermark_name=self.name,
         )
+        deps.moved_mark(self.name, place, newest)
         deps.report(self.name, garbage or f"{place}: {len(kept)} reflections up to T#{newest}")
         return len(kept)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.memory.derived import watermark_statement
 from app.memory.facts import FactError, NewFact
 from app.memory.records import Turn
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
@@ -108,20 +109,24 @@ class RichNoteProjector:
             turns = await turns_after(deps, place, mark, learning.batch_turns)
             if count < learning.batch_turns and quiet_for(deps, turns) < learning.tick_seconds:
                 continue  # a partial batch waits for the conversation to pause
+            advanced = False
             try:
-                await self.extract(place, turns)
+                advanced = await self.extract(place, turns, advance_to=turns[-1].id) is not None
             except GarbageAnswerError as exc:
                 deps.report(self.name, f"dropped the batch T#{turns[0].id}-T#{turns[-1].id} in {place}: {exc}")
-            await deps.projections.set_watermark(self.name, turns[-1].id, place)
+            if not advanced:  # a dropped batch (or one with nothing to read) still moves the watermark
+                await deps.projections.set_watermark(self.name, turns[-1].id, place)
+            deps.moved_mark(self.name, place, turns[-1].id)
         await advance_floor(deps, self.name)
 
-    async def extract(self, place: str, turns: Sequence[Turn]) -> list[str]:
-        """Extract and insert; returns the outcome of each candidate. Raises GarbageAnswerError when the
-        batch is dropped (nothing of it lands)."""
+    async def extract(self, place: str, turns: Sequence[Turn], *, advance_to: int | None = None) -> list[str] | None:
+        """Extract and insert; returns the outcome of each candidate, or None when there was nothing
+        to read. With `advance_to`, the place's watermark moves in the same transaction as the facts.
+        Raises GarbageAnswerError when the batch is dropped (nothing of it lands)."""
         deps = self._deps
         batch = batch_of(place, turns, deps.display_name)
         if not prompt_turns(batch):
-            return []
+            return None
         people = {t.author_key: t.author_name for t in batch.turns}
         people[SELF_KEY] = deps.display_name
         user = (
@@ -135,7 +140,8 @@ class RichNoteProjector:
         kept = [c for c in extraction.candidates if live.intersection(c.source_turn_ids)]  # sources deleted meanwhile
         new_facts = [to_new_fact(c, place, "extraction") for c in kept]
         try:  # one transaction, all validated first: a batch with one invalid fact lands no fact
-            outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts)]
+            also = [] if advance_to is None else [watermark_statement(self.name, advance_to, place)]
+            outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts, also=also)]
         except FactError as exc:
             raise GarbageAnswerError(f"a fact failed validation: {exc}") from exc
         deps.report(

@@ -53,6 +53,7 @@ class RollingSummaryProjector:
             )
             text = " ".join(text.split())[:MAX_CHARS]
             await deps.projections.save_summary(place, text, turns[-1].id, watermark_name=self.name)
+            deps.moved_mark(self.name, place, turns[-1].id)
             deps.report(self.name, f"{place}: summary now covers up to T#{turns[-1].id}")
         await advance_floor(deps, self.name)
 
