@@ -100,10 +100,15 @@ class _ErrorRecorder(logging.Handler):
 
 
 @pytest.fixture(autouse=True)
-def _fail_on_discord_errors() -> Iterator[None]:
-    """Any ERROR from discord.py or from our event handlers (on_error) fails the test."""
+def _fail_on_logged_errors() -> Iterator[None]:
+    """Any ERROR from discord.py, our event handlers (on_error) or a memory worker fails the test."""
     recorder = _ErrorRecorder()
-    watched = [logging.getLogger("discord"), logging.getLogger("app.runtime.discord_client")]
+    watched = [
+        logging.getLogger("discord"),
+        logging.getLogger("app.runtime.discord_client"),
+        # The memory runner logs a failing worker and goes on; in a test that is a failure.
+        logging.getLogger("app.runtime.projectors"),
+    ]
     for logger in watched:
         logger.addHandler(recorder)
     yield

@@ -4,33 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from app.cli import main
+from tests.e2e.cli import Cli
 
 SAMPLES = Path(__file__).resolve().parents[1] / "runtime" / "context" / "samples"
-
-
-class Cli:
-    def __init__(self, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-        self._capsys = capsys
-        self.lorebook = home / "familiars" / "default" / "lorebook.toml"
-        monkeypatch.setenv("FAMILIAR_HOME", str(home))
-        for name in ("DISCORD_TOKEN", "FAMILIAR_LLM_BASE_URL", "FAMILIAR_LLM_MODEL"):
-            monkeypatch.delenv(name, raising=False)
-
-    def json(self, *argv: str) -> Any:
-        code, out, err = self.run(*argv, "--json")
-        assert code == 0, err
-        return json.loads(out)
-
-    def run(self, *argv: str) -> tuple[int, str, str]:
-        self._capsys.readouterr()
-        code = main(list(argv))
-        captured = self._capsys.readouterr()
-        return code, captured.out, captured.err
 
 
 @pytest.fixture

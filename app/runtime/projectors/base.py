@@ -91,6 +91,20 @@ class ProjectorDeps:
         _log.info("%s: %s", name, text)
 
 
+class ProjectorBase:
+    """What the built-in projectors share: their dependencies, and the pause check a tick starts with."""
+
+    name: str
+
+    def __init__(self, deps: ProjectorDeps) -> None:
+        self._deps = deps
+
+    async def _learning(self) -> PauseState | None:
+        """The pause switches, or None when learning is paused everywhere (the tick then does nothing)."""
+        pause = await self._deps.pause()
+        return None if pause.paused("learning", "*") else pause
+
+
 Factory = Callable[[ProjectorDeps], MemoryProjector]
 _REGISTRY: dict[str, Factory] = {}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from app.memory.derived import change_counters
 from app.memory.facts import Fact
-from app.runtime.projectors.base import ProjectorDeps
+from app.runtime.projectors.base import ProjectorBase, ProjectorDeps
 
 SYSTEM = (
     "You write a short dossier about one person from facts about them: at most 80 words, plain text,"
@@ -22,17 +22,17 @@ MAX_PAIRS_PER_TICK = 20
 MAX_CHARS = 1500
 
 
-class PeopleDossierProjector:
+class PeopleDossierProjector(ProjectorBase):
     name = "people_dossier"
 
     def __init__(self, deps: ProjectorDeps) -> None:
-        self._deps = deps
+        super().__init__(deps)
         self._dossiers_seen: int | None = None
 
     async def run(self) -> None:
         deps = self._deps
-        pause = await deps.pause()
-        if pause.paused("learning", "*"):
+        pause = await self._learning()
+        if pause is None:
             return
         store = deps.history.store
         mark = await deps.projections.watermark(self.name)

@@ -19,7 +19,7 @@ from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import (
     SELF_KEY,
-    ProjectorDeps,
+    ProjectorBase,
     advance_floor,
     live_turn_ids,
     places_with_new_turns,
@@ -37,16 +37,13 @@ SYSTEM = (
 )
 
 
-class DreamingProjector:
+class DreamingProjector(ProjectorBase):
     name = "dreaming"
-
-    def __init__(self, deps: ProjectorDeps) -> None:
-        self._deps = deps
 
     async def run(self) -> None:
         deps = self._deps
-        pause = await deps.pause()
-        if pause.paused("learning", "*"):
+        pause = await self._learning()
+        if pause is None:
             return
         await self._queue_quiet_conversations(pause)
         if not deps.may_have_work("dream"):

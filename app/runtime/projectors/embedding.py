@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import asyncio
 
-from app.runtime.projectors.base import ProjectorDeps
+from app.runtime.projectors.base import ProjectorBase
 
 BATCH = 32
 MAX_BATCHES_PER_TICK = 8
 
 
-class FactEmbeddingProjector:
+class FactEmbeddingProjector(ProjectorBase):
     name = "fact_embedding"
-
-    def __init__(self, deps: ProjectorDeps) -> None:
-        self._deps = deps
 
     async def run(self) -> None:
         deps = self._deps

@@ -17,7 +17,13 @@ from app.memory.derived import change_counters
 from app.memory.facts import Fact
 from app.memory.policy import visible_scopes
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import ProjectorDeps, advance_floor, places_with_new_turns, quote_turn, reset_floor
+from app.runtime.projectors.base import (
+    ProjectorBase,
+    advance_floor,
+    places_with_new_turns,
+    quote_turn,
+    reset_floor,
+)
 
 SYSTEM = (
     "You reflect on a conversation: name a pattern, a recurring tension, an open question or a theme,"
@@ -73,16 +79,13 @@ def parse_reflections(raw: str, turn_ids: set[int], fact_ids: set[int]) -> list[
     return out
 
 
-class ReflectionProjector:
+class ReflectionProjector(ProjectorBase):
     name = "reflection"
-
-    def __init__(self, deps: ProjectorDeps) -> None:
-        self._deps = deps
 
     async def run(self) -> None:
         deps = self._deps
-        pause = await deps.pause()
-        if pause.paused("learning", "*"):
+        pause = await self._learning()
+        if pause is None:
             return
         learning = deps.settings.memory.learning
         await self._restart_if_emptied()

@@ -18,7 +18,7 @@ from app.memory.records import Turn
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import (
     SELF_KEY,
-    ProjectorDeps,
+    ProjectorBase,
     advance_floor,
     live_turn_ids,
     places_with_new_turns,
@@ -84,16 +84,13 @@ def to_new_fact(candidate: Candidate, place: str, origin: str) -> NewFact:
     )
 
 
-class RichNoteProjector:
+class RichNoteProjector(ProjectorBase):
     name = "rich_note"
-
-    def __init__(self, deps: ProjectorDeps) -> None:
-        self._deps = deps
 
     async def run(self) -> None:
         deps = self._deps
-        pause = await deps.pause()
-        if pause.paused("learning", "*"):
+        pause = await self._learning()
+        if pause is None:
             return
         learning = deps.settings.memory.learning
         # An edit queues its new revision as `extract` work. The revision is a new turn, past this

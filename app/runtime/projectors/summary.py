@@ -7,7 +7,7 @@ place's summary is rebuilt from its turns.
 from __future__ import annotations
 
 from app.runtime.projectors.base import (
-    ProjectorDeps,
+    ProjectorBase,
     advance_floor,
     places_with_new_turns,
     quiet_for,
@@ -24,16 +24,13 @@ SYSTEM = (
 MAX_CHARS = 2000
 
 
-class RollingSummaryProjector:
+class RollingSummaryProjector(ProjectorBase):
     name = "rolling_summary"
-
-    def __init__(self, deps: ProjectorDeps) -> None:
-        self._deps = deps
 
     async def run(self) -> None:
         deps = self._deps
-        pause = await deps.pause()
-        if pause.paused("learning", "*"):
+        pause = await self._learning()
+        if pause is None:
             return
         learning = deps.settings.memory.learning
         await self._restart_dropped()

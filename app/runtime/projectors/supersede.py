@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import ProjectorDeps
+from app.runtime.projectors.base import ProjectorBase
 
 SYSTEM = (
     "You keep a list of facts current. Given one new fact and earlier facts about the same people,"
@@ -46,16 +46,13 @@ def parse_retire(raw: str, allowed: set[int]) -> list[int]:
     return list(dict.fromkeys(ids))
 
 
-class FactSupersedeProjector:
+class FactSupersedeProjector(ProjectorBase):
     name = "fact_supersede"
-
-    def __init__(self, deps: ProjectorDeps) -> None:
-        self._deps = deps
 
     async def run(self) -> None:
         deps = self._deps
-        pause = await deps.pause()
-        if pause.paused("learning", "*"):
+        pause = await self._learning()
+        if pause is None:
             return
         mark = await deps.projections.watermark(self.name)
         rows = await deps.history.store.read_all(

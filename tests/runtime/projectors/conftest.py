@@ -3,8 +3,7 @@ fake LLM, with real SQLite and tantivy; a worker that logs an error fails the te
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
@@ -71,24 +70,3 @@ async def familiars(familiar_paths: FamiliarPaths, fake_llm: FakeLLM, brain: Bra
     opened = Familiars(familiar_paths, fake_llm)
     yield opened
     await opened.close_all()
-
-
-class _Recorder(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(level=logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@pytest.fixture(autouse=True)
-def _fail_on_worker_errors() -> Iterator[None]:
-    """The runner logs a failing worker and goes on; in these tests that is a failure."""
-    recorder = _Recorder()
-    logger = logging.getLogger("app.runtime.projectors")
-    logger.addHandler(recorder)
-    yield
-    logger.removeHandler(recorder)
-    messages = [f"{r.name}: {r.getMessage()}" for r in recorder.records]
-    assert not messages, f"a memory worker failed: {messages}"
