@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import aiosqlite
 
@@ -333,7 +333,15 @@ class Store:
 
 
 class _Transaction:
-    """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception."""
+    """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception.
+
+    Cancellation-safe: a task cancelled while its BEGIN is in flight does not give up the write lock
+    until that BEGIN has been rolled back (SQLite runs it anyway, in aiosqlite's thread). Otherwise the
+    writer would be left inside a transaction nobody owns, every later write would join it, and none
+    of them would ever be seen by a reader.
+    """
+
+    _cleanups: ClassVar[set[asyncio.Task[None]]] = set()
 
     def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
         self._conn = conn
@@ -341,11 +349,29 @@ class _Transaction:
 
     async def __aenter__(self) -> None:
         await self._lock.acquire()
+        begin = asyncio.ensure_future(self._conn.execute("BEGIN IMMEDIATE"))
         try:
-            await self._conn.execute("BEGIN IMMEDIATE")
+            await asyncio.shield(begin)
+        except asyncio.CancelledError:
+            cleanup = asyncio.get_running_loop().create_task(self._undo(begin))
+            self._cleanups.add(cleanup)
+            cleanup.add_done_callback(self._cleanups.discard)
+            raise
         except BaseException:
             self._lock.release()
             raise
+
+    async def _undo(self, begin: asyncio.Future[aiosqlite.Cursor]) -> None:
+        """Wait for a BEGIN whose caller was cancelled, roll it back, then release the lock."""
+        try:
+            try:
+                await begin
+            except (sqlite3.Error, ValueError):
+                return  # it did not begin (or the connection closed): nothing to undo
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                await self._conn.execute("ROLLBACK")
+        finally:
+            self._lock.release()
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
         try:

@@ -4,13 +4,16 @@ the real discord.py client against the fake Discord, the real openai client agai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from typing import Any
 
 import pytest
 
 from app.cli import main
 from app.config.paths import FamiliarPaths
 from app.memory.facts import NewFact
+from app.memory.records import Turn
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
 from tests.conftest import ALICE, GENERAL, GUILD_ID
@@ -49,17 +52,25 @@ async def test_a_split_discord_reply_is_explained_from_each_of_its_messages(
     sent = fake_llm.requests[0].messages[0]["content"]
     assert "The kettle sings in D minor." in sent
     assert "Alice takes her tea black." in sent
-    turns = [await familiar.history.store.latest_revision("discord", p.message_id) for p in posted]
-    explained = []
-    for turn in turns:
-        assert turn is not None
-        for _ in range(100):  # the reply turn is stored right after Discord accepts the message
-            try:
-                explained.append(await familiar.explain(turn.id))
-                break
-            except FamiliarError:  # not linked yet
-                await asyncio.sleep(0.02)
-    assert len(explained) == 2
+
+    async def explained_turns() -> list[tuple[Turn, dict[str, Any]]]:
+        """Each posted message's turn and its explanation, once stored: the reply turn is appended
+        and linked right after Discord accepts the message, so poll (bounded) until both are there."""
+        while True:
+            found = []
+            for message in posted:
+                turn = await familiar.history.store.latest_revision("discord", message.message_id)
+                if turn is None:
+                    continue
+                with contextlib.suppress(FamiliarError):  # not linked yet
+                    found.append((turn, await familiar.explain(turn.id)))
+            if len(found) == len(posted):
+                return found
+            await asyncio.sleep(0.02)
+
+    pairs = await asyncio.wait_for(explained_turns(), 5)
+    turns = [turn for turn, _e in pairs]
+    explained = [e for _t, e in pairs]
     assert explained[0]["explanation_id"] == explained[1]["explanation_id"]
     assert explained[0]["lorebook"][0]["title"] == "Kettle lore"
     assert explained[0]["lorebook"][0]["key"] == "kettle"
@@ -67,7 +78,6 @@ async def test_a_split_discord_reply_is_explained_from_each_of_its_messages(
 
     # The same from the terminal, beside the running familiar (same store, WAL readers).
     monkeypatch.setenv("FAMILIAR_HOME", str(familiar_paths.root))
-    assert turns[1] is not None
     capsys.readouterr()
     code = await asyncio.to_thread(main, ["explain", str(turns[1].id), "--json"])
     out, err = capsys.readouterr()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 from datetime import datetime, timedelta, timezone
@@ -324,3 +326,27 @@ async def test_close_twice_is_harmless(tmp_path: Path) -> None:
     opened = await Store.open(tmp_path / "history.db", tmp_path / "backups")
     await opened.close()
     await opened.close()
+
+
+async def test_a_write_cancelled_while_it_begins_leaves_no_transaction_open(store: Store) -> None:
+    """A task cancelled while its BEGIN is in flight (a reply cancelled at shutdown, a timeout) must
+    not leave the writer inside a transaction nobody owns: every later write would join it and never
+    commit, invisible to readers (and to every other process)."""
+    for attempt in range(20):
+
+        async def write(n: int = attempt) -> None:
+            async with store.transaction() as conn:
+                await conn.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)", (f"k{n}", b"x"))
+
+        task = asyncio.create_task(write())
+        for _ in range(attempt % 4):  # cancel at different points: before, during and after BEGIN
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        stored = await store.append_turn(turn(f"after cancel {attempt}"))
+        assert stored is not None
+        seen = await store.read_all("SELECT content FROM turns WHERE id = ?", (stored.id,))
+        assert seen == [(f"after cancel {attempt}",)], f"attempt {attempt}: the reader cannot see a committed turn"
+    async with store.transaction() as conn:  # and a fresh transaction can begin
+        await conn.execute("INSERT INTO store_meta (key, value) VALUES ('last', x'00')")
