@@ -21,6 +21,8 @@ from app.memory.store import Store
 PauseKind = Literal["learning", "recall"]
 EVERYWHERE = "*"
 MAX_ATTEMPTS = 3
+KEEP_EXPLANATIONS = 5000  # replies whose explanation stays available
+PRUNE_EVERY = 100
 
 
 def _now() -> str:
@@ -365,6 +367,10 @@ class Projections:
                 "INSERT OR REPLACE INTO explanation_turns (turn_id, explanation_id) VALUES (?, ?)",
                 [(t, explanation_id) for t in turn_ids],
             )
+            if explanation_id % PRUNE_EVERY == 0:  # keep the newest KEEP_EXPLANATIONS, not every reply forever
+                oldest_kept = explanation_id - KEEP_EXPLANATIONS
+                await conn.execute("DELETE FROM explanation_turns WHERE explanation_id <= ?", (oldest_kept,))
+                await conn.execute("DELETE FROM explanations WHERE id <= ?", (oldest_kept,))
         return explanation_id
 
     async def link_explanation(self, explanation_id: int, turn_ids: Sequence[int]) -> None:

@@ -218,6 +218,12 @@ class Familiar:
         found = await self.projections.explanation(turn_id)
         if found is None:
             raise FamiliarError(f"turn {turn_id} has no explanation: it is not a reply of this familiar")
+        # Explanations keep ids only; the text is looked up now, so a forgotten fact shows as such.
+        facts = await self.history.facts.get_many([int(f["fact_id"]) for f in found.get("facts", [])])
+        for item in found.get("facts", []):
+            fact = facts.get(int(item["fact_id"]))
+            item["content"] = fact.content if fact is not None and fact.status != "forgotten" else "(forgotten)"
+            item["status"] = fact.status if fact is not None else "forgotten"
         return {"turn_id": turn_id, **found}
 
     # -- facade: identity and events -----------------------------------------------------------

@@ -318,7 +318,8 @@ class MemoryLayer:
         items: list[dict[str, Any]] = []
         dropped: list[dict[str, Any]] = []
         for i, s in enumerate(facts):
-            record = {"fact_id": s.fact.id, "content": s.fact.content, "score": s.score, "signals": s.signals}
+            # Ids, never text: a stored explanation must not keep what the owner later forgets.
+            record = {"fact_id": s.fact.id, "score": s.score, "signals": s.signals}
             (items if i in kept else dropped).append(record if i in kept else {**record, "reason": "budget"})
         for j, t in enumerate(turns):
             i = len(facts) + j

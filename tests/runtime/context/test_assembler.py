@@ -234,3 +234,35 @@ async def test_every_local_reply_stores_its_explanation(open_familiar: Opener, f
     assert {layer["name"] for layer in explained["layers"]} >= {"character", "memory", "history"}
     sent = fake_llm.requests[-1].messages
     assert "The owner likes the lantern dim." in sent[0]["content"]
+
+
+async def test_an_explanation_keeps_no_text_a_forget_must_erase(open_familiar: Opener, fake_llm: FakeLLM) -> None:
+    familiar = await open_familiar("")
+    secret = "The owner hides the lantern key under the third stair."
+    fact_id = await know(familiar, secret, place="local")
+    fake_llm.script("Noted.")
+    await familiar.chat_local("where is the lantern key?")
+    reply = (await familiar.history.recent_turns("local", 1))[-1]
+    assert (await familiar.explain(reply.id))["facts"][0]["content"] == secret
+
+    await familiar.history.forget_fact(fact_id)
+
+    rows = await familiar.history.store.read_all("SELECT body FROM explanations")
+    assert rows
+    assert all("third stair" not in str(body) for (body,) in rows)
+    facts = (await familiar.explain(reply.id))["facts"]
+    assert [(f["fact_id"], f["content"]) for f in facts] == [(fact_id, "(forgotten)")]
+
+
+async def test_only_the_newest_explanations_are_kept(open_familiar: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.memory import derived
+
+    monkeypatch.setattr(derived, "KEEP_EXPLANATIONS", 6)
+    monkeypatch.setattr(derived, "PRUNE_EVERY", 5)
+    familiar = await open_familiar("")
+    ids = [await familiar.projections.save_explanation("local", {"n": n}, [1000 + n]) for n in range(20)]
+    kept = [int(r[0]) for r in await familiar.history.store.read_all("SELECT id FROM explanations ORDER BY id")]
+    assert kept[-1] == ids[-1]
+    assert len(kept) <= 6 + 5
+    assert await familiar.projections.explanation(1000) is None
+    assert await familiar.projections.explanation(1019) is not None
