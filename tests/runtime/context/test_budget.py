@@ -99,3 +99,14 @@ def test_the_fast_packer_agrees_with_costing_every_candidate_block(items: list[s
 def test_a_render_that_glues_items_together_still_stays_within_budget(items: list[str], budget: int) -> None:
     packed = pack(items, budget, lambda kept: "[" + "".join(kept) + "]" if kept else "")
     assert count_tokens(packed.text) == packed.cost <= budget
+
+
+@given(texts)
+def test_count_tokens_matches_its_definition(text: str) -> None:
+    import re
+
+    expected = sum(
+        (len(piece) + 3) // 4 if piece.isascii() and piece.isalpha() else 1
+        for piece in re.findall(r"[A-Za-z]+|\S", text)
+    )
+    assert count_tokens(text) == expected
