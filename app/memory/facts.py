@@ -92,7 +92,7 @@ class Fact:
 
 @dataclass(frozen=True, slots=True)
 class InsertOutcome:
-    outcome: Literal["inserted", "duplicate", "tombstoned", "rejected_before"]
+    outcome: Literal["inserted", "duplicate", "tombstoned", "rejected_before", "sources_gone"]
     # the new row, the existing duplicate, the owner's earlier rejection, or None for a tombstone
     fact: Fact | None
 
@@ -164,6 +164,11 @@ def _fact(row: Sequence[Any], sources: tuple[int, ...] = ()) -> Fact:
         snoozed_until=_dt(row[16]),
         source_turn_ids=sources,
     )
+
+
+def _needs_live_source(fact: NewFact) -> bool:
+    """Facts learnt from messages (not the owner's, not an import) need one of them still standing."""
+    return fact.origin in ("extraction", "dreaming") and bool(fact.source_turn_ids)
 
 
 def validate(new: NewFact) -> NewFact:
@@ -299,6 +304,8 @@ class FactBook:
                 status = "active" if auto_promotes(fact.type, fact.confidence, fact.content) else "pending"
             blocking = "('pending', 'active')" if owner else "('pending', 'active', 'rejected')"
             plans.append((fact, scope, key, hashed, status, blocking))
+        # Learnt facts need a source that still stands, checked in the same transaction as the insert:
+        # a message deleted (or edited) while the model read it must not come back as a fact.
         ids: list[int | None] = []
         if plans or also:
             async with self._store.transaction() as conn:
@@ -310,7 +317,9 @@ class FactBook:
                         " SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,?"
                         " WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL)"
                         f" AND NOT EXISTS (SELECT 1 FROM facts WHERE dedup_key = ? AND superseded_at IS NULL"
-                        f" AND status IN {blocking}) RETURNING id",
+                        f" AND status IN {blocking})"
+                        " AND (? = 0 OR EXISTS (SELECT 1 FROM json_each(?) j JOIN turns t ON t.id = j.value"
+                        "   WHERE t.redacted = 0 AND t.superseded = 0)) RETURNING id",
                         (
                             fact.content,
                             key,
@@ -328,6 +337,8 @@ class FactBook:
                             _iso(fact.valid_to),
                             hashed,
                             key,
+                            int(_needs_live_source(fact)),
+                            json.dumps(list(fact.source_turn_ids)),
                         ),
                     )
                     found = list(rows)
@@ -338,7 +349,10 @@ class FactBook:
         changes = Changes()
         for (fact, scope, key, hashed, status, blocking), fact_id in zip(plans, ids, strict=True):
             if fact_id is None:
-                outcomes.append(await self._why_not_inserted(hashed, key, blocking))
+                if _needs_live_source(fact) and not await self._has_live_source(fact.source_turn_ids):
+                    outcomes.append(InsertOutcome("sources_gone", None))
+                else:
+                    outcomes.append(await self._why_not_inserted(hashed, key, blocking))
                 continue
             changes.facts_index = True
             changes.fact_ids.append(fact_id)
@@ -368,6 +382,13 @@ class FactBook:
                 )
             )
         return outcomes, changes
+
+    async def _has_live_source(self, turn_ids: Sequence[int]) -> bool:
+        marks = ",".join("?" * len(turn_ids))
+        row = await self._store.read_one(
+            f"SELECT 1 FROM turns WHERE id IN ({marks}) AND redacted = 0 AND superseded = 0 LIMIT 1", list(turn_ids)
+        )
+        return row is not None
 
     async def _why_not_inserted(self, hashed: str, key: str, blocking: str) -> InsertOutcome:
         if await self._store.read_one("SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL", (hashed,)):

@@ -375,7 +375,10 @@ async def test_the_duplicate_check_goes_through_the_dedup_index(history: History
     for sql in lookups:
         plan = [str(row[-1]) for row in await history.store.read_all("EXPLAIN QUERY PLAN " + sql)]
         assert any("USING INDEX facts_dedup" in step for step in plan), plan
-        assert not any(step.startswith("SCAN") and "CONSTANT ROW" not in step for step in plan), plan
+        # No table is scanned (json_each over the fact's own few source ids is a virtual table).
+        assert not any(
+            step.startswith("SCAN") and "CONSTANT ROW" not in step and "VIRTUAL TABLE" not in step for step in plan
+        ), plan
     tombstone_checks = [s for s in statements if "FROM tombstones" in s]
     assert tombstone_checks
     for sql in tombstone_checks:

@@ -70,3 +70,21 @@ async def test_forget_with_redacted_sources_lists_the_dropped_projections(histor
     assert stores["summaries"] == 1
     assert stores["reflections"] == 0
     assert await projections.summary(PLACE) is None
+
+
+async def test_a_learnt_fact_needs_a_source_still_standing_checked_in_its_insert(history: History) -> None:
+    ids = await history.append_turns([turn("I keep bees", message_id=41), turn("and goats", message_id=42)])
+    await history.redact_message("discord", 41, datetime.now(UTC))
+
+    def learnt(text: str, sources: tuple[int, ...], origin: str = "extraction") -> NewFact:
+        return NewFact(text, "episodic", 5, 0.9, ("discord:7001",), PLACE, source_turn_ids=sources, origin=origin)
+
+    outcomes = await history.insert_facts(
+        [
+            learnt("Alice keeps bees.", (ids[0],)),  # its only source was deleted meanwhile
+            learnt("Alice keeps goats.", (ids[1],)),
+            learnt("Alice keeps bees and goats.", (ids[0], ids[1])),  # one source still stands
+            learnt("Alice keeps bees, she said.", (ids[0],), origin="remember"),  # the owner's word needs none
+        ]
+    )
+    assert [o.outcome for o in outcomes] == ["sources_gone", "inserted", "inserted", "inserted"]

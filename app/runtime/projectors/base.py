@@ -8,7 +8,7 @@ SQL (projector_state), so a restart, a pause or a dropped side-index resumes fro
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -216,19 +216,6 @@ async def reset_floor(deps: ProjectorDeps, name: str) -> None:
 async def turns_after(deps: ProjectorDeps, place: str, after: int, limit: int) -> list[Turn]:
     """Live turns of a place after a turn id, oldest first."""
     return await deps.history.store.turns_after(place, after, limit)
-
-
-async def live_turn_ids(deps: ProjectorDeps, ids: Iterable[int]) -> set[int]:
-    """Of these turn ids, those still current: not deleted or replaced by an edit since. A model call
-    takes a while; what it cites may have been deleted meanwhile, and must not come back as a fact."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return set()
-    marks = ",".join("?" * len(wanted))
-    rows = await deps.history.store.read_all(
-        f"SELECT id FROM turns WHERE id IN ({marks}) AND superseded = 0 AND redacted = 0", wanted
-    )
-    return {int(r[0]) for r in rows}
 
 
 def quote_turn(turn: Turn, *, with_id: bool = False) -> str:

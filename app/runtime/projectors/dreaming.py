@@ -21,7 +21,6 @@ from app.runtime.projectors.base import (
     SELF_KEY,
     ProjectorBase,
     advance_floor,
-    live_turn_ids,
     places_with_new_turns,
     quiet_for,
 )
@@ -127,11 +126,10 @@ class DreamingProjector(ProjectorBase):
         work = await store.read_one("SELECT status FROM memory_work WHERE kind = 'dream' AND turn_id = ?", (turn_id,))
         if work is not None and work[0] == "cancelled":
             return 0
-        live = await live_turn_ids(deps, (i for c in candidates for i in c.source_turn_ids))
         forgotten = await deps.history.facts.tombstone_filter()
         news = [to_new_fact(candidate, place, "dreaming") for candidate in candidates]
         # Forgotten stays forgotten; a deleted message is not learnt from.
-        news = [n for n in news if not forgotten(n.content, n.subjects) and live.intersection(n.source_turn_ids)]
+        news = [n for n in news if not forgotten(n.content, n.subjects)]  # the insert refuses deleted sources
         try:  # one transaction, all validated first
             outcomes = await deps.history.insert_facts(news)
         except FactError as exc:

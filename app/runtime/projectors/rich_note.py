@@ -20,7 +20,6 @@ from app.runtime.projectors.base import (
     SELF_KEY,
     ProjectorBase,
     advance_floor,
-    live_turn_ids,
     places_with_new_turns,
     quiet_for,
     turns_after,
@@ -133,9 +132,8 @@ class RichNoteProjector(ProjectorBase):
         extraction = await ask_parsed(
             deps.llm, SYSTEM, user, lambda answer: parse_extraction(answer, batch), errors=(ExtractionError,)
         )
-        live = await live_turn_ids(deps, (i for c in extraction.candidates for i in c.source_turn_ids))
-        kept = [c for c in extraction.candidates if live.intersection(c.source_turn_ids)]  # sources deleted meanwhile
-        new_facts = [to_new_fact(c, place, "extraction") for c in kept]
+        # A candidate whose every source was deleted meanwhile is refused by the insert itself.
+        new_facts = [to_new_fact(c, place, "extraction") for c in extraction.candidates]
         try:  # one transaction, all validated first: a batch with one invalid fact lands no fact
             also = [] if advance_to is None else [watermark_statement(self.name, advance_to, place)]
             outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts, also=also)]
@@ -144,7 +142,7 @@ class RichNoteProjector(ProjectorBase):
         deps.report(
             self.name,
             f"{place}: {len(turns)} turns -> {outcomes.count('inserted')} new facts"
-            f" ({len(extraction.dropped)} refused by policy, {len(extraction.candidates) - len(kept)} from deleted"
-            f" messages, {len(outcomes) - outcomes.count('inserted')} known)",
+            f" ({len(extraction.dropped)} refused by policy, {outcomes.count('sources_gone')} from deleted"
+            f" messages, {len(outcomes) - outcomes.count('inserted') - outcomes.count('sources_gone')} known)",
         )
         return outcomes
