@@ -196,3 +196,23 @@ def test_a_pending_item_shows_its_sources_and_what_it_may_supersede(cli: Cli, tm
     code, _out, err = cli.run("facts", "accept", str(pending_id), "--revision", str(shown["revision"]))
     assert code == 1
     assert "changed since you saw it" in err
+
+
+def test_pause_and_resume_from_the_terminal_last_across_runs(cli: Cli) -> None:
+    state = cli.json("pause", "learning", "--where", WHERE)
+    assert state == {"learning": [WHERE], "recall": []}
+    assert cli.json("pause", "recall")["recall"] == ["*"]  # everywhere by default
+    status = cli.json("memory", "status")  # a new process: the switches were kept
+    assert status["paused"] == {"learning": [WHERE], "recall": ["*"]}
+    assert status["projectors"] == ["rolling_summary", "rich_note", "people_dossier", "reflection", "fact_supersede"]
+    assert status["failed_work"] == []
+    assert cli.json("resume", "learning", "--where", WHERE)["learning"] == []
+    code, out, _err = cli.run("resume", "recall")
+    assert code == 0
+    assert "recall resumed everywhere" in out
+    code, _out, err = cli.run("pause", "learning", "--where", "the-moon")
+    assert code == 1
+    assert "'the-moon' is not a place" in err
+    with pytest.raises(SystemExit) as stopped:  # argparse: neither learning nor recall
+        cli.run("pause", "gossip")
+    assert stopped.value.code == 2
