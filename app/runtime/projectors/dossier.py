@@ -10,7 +10,6 @@ rebuilt on the next tick.
 from __future__ import annotations
 
 from app.memory.derived import change_counters
-from app.memory.facts import Fact
 from app.runtime.projectors.base import ProjectorBase, ProjectorDeps
 
 SYSTEM = (
@@ -80,21 +79,20 @@ class PeopleDossierProjector(ProjectorBase):
         deps = self._deps
         rows = await deps.history.store.read_all(
             # From the person's facts, not the scope's (a busy server has thousands of those).
-            "SELECT f.id FROM fact_subjects s CROSS JOIN facts f ON f.id = s.fact_id WHERE s.subject = ?"
+            "SELECT f.id, f.content FROM fact_subjects s CROSS JOIN facts f ON f.id = s.fact_id WHERE s.subject = ?"
             " AND +f.scope = ? AND f.status = 'active' AND f.superseded_at IS NULL ORDER BY f.id DESC LIMIT 40",
             (subject, scope),
         )
-        found = await deps.history.facts.get_many([int(r[0]) for r in rows])
-        facts: list[Fact] = sorted((found[int(r[0])] for r in rows if int(r[0]) in found), key=lambda f: f.id)
+        facts = sorted((int(r[0]), str(r[1])) for r in rows)
         if not facts:  # nothing current is left about them here
             return await deps.projections.drop_dossiers([subject], scope)
         name = await self._name(subject)
-        listed = "\n".join(f"- {f.content}" for f in facts)
+        listed = "\n".join(f"- {content}" for _id, content in facts)
         user = f"Person: {name} ({subject})\n\nFacts:\n{listed}"
         text = await deps.llm.complete(
             [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], max_tokens=300, temperature=0.2
         )
-        await deps.projections.save_dossier(subject, scope, " ".join(text.split())[:MAX_CHARS], facts[-1].id)
+        await deps.projections.save_dossier(subject, scope, " ".join(text.split())[:MAX_CHARS], facts[-1][0])
         deps.report(self.name, f"{subject} in {scope}: folded {len(facts)} facts")
         return 1
 

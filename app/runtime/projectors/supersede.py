@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.memory.facts import Fact
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import ProjectorBase
 
@@ -60,20 +61,24 @@ class FactSupersedeProjector(ProjectorBase):
             " ORDER BY l.rowid LIMIT ?",
             (mark, MAX_PER_TICK),
         )
-        for rowid, fact_id in rows:
-            fact = await deps.history.facts.get(int(fact_id))
-            if fact is not None and fact.status == "active" and fact.is_head:
-                if pause.paused("learning", fact.scope):
-                    break  # resume here when learning does
-                await self._consider(fact.id)
-            mark = int(rowid)
-            await deps.projections.set_watermark(self.name, mark)
+        facts = await deps.history.facts.get_many([int(fact_id) for _rowid, fact_id in rows])
+        start = mark
+        try:
+            for rowid, fact_id in rows:
+                fact = facts.get(int(fact_id))
+                if fact is not None and fact.status == "active" and fact.is_head:
+                    if pause.paused("learning", fact.scope):
+                        break  # resume here when learning does
+                    await self._consider(fact)
+                mark = int(rowid)
+        finally:
+            # Once per tick; after a crash the facts since are considered again, and retiring a fact
+            # already retired is skipped, never re-linked.
+            if mark > start:
+                await deps.projections.set_watermark(self.name, mark)
 
-    async def _consider(self, fact_id: int) -> list[int]:
+    async def _consider(self, fact: Fact) -> list[int]:
         deps = self._deps
-        fact = await deps.history.facts.get(fact_id)
-        if fact is None:
-            return []
         priors = await deps.history.facts.related_current(fact, limit=8)
         if not priors:
             return []
