@@ -149,14 +149,19 @@ class Store:
         async with self._write_lock:
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    # Every read is one call on the reader's thread (execute and fetch all, so the statement is done
+    # and its read transaction over before the next one starts). Reads made of several calls
+    # (execute, then fetch, then close) interleave on the shared connection: a statement left open
+    # by one coroutine pins the snapshot, and another coroutine's read in between would not see what
+    # was committed meanwhile.
     async def read_all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        async with self._reader.execute(sql, params) as cursor:
-            return [tuple(r) for r in await cursor.fetchall()]
+        return [tuple(r) for r in await self._reader.execute_fetchall(sql, params)]
 
     async def read_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        async with self._reader.execute(sql, params) as cursor:
-            row = await cursor.fetchone()
-        return tuple(row) if row is not None else None
+        rows = await self._reader.execute_fetchall(sql, params)
+        for row in rows:
+            return tuple(row)
+        return None
 
     # -- turns -----------------------------------------------------------------------------
     async def append_turn(self, turn: NewTurn) -> Turn | None:

@@ -350,3 +350,27 @@ async def test_a_write_cancelled_while_it_begins_leaves_no_transaction_open(stor
         assert seen == [(f"after cancel {attempt}",)], f"attempt {attempt}: the reader cannot see a committed turn"
     async with store.transaction() as conn:  # and a fresh transaction can begin
         await conn.execute("INSERT INTO store_meta (key, value) VALUES ('last', x'00')")
+
+
+async def test_a_commit_is_seen_by_the_next_read_while_other_reads_are_in_flight(store: Store) -> None:
+    """Reads share one reader connection. A read done in several calls (execute, fetch, close) left
+    its statement open between them, pinning a snapshot older than a commit that had just returned;
+    another coroutine's read in between then missed that commit (a reply 'vanished', a released work
+    item still read as running)."""
+    await store.append_turns([turn(f"filler {i}") for i in range(3000)])
+    stop = False
+
+    async def reader() -> None:
+        while not stop:
+            await store.read_all("SELECT id, content FROM turns WHERE id > ? LIMIT 2000", (0,))
+
+    readers = [asyncio.create_task(reader()) for _ in range(6)]
+    try:
+        for i in range(150):
+            stored = await store.append_turn(turn(f"probe {i}"))
+            assert stored is not None
+            seen = await store.read_one("SELECT content FROM turns WHERE id = ?", (stored.id,))
+            assert seen == (f"probe {i}",), f"probe {i}: a committed turn was not visible to the next read"
+    finally:
+        stop = True
+        await asyncio.gather(*readers)
