@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import aiosqlite
+
 from app.memory.errors import StoreError
 from app.memory.policy import valid_place
 from app.memory.store import Store
@@ -112,19 +114,35 @@ class Projections:
             return None
         return Summary(str(row[0]), str(row[1]), int(row[2]), datetime.fromisoformat(row[3]))
 
-    async def save_summary(self, place: str, text: str, last_turn_id: int, *, watermark_name: str) -> None:
-        """The summary and its watermark move together, in one transaction."""
-        await self._store.write(
-            [
-                (
-                    "INSERT INTO summaries (place, text, last_turn_id, updated_at) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (place) DO UPDATE SET text = excluded.text,"
-                    " last_turn_id = excluded.last_turn_id, updated_at = excluded.updated_at",
-                    (place, text, last_turn_id, _now()),
-                ),
-                (_UPSERT_WATERMARK, (watermark_name, place, last_turn_id, _now())),
-            ]
-        )
+    async def save_summary(
+        self,
+        place: str,
+        text: str,
+        last_turn_id: int,
+        *,
+        watermark_name: str,
+        shown_turn_ids: Sequence[int] = (),
+        based_on: int | None = None,
+    ) -> bool:
+        """The summary and its watermark move together, in one transaction, and only if what the
+        model was shown still stands: none of `shown_turn_ids` was deleted meanwhile, and the summary
+        it folded (`based_on`, its last_turn_id, or None for none) is still the one stored. Otherwise
+        nothing is written (the text may quote a deleted message) and False is returned."""
+        async with self._store.transaction() as conn:
+            if shown_turn_ids and await _any_gone_turn(conn, shown_turn_ids):
+                return False
+            async with conn.execute("SELECT last_turn_id FROM summaries WHERE place = ?", (place,)) as cursor:
+                row = await cursor.fetchone()
+            if (None if row is None else int(row[0])) != based_on:
+                return False
+            await conn.execute(
+                "INSERT INTO summaries (place, text, last_turn_id, updated_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (place) DO UPDATE SET text = excluded.text,"
+                " last_turn_id = excluded.last_turn_id, updated_at = excluded.updated_at",
+                (place, text, last_turn_id, _now()),
+            )
+            await conn.execute(_UPSERT_WATERMARK, (watermark_name, place, last_turn_id, _now()))
+        return True
 
     # -- dossiers ------------------------------------------------------------------------------
     async def dossier(self, canonical_key: str, scope: str) -> Dossier | None:
@@ -147,17 +165,21 @@ class Projections:
         )
         return [_dossier(r) for r in rows]
 
-    async def save_dossier(self, canonical_key: str, scope: str, text: str, last_fact_id: int) -> None:
-        await self._store.write(
-            [
-                (
-                    "INSERT INTO people_dossiers (canonical_key, scope, text, last_fact_id, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_key, scope) DO UPDATE SET"
-                    " text = excluded.text, last_fact_id = excluded.last_fact_id, updated_at = excluded.updated_at",
-                    (canonical_key, scope, text, last_fact_id, _now()),
-                )
-            ]
-        )
+    async def save_dossier(
+        self, canonical_key: str, scope: str, text: str, last_fact_id: int, shown_fact_ids: Sequence[int] = ()
+    ) -> bool:
+        """Write a dossier, only if every fact it was written from is still active and current (a
+        fact forgotten or retired while the model wrote must not come back through the dossier)."""
+        async with self._store.transaction() as conn:
+            if shown_fact_ids and await _any_gone_fact(conn, shown_fact_ids):
+                return False
+            await conn.execute(
+                "INSERT INTO people_dossiers (canonical_key, scope, text, last_fact_id, updated_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_key, scope) DO UPDATE SET"
+                " text = excluded.text, last_fact_id = excluded.last_fact_id, updated_at = excluded.updated_at",
+                (canonical_key, scope, text, last_fact_id, _now()),
+            )
+        return True
 
     async def drop_dossiers(self, canonical_keys: Sequence[str], scope: str | None = None) -> int:
         """Drop the dossiers of these people (in one scope, or in all), to be rebuilt clean."""
@@ -179,19 +201,24 @@ class Projections:
         last_turn_id: int,
         last_fact_id: int,
         watermark_name: str,
-    ) -> None:
-        """Store (text, cited turn ids, cited fact ids) rows and advance the watermark, together."""
+    ) -> int:
+        """Store (text, cited turn ids, cited fact ids) rows and advance the watermark, together. A
+        reflection citing a message deleted, or a fact forgotten or retired, while the model wrote is
+        not stored (its text may quote it). Returns how many were stored."""
         now = _now()
-        statements: list[tuple[str, Sequence[Any]]] = [
-            (
-                "INSERT INTO reflections (place, text, cited_turn_ids, cited_fact_ids, last_turn_id, last_fact_id,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (place, text, json.dumps(list(turns)), json.dumps(list(facts)), last_turn_id, last_fact_id, now),
-            )
-            for text, turns, facts in items
-        ]
-        statements.append((_UPSERT_WATERMARK, (watermark_name, place, last_turn_id, now)))
-        await self._store.write(statements)
+        stored = 0
+        async with self._store.transaction() as conn:
+            for text, turns, facts in items:
+                if (turns and await _any_gone_turn(conn, turns)) or (facts and await _any_gone_fact(conn, facts)):
+                    continue
+                await conn.execute(
+                    "INSERT INTO reflections (place, text, cited_turn_ids, cited_fact_ids, last_turn_id,"
+                    " last_fact_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (place, text, json.dumps(list(turns)), json.dumps(list(facts)), last_turn_id, last_fact_id, now),
+                )
+                stored += 1
+            await conn.execute(_UPSERT_WATERMARK, (watermark_name, place, last_turn_id, now))
+        return stored
 
     async def reflections(self, places: Sequence[str], limit: int) -> list[Reflection]:
         """The newest reflections of these places, newest first, each flagged stale when a fact it
@@ -401,6 +428,25 @@ _UPSERT_WATERMARK = (
     " ON CONFLICT (name, key) DO UPDATE SET watermark = excluded.watermark, updated_at = excluded.updated_at"
 )
 _WORK_COLUMNS = "id, kind, turn_id, place, status, attempts, last_error, created_at"
+
+
+async def _any_gone_turn(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> bool:
+    marks = ",".join("?" * len(turn_ids))
+    async with conn.execute(
+        f"SELECT COUNT(*) FROM turns WHERE id IN ({marks}) AND redacted = 0 AND superseded = 0", list(turn_ids)
+    ) as cursor:
+        row = await cursor.fetchone()
+    return int(row[0] if row else 0) < len(set(turn_ids))
+
+
+async def _any_gone_fact(conn: aiosqlite.Connection, fact_ids: Sequence[int]) -> bool:
+    marks = ",".join("?" * len(fact_ids))
+    async with conn.execute(
+        f"SELECT COUNT(*) FROM facts WHERE id IN ({marks}) AND status = 'active' AND superseded_at IS NULL",
+        list(fact_ids),
+    ) as cursor:
+        row = await cursor.fetchone()
+    return int(row[0] if row else 0) < len(set(fact_ids))
 
 
 def watermark_statement(name: str, value: int, key: str = "") -> tuple[str, tuple[Any, ...]]:

@@ -715,9 +715,11 @@ class FactBook:
             raise FactError("a fact cannot supersede itself")
         moment = now or datetime.now(UTC)
         async with self._store.transaction() as conn:
+            # Both must still stand: a fact forgotten (or retired) while the model decided retires nothing.
             cursor = await conn.execute(
                 "UPDATE facts SET superseded_at = ?, superseded_by = ?, revision = revision + 1"
-                " WHERE id = ? AND superseded_at IS NULL AND EXISTS (SELECT 1 FROM facts WHERE id = ?)",
+                " WHERE id = ? AND superseded_at IS NULL AND status = 'active' AND EXISTS (SELECT 1 FROM facts"
+                "   WHERE id = ? AND status = 'active' AND superseded_at IS NULL)",
                 (_iso(moment), new_id, old_id, new_id),
             )
             return "superseded" if cursor.rowcount else "skipped"

@@ -381,7 +381,13 @@ class _Transaction:
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
         try:
             if exc_type is None:
-                await self._conn.execute("COMMIT")
+                try:
+                    await self._conn.execute("COMMIT")
+                except BaseException:
+                    # A failed COMMIT leaves the transaction open: end it before anyone else writes.
+                    with contextlib.suppress(sqlite3.Error, ValueError):
+                        await self._conn.execute("ROLLBACK")
+                    raise
             else:
                 await self._conn.execute("ROLLBACK")
         finally:

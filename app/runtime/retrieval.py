@@ -151,16 +151,21 @@ class Retriever:
         (cue,) = await asyncio.to_thread(embedder.embed, [query])
         return {i: (cosine(cue, v) + 1.0) / 2.0 for i, v in vectors.items()}
 
-    async def turns(self, query: str, place: str, before_id: int, limit: int | None = None) -> list[ScoredTurn]:
+    async def turns(
+        self, query: str, place: str, before_id: int, limit: int | None = None, *, window: int = 0
+    ) -> list[ScoredTurn]:
         """Older messages of the same place (the recent window, ids >= before_id, excluded), fused
-        from BM25 and recency with the same weights (importance and embedding are neutral)."""
+        from BM25 and recency with the same weights (importance and embedding are neutral).
+
+        The cue comes from the recent window, so its own messages rank first: `window` more hits
+        are fetched so they cannot crowd the older ones out."""
         limit = self._settings.max_turns if limit is None else limit
         if not query.strip() or limit <= 0:
             return []
         terms = search_terms(query)
         if not terms:
             return []
-        hits = await self._history.search_turns(terms, limit * self._settings.overfetch, place)
+        hits = await self._history.search_turns(terms, limit * self._settings.overfetch + window, place)
         candidates = [h for h in hits if h.turn.id < before_id]
         if not candidates:
             return []

@@ -188,3 +188,17 @@ async def test_a_cue_of_only_small_talk_recalls_nothing(history: History) -> Non
     await remember(history, "Alice is how she is.")
     await ready(history)
     assert await Retriever(history, RetrievalSection()).facts("hi, how are you?", PLACE) == []
+
+
+async def test_the_recent_window_cannot_crowd_out_older_messages(history: History) -> None:
+    start = datetime(2024, 5, 1, tzinfo=UTC)
+
+    def turn(text: str, minutes: int) -> NewTurn:
+        return NewTurn("discord", PLACE, 501, ALICE, "alice", text, start + timedelta(minutes=minutes), guild_id=500)
+
+    [old] = await history.append_turns([turn("the dragon hoard is under the old mill by the river", 0)])
+    recent = await history.append_turns([turn(f"dragon dragon {i}", 10 + i) for i in range(20)])
+    await ready(history)
+    retriever = Retriever(history, RetrievalSection())
+    found = await retriever.turns("dragon", PLACE, recent[0], window=len(recent))
+    assert [s.turn.id for s in found] == [old]

@@ -21,7 +21,7 @@ from app.memory.policy import visible_scopes
 from app.memory.records import Turn
 from app.runtime.context.budget import count_tokens, pack, truncate_to_budget
 from app.runtime.context.fence import escape, fence
-from app.runtime.context.lorebook import Lorebook, LoreScanner, load_lorebook
+from app.runtime.context.lorebook import Lorebook, LorebookError, LoreScanner, empty_lorebook, load_lorebook
 from app.runtime.llm import ChatMessage
 from app.runtime.retrieval import Retriever
 
@@ -123,6 +123,7 @@ class LorebookLayer:
         self._book: Lorebook | None = None
         self._scanner: LoreScanner | None = None
         self._matches_for: tuple[Hashable, Any] | None = None
+        self.error = ""  # why the file on disk is not the one in use, if it is not
 
     def book(self) -> Lorebook:
         """The book as the file is now (re-read when its size or time changes)."""
@@ -132,7 +133,13 @@ class LorebookLayer:
         except FileNotFoundError:
             stamp = (0, 0)
         if self._book is None or stamp != self._stamp:
-            book = load_lorebook(self._path)
+            try:
+                book = load_lorebook(self._path)
+                self.error = ""
+            except LorebookError as exc:
+                # A typo (or a save in progress) must not stop every reply: keep the last good book.
+                self.error = f"lorebook.toml not used: {exc}"
+                book = self._book or empty_lorebook()
             if self._book is None or book.digest != self._book.digest:
                 self._scanner = LoreScanner(book)
             self._book, self._stamp = book, stamp
@@ -153,7 +160,7 @@ class LorebookLayer:
     def invalidation_key(self, ctx: ReplyContext) -> Hashable:
         book = self.book()
         fired = tuple((m.entry.index, m.key, m.secondary) for m in self._activate(ctx))
-        return (book.digest, fired, ctx.budget.lorebook_tokens, ctx.budget.max_lorebook_entries)
+        return (book.digest, fired, ctx.budget.lorebook_tokens, ctx.budget.max_lorebook_entries, self.error)
 
     async def build(self, ctx: ReplyContext) -> LayerOutput:
         book = self.book()
@@ -191,7 +198,12 @@ class LorebookLayer:
             }
             for i in packed.dropped
         )
-        problems = "; ".join(f"entry {p.index} ({p.title}): {p.key}: {p.message}" for p in book.problems)
+        problems = "; ".join(
+            [
+                *([self.error] if self.error else []),
+                *(f"entry {p.index} ({p.title}): {p.key}: {p.message}" for p in book.problems),
+            ]
+        )
         return LayerOutput(
             self.name, text=packed.text, cost=packed.cost, budget=budget, items=items, dropped=dropped, note=problems
         )
@@ -310,7 +322,7 @@ class MemoryLayer:
         query = ctx.query
         facts = await self.retriever.facts(query, ctx.place)
         before = ctx.recent[0].id if ctx.recent else 2**62
-        turns = await self.retriever.turns(query, ctx.place, before)
+        turns = await self.retriever.turns(query, ctx.place, before, window=len(ctx.recent))
         lines = [f"- [F#{s.fact.id}] {escape(s.fact.content)}" for s in facts]
         lines += [f"- [T#{s.turn.id}] {escape(s.turn.author_name)} said: {escape(s.turn.content)}" for s in turns]
         packed = pack(lines, budget, lambda kept: fence("What you remember", list(kept)))
@@ -347,6 +359,17 @@ class HistoryLayer:
                 break
             spent += costs[i]
             kept.append(i)
+        if not kept and rendered:
+            # The message being answered is too long for the budget on its own: send its beginning
+            # rather than no user message at all.
+            newest = len(rendered) - 1
+            head = f"{ctx.recent[newest].author_name}: " if ctx.recent[newest].author_key != SELF_KEY else ""
+            body = ctx.recent[newest].content
+            text = truncate_to_budget(body, budget - MESSAGE_OVERHEAD, lambda cut: head + cut)
+            if text:
+                rendered[newest] = {"role": rendered[newest]["role"], "content": text}
+                spent = count_tokens(text) + MESSAGE_OVERHEAD
+                kept.append(newest)
         kept.reverse()
         first = kept[0] if kept else len(rendered)
         dropped = tuple({"turn_id": ctx.recent[i].id, "reason": "budget"} for i in range(first))

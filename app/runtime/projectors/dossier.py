@@ -27,6 +27,7 @@ class PeopleDossierProjector(ProjectorBase):
     def __init__(self, deps: ProjectorDeps) -> None:
         super().__init__(deps)
         self._dossiers_seen: int | None = None
+        self._refused = False  # a dossier this tick could not save: look for missing ones next tick
 
     async def run(self) -> None:
         deps = self._deps
@@ -58,7 +59,10 @@ class PeopleDossierProjector(ProjectorBase):
         for subject, scope in missing:
             pairs.setdefault((str(subject), str(scope)), mark + 1)
         new_mark = int(rows[-1][0]) if rows else mark
+        if len(rows) == 500:  # the limit may have cut the last log row's subjects: read it again next time
+            new_mark = int(rows[-1][0]) - 1
         done = own = 0
+        self._refused = False
         for (subject, scope), rowid in pairs.items():
             if pause.paused("learning", scope) or done >= MAX_PAIRS_PER_TICK:
                 new_mark = min(new_mark, rowid - 1)  # come back for it
@@ -70,8 +74,8 @@ class PeopleDossierProjector(ProjectorBase):
         # The next tick looks for dropped dossiers only if someone else changed the table meanwhile
         # (or this tick's look may have been cut short by the cap).
         final = (await change_counters(store)).get("people_dossiers", 0) if own else counter
-        clean = final == counter + own and len(missing) < MAX_PAIRS_PER_TICK
-        self._dossiers_seen = final if clean else counter
+        clean = final == counter + own and len(missing) < MAX_PAIRS_PER_TICK and not self._refused
+        self._dossiers_seen = final if clean else None  # None: look next tick whatever the counter says
 
     async def _fold(self, subject: str, scope: str) -> int:
         """Rewrite (or drop) one dossier from the person's current facts; returns the dossier rows
@@ -92,7 +96,13 @@ class PeopleDossierProjector(ProjectorBase):
         text = await deps.llm.complete(
             [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], max_tokens=300, temperature=0.2
         )
-        await deps.projections.save_dossier(subject, scope, " ".join(text.split())[:MAX_CHARS], facts[-1][0])
+        saved = await deps.projections.save_dossier(
+            subject, scope, " ".join(text.split())[:MAX_CHARS], facts[-1][0], [fact_id for fact_id, _c in facts]
+        )
+        if not saved:  # a fact it read was forgotten or retired meanwhile: rebuilt from what is left
+            deps.report(self.name, f"{subject} in {scope}: not saved (a fact changed meanwhile)")
+            self._refused = True
+            return 0
         deps.report(self.name, f"{subject} in {scope}: folded {len(facts)} facts")
         return 1
 

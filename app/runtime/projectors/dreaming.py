@@ -12,6 +12,8 @@ cancels the queued item, and a dream in flight then learns nothing.
 
 from __future__ import annotations
 
+import asyncio
+
 from app.memory.derived import PauseState
 from app.memory.facts import FactError
 from app.memory.policy import visible_scopes
@@ -60,6 +62,8 @@ class DreamingProjector(ProjectorBase):
             status = await deps.projections.release_work(item.id, error=str(exc))
             deps.report(self.name, f"dream of T#{item.turn_id} {status}, waiting for the background model: {exc}")
             return
+        except asyncio.CancelledError:
+            raise  # shutting down is no failed attempt: the item stays running and is requeued at start
         except BaseException as exc:
             await deps.projections.finish_work(item.id, error=str(exc) or type(exc).__name__)
             raise

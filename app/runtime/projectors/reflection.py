@@ -143,7 +143,7 @@ class ReflectionProjector(ProjectorBase):
             garbage = f"{place}: no reflection up to T#{newest} ({exc})"
         last_fact = max((f.id for f in facts), default=0)
         # Rows and watermark together; the watermark moves even when nothing was kept.
-        await deps.projections.add_reflections(
+        stored = await deps.projections.add_reflections(
             place,
             [(p.text, p.turns, p.facts) for p in kept],
             last_turn_id=newest,
@@ -151,8 +151,8 @@ class ReflectionProjector(ProjectorBase):
             watermark_name=self.name,
         )
         deps.moved_mark(self.name, place, newest)
-        deps.report(self.name, garbage or f"{place}: {len(kept)} reflections up to T#{newest}")
-        return len(kept)
+        deps.report(self.name, garbage or f"{place}: {stored} reflections up to T#{newest}")
+        return stored
 
     async def _recent_facts(self, place: str) -> list[Fact]:
         scopes = visible_scopes(place)

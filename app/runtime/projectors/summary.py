@@ -49,7 +49,17 @@ class RollingSummaryProjector(ProjectorBase):
                 temperature=0.2,
             )
             text = " ".join(text.split())[:MAX_CHARS]
-            await deps.projections.save_summary(place, text, turns[-1].id, watermark_name=self.name)
+            saved = await deps.projections.save_summary(
+                place,
+                text,
+                turns[-1].id,
+                watermark_name=self.name,
+                shown_turn_ids=[t.id for t in turns],
+                based_on=previous.last_turn_id if previous else None,
+            )
+            if not saved:  # a message it read was deleted meanwhile: written again next tick, without it
+                deps.report(self.name, f"{place}: summary not saved (a message it read was deleted meanwhile)")
+                continue
             deps.moved_mark(self.name, place, turns[-1].id)
             deps.report(self.name, f"{place}: summary now covers up to T#{turns[-1].id}")
         await advance_floor(deps, self.name)

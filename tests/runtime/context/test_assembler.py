@@ -266,3 +266,30 @@ async def test_only_the_newest_explanations_are_kept(open_familiar: Opener, monk
     assert len(kept) <= 6 + 5
     assert await familiar.projections.explanation(1000) is None
     assert await familiar.projections.explanation(1019) is not None
+
+
+async def test_a_message_longer_than_the_history_budget_still_reaches_the_model(open_familiar: Opener) -> None:
+    familiar = await open_familiar("[budget.text]\nhistory_tokens = 60\n")
+    await say(familiar, "short earlier message")
+    await say(familiar, "please read this: " + "lantern " * 400)
+    assembly = await familiar.assemble(PLACE)
+    last = assembly.messages[-1]
+    assert last["role"] == "user"
+    assert last["content"].startswith("alice: please read this: lantern")
+    assert last["content"].endswith("…")
+    history = next(o for o in assembly.outputs if o.name == "history")
+    assert 0 < history.cost <= 60
+
+
+async def test_a_broken_lorebook_keeps_the_last_good_one_and_says_why(
+    open_familiar: Opener, familiar_paths: FamiliarPaths
+) -> None:
+    familiar = await open_familiar("")
+    await say(familiar, "the lantern again")
+    assert "The lantern in the hall never goes out." in (await familiar.assemble(PLACE)).messages[0]["content"]
+    familiar_paths.lorebook_toml.write_text(LORE + "\n[[entries]]\npriority = 'high'\n", encoding="utf-8")
+    assembly = await familiar.assemble(PLACE)  # a reply still goes out
+    assert "The lantern in the hall never goes out." in assembly.messages[0]["content"]
+    lore = next(layer for layer in assembly.explanation["layers"] if layer["name"] == "lorebook")
+    assert "lorebook.toml not used" in lore["note"]
+    assert "priority" in lore["note"]
