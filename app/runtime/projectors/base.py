@@ -56,6 +56,8 @@ class ProjectorDeps:
     floors: dict[str, int] = field(default_factory=dict)
     floors_saved: dict[str, int] = field(default_factory=dict)
     moved: dict[str, dict[str, int]] = field(default_factory=dict)
+    passing: dict[str, set[str]] = field(default_factory=dict)
+    floor_passers: set[str] = field(default_factory=set)
 
     @property
     def display_name(self) -> str:
@@ -76,6 +78,13 @@ class ProjectorDeps:
         """A projector moved a place's watermark this tick (so advance_floor need not read them back;
         a move it does not hear of only keeps the floor lower, which is safe)."""
         self.moved.setdefault(name, {})[place] = value
+
+    def let_floor_pass(self, name: str, place: str) -> None:
+        """This place's unread turns need not hold the floor: the projector only acts on the place
+        again when it gets new turns (a reflection waits for enough of them), and new turns are
+        always above the floor. Keeps a quiet channel from pinning every scan to its old turns."""
+        self.floor_passers.add(name)
+        self.passing.setdefault(name, set()).add(place)
 
     def queued(self, kind: str) -> None:
         """This tick queued work of this kind (so a later projector of the tick looks for it)."""
@@ -148,6 +157,7 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
     for `advance_floor` at the end of the tick.
     """
     deps.moved.pop(name, None)  # only moves made after this scan count for advance_floor
+    deps.passing.pop(name, None)
     marks = await deps.projections.watermarks(name)
     floor = max(marks.get("", 0), deps.floors.get(name, 0))
     # One statement, one snapshot: the newest id overall (the row whose place is NULL) and, per
@@ -165,10 +175,11 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
             continue
         mark = marks.get(str(place), floor)
         if int(newest) > mark:
-            # The count above is from the floor. Every turn at or below the floor has been read, so
-            # for a place whose watermark is at or below it the count is exact; only a place further
-            # along needs its own count.
-            if mark > floor:
+            # The count above is from the floor. Every turn at or below the floor has been read (unless
+            # this projector lets waiting places go past it, see `let_floor_pass`), so for a place
+            # whose watermark is at or below it the count is exact; only a place further along needs
+            # its own count.
+            if mark > floor or (mark < floor and name in deps.floor_passers):
                 count = await _count_after(deps, str(place), mark)
             out[str(place)] = (mark, int(newest), int(count))
     deps.scans[name] = (out, max(top, floor), floor)
@@ -192,8 +203,12 @@ async def advance_floor(deps: ProjectorDeps, name: str) -> None:
         scan = deps.scans.pop(name)
     behind, top, old_floor = scan
     moved = deps.moved.pop(name, {})
-    still = [moved.get(place, mark) for place, (mark, newest, _count) in behind.items()]
-    still = [m for m, (_mark, newest, _count) in zip(still, behind.values(), strict=True) if m < newest]
+    passing = deps.passing.pop(name, set())
+    still = [
+        moved.get(place, mark)
+        for place, (mark, newest, _count) in behind.items()
+        if moved.get(place, mark) < newest and place not in passing
+    ]
     floor = min(still) if still else top
     if floor == old_floor:
         return
@@ -206,11 +221,13 @@ async def advance_floor(deps: ProjectorDeps, name: str) -> None:
         deps.floors_saved.setdefault(name, persisted)
 
 
-async def reset_floor(deps: ProjectorDeps, name: str) -> None:
-    """Back to the first turn (a projection is being rebuilt): on disk first, then in memory."""
-    await deps.projections.set_watermark(name, 0, "")
-    deps.floors[name] = 0
-    deps.floors_saved[name] = 0
+async def reset_floor(deps: ProjectorDeps, name: str, value: int = 0) -> None:
+    """Lower the floor to `value` (a projection is being rebuilt): on disk first, then in memory."""
+    current = max(await deps.projections.watermark(name, ""), deps.floors.get(name, 0))
+    value = min(value, current)
+    await deps.projections.set_watermark(name, value, "")
+    deps.floors[name] = value
+    deps.floors_saved[name] = value
 
 
 async def turns_after(deps: ProjectorDeps, place: str, after: int, limit: int) -> list[Turn]:

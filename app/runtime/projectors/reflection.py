@@ -89,8 +89,17 @@ class ReflectionProjector(ProjectorBase):
             return
         learning = deps.settings.memory.learning
         await self._restart_if_emptied()
-        for place, (_mark, newest, count) in (await places_with_new_turns(deps, self.name)).items():
-            if pause.paused("learning", place) or count < learning.reflection_turns:
+        marks = None
+        for place, (mark, newest, count) in (await places_with_new_turns(deps, self.name)).items():
+            if pause.paused("learning", place):
+                continue
+            if count < learning.reflection_turns:
+                # Only more turns can make it due: the floor need not wait for it. Its watermark is
+                # written down first, so it does not default to the floor once the floor has passed.
+                marks = marks if marks is not None else await deps.projections.watermarks(self.name)
+                if place not in marks:
+                    await deps.projections.set_watermark(self.name, mark, place)
+                deps.let_floor_pass(self.name, place)
                 continue
             await self.reflect(place, newest)
         await advance_floor(deps, self.name)

@@ -65,8 +65,10 @@ class RollingSummaryProjector(ProjectorBase):
         await advance_floor(deps, self.name)
 
     async def _restart_dropped(self) -> None:
-        """A place whose summary row is gone (the table was emptied to rebuild it) while its watermark
-        stayed starts over from its first turn. The floor goes down first: were the place's watermark
+        """A place whose summary row is gone (the table was emptied to rebuild it, or a deleted message
+        took it) while its watermark stayed starts over from its last `max_turns_per_tick` live turns:
+        a summary is about the recent conversation, and re-reading a long channel from its first
+        turn would take hours of model calls. The floor goes down first: were the place's watermark
         reset first and the floor left above its turns, a crash in between would lose the place."""
         deps = self._deps
         rows = await deps.history.store.read_all(
@@ -76,7 +78,16 @@ class RollingSummaryProjector(ProjectorBase):
         )
         if not rows:
             return
-        await reset_floor(deps, self.name)
+        tail = deps.settings.memory.learning.max_turns_per_tick
+        starts: dict[str, int] = {}
         for (place,) in rows:
-            await deps.projections.set_watermark(self.name, 0, str(place))
+            before = await deps.history.store.read_one(
+                "SELECT id FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
+                " ORDER BY id DESC LIMIT 1 OFFSET ?",
+                (str(place), tail),
+            )
+            starts[str(place)] = int(before[0]) if before else 0
+        await reset_floor(deps, self.name, min(starts.values()))
+        for place, start in starts.items():
+            await deps.projections.set_watermark(self.name, start, place)
         deps.report(self.name, f"rebuilding the summary of {', '.join(str(r[0]) for r in rows)}")

@@ -150,3 +150,20 @@ async def test_an_emptied_reflections_table_is_rebuilt_once(familiars: Familiars
     await familiar.learn_now()
     await familiar.learn_now()
     assert len(requests_of(fake_llm, "reflection")) == asked
+
+
+async def test_a_quiet_place_below_the_threshold_does_not_hold_the_scan_back(
+    familiars: Familiars, fake_llm: FakeLLM
+) -> None:
+    familiar = await familiars.open(SETTINGS)
+    quiet = await add_turns(familiar, turn("one", ALICE, place=OTHER_PLACE), turn("two", BOB, place=OTHER_PLACE))
+    busy = await _conversation(familiar, "a", "b", "c")
+    fake_llm.script(_answer())
+    await familiar.learn_now()
+    # The floor (where the next scan starts) moved past the quiet place's two unread turns.
+    assert familiar.projector_deps.floors["reflection"] >= busy[-1]
+    more = await add_turns(familiar, turn("three", ALICE, place=OTHER_PLACE))
+    fake_llm.script(_answer())
+    await familiar.learn_now()
+    shown = [turn_ids_shown(r) for r in requests_of(fake_llm, "reflection")]
+    assert shown[-1] == [*quiet, *more]  # all three of its turns, though two were below the floor

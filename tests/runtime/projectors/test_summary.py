@@ -112,3 +112,26 @@ async def test_one_dropped_summary_is_rebuilt_and_the_others_are_left_alone(
     assert len(second) == 1
     assert "map" in prompt(second[0])
     assert await familiar.projections.summary(OTHER_PLACE) is not None
+
+
+async def test_a_long_channel_rebuilds_its_summary_from_its_recent_turns(
+    familiars: Familiars, fake_llm: FakeLLM, brain: Brain
+) -> None:
+    familiar = await familiars.open(learning("rolling_summary", summary_turns=5, max_turns_per_tick=5))
+    brain.answers["rolling_summary"] = lambda messages: "Summary: " + prompt_words(messages)
+    ids = await add_turns(familiar, *(turn(f"message number {i}", BOB) for i in range(30)))
+    for _ in range(6):
+        await familiar.learn_now()
+    assert (await familiar.projections.summary(PLACE)).last_turn_id == ids[-1]  # type: ignore[union-attr]
+    asked = len(requests_of(fake_llm, "rolling_summary"))
+
+    await familiar.history.store.write([("DELETE FROM summaries", ())])
+    await familiar.learn_now()
+
+    requests = requests_of(fake_llm, "rolling_summary")[asked:]
+    assert len(requests) == 1  # one call, not thirty turns' worth from the first message
+    assert "message number 25" in prompt(requests[0])
+    assert "message number 24" not in prompt(requests[0])
+    rebuilt = await familiar.projections.summary(PLACE)
+    assert rebuilt is not None
+    assert rebuilt.last_turn_id == ids[-1]
