@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -374,3 +375,21 @@ async def test_a_commit_is_seen_by_the_next_read_while_other_reads_are_in_flight
     finally:
         stop = True
         await asyncio.gather(*readers)
+
+
+async def test_a_failed_commit_is_rolled_back_and_the_writer_keeps_working(store: Store) -> None:
+    async def violate_at_commit() -> None:
+        async with store.transaction() as conn:
+            await conn.execute("PRAGMA defer_foreign_keys = ON")  # the violation surfaces at COMMIT
+            await conn.execute(
+                "INSERT INTO fact_embeddings (fact_id, model, dim, vector, created_at) VALUES (999, 'm', 1, x'00', 't')"
+            )
+
+    with pytest.raises(sqlite3.IntegrityError):
+        await violate_at_commit()
+    assert await store.read_all("SELECT * FROM fact_embeddings") == []
+    stored = await store.append_turn(turn("still writing"))
+    assert stored is not None
+    assert await store.read_one("SELECT content FROM turns WHERE id = ?", (stored.id,)) == ("still writing",)
+    async with store.transaction() as conn:  # no transaction was left open
+        await conn.execute("INSERT INTO store_meta (key, value) VALUES ('after', x'00')")
