@@ -3,6 +3,7 @@ Discord adapter feeds. It owns the store, the LLM clients and the Discord connec
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -385,8 +386,11 @@ class Familiar:
         section = settings.channels.get(channel_key(place))
         tier = (section.budget_tier if section else "") or settings.budget.tier
         budget: BudgetTier = getattr(settings.budget, tier)
-        recent = await self.history.recent_turns(place, settings.history.recent_turns)
-        pause = await self.projections.pause_state()
+        recent, pause, versions = await asyncio.gather(
+            self.history.recent_turns(place, settings.history.recent_turns),
+            self.projections.pause_state(),
+            change_counters(self.history.store),
+        )
         return ReplyContext(
             place=place,
             display_name=settings.familiar.display_name,
@@ -394,7 +398,7 @@ class Familiar:
             budget=budget,
             recent=tuple(recent),
             recall_paused=pause.paused("recall", place),
-            versions=await change_counters(self.history.store),
+            versions=versions,
             now=datetime.now(UTC),
         )
 

@@ -3,6 +3,7 @@ its invalidation key is unchanged, and records what went into the prompt (the re
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -52,13 +53,10 @@ class Assembler:
     async def assemble(self, ctx: ReplyContext, order: Sequence[str] = ()) -> Assembly:
         started = time.perf_counter()
         names = [n for n in (order or DEFAULT_ORDER) if n in self._layers]
-        outputs: list[LayerOutput] = []
-        cached: list[str] = []
-        for name in names:
-            output, hit = await self._run(self._layers[name], ctx)
-            outputs.append(output)
-            if hit:
-                cached.append(name)
+        # Layers are independent: they build side by side (their reads and index searches overlap).
+        results = await asyncio.gather(*(self._run(self._layers[name], ctx) for name in names))
+        outputs = [output for output, _hit in results]
+        cached = [name for name, (_output, hit) in zip(names, results, strict=True) if hit]
         system = "\n\n".join(o.text for o in outputs if o.text)
         messages: list[ChatMessage] = [{"role": "system", "content": system}] if system else []
         for output in outputs:

@@ -8,6 +8,7 @@ assembler can reuse a layer's last output while nothing it depends on has change
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -320,9 +321,11 @@ class MemoryLayer:
         if ctx.recall_paused:
             return LayerOutput(self.name, budget=budget, note="recall paused")
         query = ctx.query
-        facts = await self.retriever.facts(query, ctx.place)
         before = ctx.recent[0].id if ctx.recent else 2**62
-        turns = await self.retriever.turns(query, ctx.place, before, window=len(ctx.recent))
+        facts, turns = await asyncio.gather(
+            self.retriever.facts(query, ctx.place),
+            self.retriever.turns(query, ctx.place, before, window=len(ctx.recent)),
+        )
         lines = [f"- [F#{s.fact.id}] {escape(s.fact.content)}" for s in facts]
         lines += [f"- [T#{s.turn.id}] {escape(s.turn.author_name)} said: {escape(s.turn.content)}" for s in turns]
         packed = pack(lines, budget, lambda kept: fence("What you remember", list(kept)))
