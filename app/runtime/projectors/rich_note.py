@@ -35,6 +35,8 @@ from app.runtime.projectors.extraction import (
     render_batch,
 )
 
+MAX_BATCHES_PER_PLACE = 5  # per tick
+
 SYSTEM = """You read a stretch of a chat and note what is worth remembering about the people in it.
 
 Rules:
@@ -102,17 +104,20 @@ class RichNoteProjector(ProjectorBase):
         for place, (mark, _newest, count) in (await places_with_new_turns(deps, self.name)).items():
             if pause.paused("learning", place):
                 continue  # its watermark stays: the work resumes when learning does
-            turns = await turns_after(deps, place, mark, learning.batch_turns)
-            if count < learning.batch_turns and quiet_for(deps, turns) < learning.tick_seconds:
-                continue  # a partial batch waits for the conversation to pause
-            advanced = False
-            try:
-                advanced = await self.extract(place, turns, advance_to=turns[-1].id) is not None
-            except GarbageAnswerError as exc:
-                deps.report(self.name, f"dropped the batch T#{turns[0].id}-T#{turns[-1].id} in {place}: {exc}")
-            if not advanced:  # a dropped batch (or one with nothing to read) still moves the watermark
-                await deps.projections.set_watermark(self.name, turns[-1].id, place)
-            deps.moved_mark(self.name, place, turns[-1].id)
+            # A backlog (after a pause, or a busy hour) goes a few full batches per tick.
+            for _batch in range(MAX_BATCHES_PER_PLACE):
+                turns = await turns_after(deps, place, mark, learning.batch_turns)
+                if not turns or (count < learning.batch_turns and quiet_for(deps, turns) < learning.tick_seconds):
+                    break  # a partial batch waits for the conversation to pause
+                advanced = False
+                try:
+                    advanced = await self.extract(place, turns, advance_to=turns[-1].id) is not None
+                except GarbageAnswerError as exc:
+                    deps.report(self.name, f"dropped the batch T#{turns[0].id}-T#{turns[-1].id} in {place}: {exc}")
+                if not advanced:  # a dropped batch (or one with nothing to read) still moves the watermark
+                    await deps.projections.set_watermark(self.name, turns[-1].id, place)
+                deps.moved_mark(self.name, place, turns[-1].id)
+                mark, count = turns[-1].id, count - len(turns)
         await advance_floor(deps, self.name)
 
     async def extract(self, place: str, turns: Sequence[Turn], *, advance_to: int | None = None) -> list[str] | None:
