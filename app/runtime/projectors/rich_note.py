@@ -106,6 +106,8 @@ class RichNoteProjector(ProjectorBase):
                 continue  # its watermark stays: the work resumes when learning does
             # A backlog (after a pause, or a busy hour) goes a few full batches per tick.
             for _batch in range(MAX_BATCHES_PER_PLACE):
+                if count <= 0:
+                    break
                 turns = await turns_after(deps, place, mark, learning.batch_turns)
                 if not turns or (count < learning.batch_turns and quiet_for(deps, turns) < learning.tick_seconds):
                     break  # a partial batch waits for the conversation to pause
