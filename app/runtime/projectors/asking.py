@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from app.runtime.llm import ChatMessage, LLMClient
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+MAX_ANSWER = 32_000
+
+
+def one_key_object(raw: str, key: str, error: type[Exception]) -> list[Any]:
+    """The list under `key` of an answer that must be exactly {"<key>": [...]} (optionally inside one
+    ```json fence); anything else raises `error` saying what is wrong."""
+    if len(raw) > MAX_ANSWER:
+        raise error("the answer is too long")
+    text = raw.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or set(data) != {key} or not isinstance(data[key], list):
+        raise error(f'expected {{"{key}": [...]}}')
+    return list(data[key])
 
 
 class GarbageAnswerError(Exception):

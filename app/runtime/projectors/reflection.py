@@ -9,14 +9,12 @@ fact that is later retired is shown flagged stale (computed when read).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 from app.memory.derived import change_counters
 from app.memory.facts import Fact
 from app.memory.policy import visible_scopes
-from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
+from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
 from app.runtime.projectors.base import (
     ProjectorBase,
     advance_floor,
@@ -34,7 +32,6 @@ SYSTEM = (
 )
 MAX_TEXT = 400
 RESET_KEY = "#emptied"  # projector_state key remembering the emptying already handled
-MAX_ANSWER = 32_000
 
 
 class ReflectionError(ValueError):
@@ -50,19 +47,8 @@ class Proposed:
 
 def parse_reflections(raw: str, turn_ids: set[int], fact_ids: set[int]) -> list[Proposed]:
     """Strict shape; citations outside what was shown are removed, and an item left uncited is dropped."""
-    if len(raw) > MAX_ANSWER:
-        raise ReflectionError("the answer is too long")
-    text = raw.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReflectionError(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or set(data) != {"reflections"} or not isinstance(data["reflections"], list):
-        raise ReflectionError('expected {"reflections": [...]}')
     out: list[Proposed] = []
-    for i, item in enumerate(data["reflections"]):
+    for i, item in enumerate(one_key_object(raw, "reflections", ReflectionError)):
         if not isinstance(item, dict) or not set(item) <= {"text", "cited_turn_ids", "cited_fact_ids"}:
             raise ReflectionError(f"reflections[{i}] has unknown fields")
         body = item.get("text")

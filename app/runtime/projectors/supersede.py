@@ -8,11 +8,8 @@ fact's subjects lose their dossiers, so the dossier worker rebuilds them clean.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from app.memory.facts import Fact
-from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
+from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
 from app.runtime.projectors.base import ProjectorBase
 
 SYSTEM = (
@@ -29,16 +26,7 @@ class SupersedeError(ValueError):
 
 
 def parse_retire(raw: str, allowed: set[int]) -> list[int]:
-    text = raw.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SupersedeError(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or set(data) != {"retire"} or not isinstance(data["retire"], list):
-        raise SupersedeError('expected {"retire": [ids]}')
-    ids = data["retire"]
+    ids = one_key_object(raw, "retire", SupersedeError)
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise SupersedeError("retire must list fact ids")
     stray = [i for i in ids if i not in allowed]
