@@ -166,6 +166,26 @@ def _fact(row: Sequence[Any], sources: tuple[int, ...] = ()) -> Fact:
     )
 
 
+def _row_values(fact: NewFact, key: str, scope: str, status: str, at: str | None) -> tuple[Any, ...]:
+    """The values of a new facts row, in the column order both inserts use."""
+    return (
+        fact.content,
+        key,
+        fact.type,
+        fact.importance,
+        fact.confidence,
+        json.dumps(list(fact.subjects)),
+        json.dumps(list(fact.source_turn_ids)),
+        fact.speaker,
+        scope,
+        status,
+        fact.origin,
+        at,
+        _iso(fact.valid_from),
+        _iso(fact.valid_to),
+    )
+
+
 def _needs_live_source(fact: NewFact) -> bool:
     """Facts learnt from messages (not the owner's, not an import) need one of them still standing."""
     return fact.origin in ("extraction", "dreaming") and bool(fact.source_turn_ids)
@@ -321,20 +341,7 @@ class FactBook:
                         " AND (? = 0 OR EXISTS (SELECT 1 FROM json_each(?) j JOIN turns t ON t.id = j.value"
                         "   WHERE t.redacted = 0 AND t.superseded = 0)) RETURNING id",
                         (
-                            fact.content,
-                            key,
-                            fact.type,
-                            fact.importance,
-                            fact.confidence,
-                            json.dumps(list(fact.subjects)),
-                            json.dumps(list(fact.source_turn_ids)),
-                            fact.speaker,
-                            scope,
-                            status,
-                            fact.origin,
-                            at,
-                            _iso(fact.valid_from),
-                            _iso(fact.valid_to),
+                            *_row_values(fact, key, scope, status, at),
                             hashed,
                             key,
                             int(_needs_live_source(fact)),
@@ -410,22 +417,7 @@ class FactBook:
         cursor = await conn.execute(
             "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, sources, speaker, scope,"
             " status, origin, created_at, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                fact.content,
-                key,
-                fact.type,
-                fact.importance,
-                fact.confidence,
-                json.dumps(list(fact.subjects)),
-                json.dumps(list(fact.source_turn_ids)),
-                fact.speaker,
-                scope,
-                status,
-                fact.origin,
-                _iso(moment),
-                _iso(fact.valid_from),
-                _iso(fact.valid_to),
-            ),
+            _row_values(fact, key, scope, status, _iso(moment)),
         )
         return int(cursor.lastrowid or 0)
 
