@@ -140,3 +140,22 @@ def test_lore_commands_need_no_character_settings(cli: Cli) -> None:
     (cli.lorebook.parent / "character.toml").write_text("this is not toml [", encoding="utf-8")
     assert cli.json("lore", "import", str(SAMPLES / "lorebook_v3.json"))["entries"] == 2
     assert [m["title"] for m in cli.json("lore", "try", "a kraken!")["matches"]] == ["Kraken"]
+
+
+def test_an_import_keeps_the_owner_s_comments_and_unknown_keys(cli: Cli) -> None:
+    cli.lorebook.parent.mkdir(parents=True, exist_ok=True)
+    cli.lorebook.write_text(
+        '# my own notes about this world\nmood = "gloomy"  # not a Familiar key: kept\n\n'
+        '[[entries]]\n# the oldest entry\ntitle = "Home"\nkeys = ["home"]\ncontent = "The lantern."\nsparkle = 3\n',
+        encoding="utf-8",
+    )
+    assert cli.json("lore", "import", str(SAMPLES / "lorebook_v3.json"))["entries"] == 3
+    text = cli.lorebook.read_text(encoding="utf-8")
+    for kept in (
+        "# my own notes about this world",
+        'mood = "gloomy"  # not a Familiar key: kept',
+        "# the oldest entry",
+    ):
+        assert kept in text
+    assert "sparkle = 3" in text
+    assert text.index('title = "Home"') < text.index("[[entries]]", text.index('title = "Home"'))
