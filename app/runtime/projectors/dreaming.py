@@ -20,14 +20,20 @@ from app.memory.policy import visible_scopes
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import (
-    SELF_KEY,
     ProjectorBase,
     advance_floor,
     places_with_new_turns,
     quiet_for,
 )
-from app.runtime.projectors.extraction import SCHEMA_TEXT, Candidate, ExtractionError, parse_extraction, render_batch
-from app.runtime.projectors.rich_note import batch_of, to_new_fact
+from app.runtime.projectors.extraction import (
+    SCHEMA_TEXT,
+    Candidate,
+    ExtractionError,
+    parse_extraction,
+    render_batch,
+    to_new_fact,
+)
+from app.runtime.projectors.rich_note import batch_of, participants_line
 
 MAX_CANDIDATES = 5
 SYSTEM = (
@@ -109,9 +115,8 @@ class DreamingProjector(ProjectorBase):
             visible_scopes(place),
         )
         known = "\n".join(f"- {r[0]}" for r in known_rows) or "(nothing yet)"
-        people = {t.author_key: t.author_name for t in turns} | {SELF_KEY: deps.display_name}
         user = (
-            "Participants: " + ", ".join(f"{n} ({k})" for k, n in people.items()) + "\n\n"
+            participants_line(batch) + "\n\n"
             f"Already known:\n{known}\n\nConversation:\n{render_batch(batch)}\n\n{SCHEMA_TEXT}\n"
             f"At most {MAX_CANDIDATES} facts."
         )
@@ -131,7 +136,7 @@ class DreamingProjector(ProjectorBase):
         if work is not None and work[0] == "cancelled":
             return 0
         forgotten = await deps.history.facts.tombstone_filter()
-        news = [to_new_fact(candidate, place, "dreaming") for candidate in candidates]
+        news = [to_new_fact(candidate, place, origin="dreaming") for candidate in candidates]
         # Forgotten stays forgotten; a deleted message is not learnt from.
         news = [n for n in news if not forgotten(n.content, n.subjects)]  # the insert refuses deleted sources
         try:  # one transaction, all validated first

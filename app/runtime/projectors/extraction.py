@@ -178,8 +178,11 @@ def render_participants(batch: Batch) -> str:
     return "\n".join(f"{key} = {' '.join(name.split())}" for key, name in batch.participants.items())
 
 
-def to_new_fact(candidate: Candidate, place: str, *, channel_scoped: bool = False) -> NewFact:
-    """The store's insert record for a surviving candidate (origin "extraction")."""
+def to_new_fact(
+    candidate: Candidate, place: str, *, origin: str = "extraction", channel_scoped: bool = False
+) -> NewFact:
+    """The store's insert record for a surviving candidate. Scope comes from where it was said
+    (`place`), set by code, never by the model."""
     return NewFact(
         content=candidate.content,
         type=candidate.type,
@@ -191,7 +194,7 @@ def to_new_fact(candidate: Candidate, place: str, *, channel_scoped: bool = Fals
         source_turn_ids=candidate.source_turn_ids,
         valid_from=candidate.valid_from,
         valid_to=candidate.valid_to,
-        origin="extraction",
+        origin=origin,
         channel_scoped=channel_scoped,
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.memory.derived import watermark_statement
-from app.memory.facts import FactError, NewFact
+from app.memory.facts import FactError
 from app.memory.records import Turn
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import (
@@ -28,11 +28,11 @@ from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
     Batch,
     BatchTurn,
-    Candidate,
     ExtractionError,
     parse_extraction,
     prompt_turns,
     render_batch,
+    to_new_fact,
 )
 
 MAX_BATCHES_PER_PLACE = 5  # per tick
@@ -51,38 +51,12 @@ Rules:
 
 
 def batch_of(place: str, turns: Sequence[Turn], display_name: str) -> Batch:
-    return Batch(
-        place=place,
-        turns=tuple(
-            BatchTurn(
-                id=t.id,
-                author_key=t.author_key,
-                author_name=t.author_name,
-                content=t.content,
-                mode=t.mode,
-                created_at=t.created_at,
-            )
-            for t in turns
-        ),
-        self_key=SELF_KEY,
-        self_name=display_name,
-    )
+    return Batch(place, tuple(BatchTurn.from_turn(t) for t in turns), self_key=SELF_KEY, self_name=display_name)
 
 
-def to_new_fact(candidate: Candidate, place: str, origin: str) -> NewFact:
-    return NewFact(
-        content=candidate.content,
-        type=candidate.type,
-        importance=candidate.importance,
-        confidence=candidate.confidence,
-        subjects=candidate.subjects,
-        place=place,  # scope comes from where it was said, set by code, never by the model
-        speaker=candidate.speaker,
-        source_turn_ids=candidate.source_turn_ids,
-        valid_from=candidate.valid_from,
-        valid_to=candidate.valid_to,
-        origin=origin,
-    )
+def participants_line(batch: Batch) -> str:
+    """Who is talking, by name and canonical key (the familiar included), for the prompt."""
+    return "Participants: " + ", ".join(f"{name} ({key})" for key, name in batch.participants.items())
 
 
 class RichNoteProjector(ProjectorBase):
@@ -130,17 +104,12 @@ class RichNoteProjector(ProjectorBase):
         batch = batch_of(place, turns, deps.display_name)
         if not prompt_turns(batch):
             return None
-        people = {t.author_key: t.author_name for t in batch.turns}
-        people[SELF_KEY] = deps.display_name
-        user = (
-            "Participants: " + ", ".join(f"{name} ({key})" for key, name in people.items()) + "\n\n"
-            "Turns:\n" + render_batch(batch) + "\n\n" + SCHEMA_TEXT
-        )
+        user = participants_line(batch) + "\n\nTurns:\n" + render_batch(batch) + "\n\n" + SCHEMA_TEXT
         extraction = await ask_parsed(
             deps.llm, SYSTEM, user, lambda answer: parse_extraction(answer, batch), errors=(ExtractionError,)
         )
         # A candidate whose every source was deleted meanwhile is refused by the insert itself.
-        new_facts = [to_new_fact(c, place, "extraction") for c in extraction.candidates]
+        new_facts = [to_new_fact(c, place) for c in extraction.candidates]
         try:  # one transaction, all validated first: a batch with one invalid fact lands no fact
             also = [] if advance_to is None else [watermark_statement(self.name, advance_to, place)]
             outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts, also=also)]
