@@ -113,6 +113,12 @@ class ProjectorBase:
         pause = await self._deps.pause()
         return None if pause.paused("learning", "*") else pause
 
+    async def _learnable_places(self, pause: PauseState) -> dict[str, tuple[int, int, int]]:
+        """`places_with_new_turns`, less the places where learning is paused: their watermarks stay
+        (and hold the floor), so their turns wait for the resume."""
+        behind = await places_with_new_turns(self._deps, self.name)
+        return {place: due for place, due in behind.items() if not pause.paused("learning", place)}
+
 
 Factory = Callable[[ProjectorDeps], MemoryProjector]
 _REGISTRY: dict[str, Factory] = {}
@@ -212,13 +218,14 @@ async def advance_floor(deps: ProjectorDeps, name: str) -> None:
     floor = min(still) if still else top
     if floor == old_floor:
         return
-    persisted = await deps.projections.watermark(name, "") if name not in deps.floors else deps.floors_saved[name]
+    persisted = deps.floors_saved.get(name)
+    if persisted is None:
+        persisted = await deps.projections.watermark(name, "")
     deps.floors[name] = floor
     if floor < persisted or floor - persisted >= FLOOR_PERSIST_STEP:
         await deps.projections.set_watermark(name, floor, "")
-        deps.floors_saved[name] = floor
-    else:
-        deps.floors_saved.setdefault(name, persisted)
+        persisted = floor
+    deps.floors_saved[name] = persisted
 
 
 async def reset_floor(deps: ProjectorDeps, name: str, value: int = 0) -> None:
@@ -228,11 +235,6 @@ async def reset_floor(deps: ProjectorDeps, name: str, value: int = 0) -> None:
     await deps.projections.set_watermark(name, value, "")
     deps.floors[name] = value
     deps.floors_saved[name] = value
-
-
-async def turns_after(deps: ProjectorDeps, place: str, after: int, limit: int) -> list[Turn]:
-    """Live turns of a place after a turn id, oldest first."""
-    return await deps.history.store.turns_after(place, after, limit)
 
 
 def quote_turn(turn: Turn, *, with_id: bool = False) -> str:

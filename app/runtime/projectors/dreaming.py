@@ -22,7 +22,6 @@ from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import (
     ProjectorBase,
     advance_floor,
-    places_with_new_turns,
     quiet_for,
 )
 from app.runtime.projectors.extraction import (
@@ -79,9 +78,7 @@ class DreamingProjector(ProjectorBase):
     async def _queue_quiet_conversations(self, pause: PauseState) -> None:
         deps = self._deps
         idle = deps.settings.memory.learning.dream_idle_seconds
-        for place, (_mark, newest, _count) in (await places_with_new_turns(deps, self.name)).items():
-            if pause.paused("learning", place):
-                continue
+        for place, (_mark, newest, _count) in (await self._learnable_places(pause)).items():
             last = await deps.history.store.turns_by_ids([newest])
             if quiet_for(deps, last) < idle:
                 continue

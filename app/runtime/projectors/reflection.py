@@ -18,7 +18,6 @@ from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_ke
 from app.runtime.projectors.base import (
     ProjectorBase,
     advance_floor,
-    places_with_new_turns,
     quote_turn,
     reset_floor,
 )
@@ -76,9 +75,7 @@ class ReflectionProjector(ProjectorBase):
         learning = deps.settings.memory.learning
         await self._restart_if_emptied()
         marks = None
-        for place, (mark, newest, count) in (await places_with_new_turns(deps, self.name)).items():
-            if pause.paused("learning", place):
-                continue
+        for place, (mark, newest, count) in (await self._learnable_places(pause)).items():
             if count < learning.reflection_turns:
                 # Only more turns can make it due: the floor need not wait for it. Its watermark is
                 # written down first, so it does not default to the floor once the floor has passed.

@@ -20,9 +20,7 @@ from app.runtime.projectors.base import (
     SELF_KEY,
     ProjectorBase,
     advance_floor,
-    places_with_new_turns,
     quiet_for,
-    turns_after,
 )
 from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
@@ -75,14 +73,12 @@ class RichNoteProjector(ProjectorBase):
             item := await deps.projections.next_work("extract", skip_places=pause.learning)
         ):
             await deps.projections.finish_work(item.id)
-        for place, (mark, _newest, count) in (await places_with_new_turns(deps, self.name)).items():
-            if pause.paused("learning", place):
-                continue  # its watermark stays: the work resumes when learning does
+        for place, (mark, _newest, count) in (await self._learnable_places(pause)).items():
             # A backlog (after a pause, or a busy hour) goes a few full batches per tick.
             for _batch in range(MAX_BATCHES_PER_PLACE):
                 if count <= 0:
                     break
-                turns = await turns_after(deps, place, mark, learning.batch_turns)
+                turns = await deps.history.store.turns_after(place, mark, learning.batch_turns)
                 if not turns or (count < learning.batch_turns and quiet_for(deps, turns) < learning.tick_seconds):
                     break  # a partial batch waits for the conversation to pause
                 advanced = False

@@ -9,11 +9,9 @@ from __future__ import annotations
 from app.runtime.projectors.base import (
     ProjectorBase,
     advance_floor,
-    places_with_new_turns,
     quiet_for,
     quote_turn,
     reset_floor,
-    turns_after,
 )
 
 SYSTEM = (
@@ -34,10 +32,8 @@ class RollingSummaryProjector(ProjectorBase):
             return
         learning = deps.settings.memory.learning
         await self._restart_dropped()
-        for place, (mark, _newest, count) in (await places_with_new_turns(deps, self.name)).items():
-            if pause.paused("learning", place):
-                continue
-            turns = await turns_after(deps, place, mark, learning.max_turns_per_tick)
+        for place, (mark, _newest, count) in (await self._learnable_places(pause)).items():
+            turns = await deps.history.store.turns_after(place, mark, learning.max_turns_per_tick)
             if count < learning.summary_turns and quiet_for(deps, turns) < learning.tick_seconds:
                 continue
             previous = await deps.projections.summary(place)
