@@ -248,10 +248,7 @@ class Projections:
 
     # -- pause ---------------------------------------------------------------------------------
     async def pause_state(self) -> PauseState:
-        rows = await self._store.read_all("SELECT kind, place FROM memory_pause ORDER BY kind, place")
-        learning = tuple(str(r[1]) for r in rows if r[0] == "learning")
-        recall = tuple(str(r[1]) for r in rows if r[0] == "recall")
-        return PauseState(learning=learning, recall=recall)
+        return _pause_state(await self._store.read_all("SELECT kind, place FROM memory_pause"))
 
     async def tick_state(self) -> tuple[PauseState, frozenset[str]]:
         """The pause switches and the kinds of work queued, in one read (once per memory tick)."""
@@ -259,10 +256,8 @@ class Projections:
             "SELECT kind, place FROM memory_pause UNION ALL"
             " SELECT DISTINCT kind, NULL FROM memory_work WHERE status = 'queued'"
         )
-        learning = tuple(sorted(str(r[1]) for r in rows if r[0] == "learning" and r[1] is not None))
-        recall = tuple(sorted(str(r[1]) for r in rows if r[0] == "recall" and r[1] is not None))
         queued = frozenset(str(r[0]) for r in rows if r[1] is None)
-        return PauseState(learning=learning, recall=recall), queued
+        return _pause_state([r for r in rows if r[1] is not None]), queued
 
     async def set_paused(self, kind: PauseKind, place: str, paused: bool) -> PauseState:
         """Pause or resume learning or recall, everywhere (place "*") or in one place."""
@@ -428,6 +423,13 @@ _UPSERT_WATERMARK = (
     " ON CONFLICT (name, key) DO UPDATE SET watermark = excluded.watermark, updated_at = excluded.updated_at"
 )
 _WORK_COLUMNS = "id, kind, turn_id, place, status, attempts, last_error, created_at"
+
+
+def _pause_state(rows: Sequence[Sequence[Any]]) -> PauseState:
+    """The switches from memory_pause (kind, place) rows, places sorted."""
+    learning = tuple(sorted(str(r[1]) for r in rows if r[0] == "learning"))
+    recall = tuple(sorted(str(r[1]) for r in rows if r[0] == "recall"))
+    return PauseState(learning=learning, recall=recall)
 
 
 async def _any_gone_turn(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> bool:
