@@ -298,23 +298,24 @@ class History:
                 out.append((fact, score))
         return out
 
+    async def recall_candidates(self, query: str, where: str, fetch: int) -> tuple[list[tuple[Fact, float]], float]:
+        """Among the `fetch` best full-text hits for `query`, the facts recall may use at `where`
+        (active, current heads in scope) with their raw BM25 scores, in hit order; and the best score
+        of all the hits. Every recall path goes through here, so the scope rules live in one place."""
+        scopes = visible_scopes(where)  # a bad place is an error before any search
+        if not query.strip() or fetch <= 0:
+            return [], 0.0
+        # The index filters by scope, so facts of other places can never crowd out this place's own.
+        hits = await self.facts_index.search(query, fetch, scopes)
+        facts = await self.facts.get_many(await self.facts.visible_ids([i for i, _s in hits], where))
+        best = max((s for _i, s in hits), default=0.0)
+        return [(facts[i], score) for i, score in hits if i in facts], best
+
     async def recall(self, query: str, where: str, limit: int = 10) -> list[tuple[Fact, float]]:
         """The facts recall may use at `where` for `query`: active, current heads in scope, scored by
         BM25 (normalized within the over-fetched batch) times the type weight."""
-        scopes = visible_scopes(where)  # a bad place is an error before any search
-        if not query.strip() or limit <= 0:
-            return []
-        # The index filters by scope, so facts of other places can never crowd out this place's own.
-        hits = await self.facts_index.search(query, limit * 4, scopes)
-        allowed = set(await self.facts.visible_ids([i for i, _s in hits], where))
-        best = max((s for _i, s in hits), default=0.0) or 1.0
-        scored: list[tuple[Fact, float]] = []
-        for fact_id, bm25 in hits:
-            if fact_id not in allowed:
-                continue
-            fact = await self.facts.get(fact_id)
-            if fact is not None:
-                scored.append((fact, bm25 / best * TYPE_WEIGHTS[fact.type]))
+        candidates, best = await self.recall_candidates(query, where, limit * 4)
+        scored = [(fact, bm25 / (best or 1.0) * TYPE_WEIGHTS[fact.type]) for fact, bm25 in candidates]
         scored.sort(key=lambda pair: pair[1], reverse=True)
         return scored[:limit]
 

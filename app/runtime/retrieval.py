@@ -23,7 +23,7 @@ from app.config.settings import RetrievalSection
 from app.memory.embeddings import Embedder, EmbeddingIndex, cosine
 from app.memory.facts import Fact
 from app.memory.history import History
-from app.memory.policy import TYPE_WEIGHTS, visible_scopes
+from app.memory.policy import TYPE_WEIGHTS
 from app.memory.records import Turn
 
 NEUTRAL = 0.5
@@ -109,22 +109,15 @@ class Retriever:
 
     async def facts(self, query: str, where: str, limit: int | None = None) -> list[ScoredFact]:
         """The facts recall may use at `where` for `query`, best first, each with its signals."""
-        scopes = visible_scopes(where)  # a bad place is an error before any search
         limit = self._settings.max_facts if limit is None else limit
-        if not query.strip() or limit <= 0:
+        found, _best_of_all = await self._history.recall_candidates(
+            search_terms(query), where, limit * self._settings.overfetch
+        )
+        if not found:
             return []
-        # The index filters by scope, so other places' facts can never crowd out this place's own.
-        terms = search_terms(query)
-        if not terms:
-            return []
-        hits = await self._history.facts_index.search(terms, limit * self._settings.overfetch, scopes)
-        allowed = await self._history.facts.visible_ids([i for i, _s in hits], where)
-        if not allowed:
-            return []
-        bm25 = dict(hits)
-        facts = await self._history.facts.get_many(allowed)
-        candidates = [facts[i] for i in allowed if i in facts]
-        best = max((bm25[f.id] for f in candidates), default=0.0) or 1.0
+        bm25 = {fact.id: score for fact, score in found}
+        candidates = [fact for fact, _score in found]
+        best = max(bm25.values()) or 1.0
         recency = _minmax([float(f.id) for f in candidates])
         cosines = await self._cosines(query, [f.id for f in candidates])
         weights = self._weights()
