@@ -22,7 +22,7 @@ from app.memory.policy import visible_scopes
 from app.memory.records import Turn
 from app.runtime.context.budget import count_tokens, pack, truncate_to_budget
 from app.runtime.context.fence import escape, fence
-from app.runtime.context.lorebook import Lorebook, LorebookError, LoreScanner, empty_lorebook, load_lorebook
+from app.runtime.context.lorebook import Lorebook, LorebookError, ScannerCache, empty_lorebook, load_lorebook
 from app.runtime.llm import ChatMessage
 from app.runtime.retrieval import Retriever
 
@@ -122,7 +122,7 @@ class LorebookLayer:
         self._path = path
         self._stamp: tuple[int, int] | None = None
         self._book: Lorebook | None = None
-        self._scanner: LoreScanner | None = None
+        self._scanners = ScannerCache(size=2)
         self._matches_for: tuple[Hashable, Any] | None = None
         self.error = ""  # why the file on disk is not the one in use, if it is not
 
@@ -141,8 +141,6 @@ class LorebookLayer:
                 # A typo (or a save in progress) must not stop every reply: keep the last good book.
                 self.error = f"lorebook.toml not used: {exc}"
                 book = self._book or empty_lorebook()
-            if self._book is None or book.digest != self._book.digest:
-                self._scanner = LoreScanner(book)
             self._book, self._stamp = book, stamp
         assert self._book is not None
         return self._book
@@ -153,8 +151,7 @@ class LorebookLayer:
         key = (book.digest, tuple(texts))
         if self._matches_for is not None and self._matches_for[0] == key:
             return list(self._matches_for[1])
-        assert self._scanner is not None
-        matches = self._scanner.activate(texts)
+        matches = self._scanners.scanner(book).activate(texts)
         self._matches_for = (key, matches)
         return list(matches)
 
