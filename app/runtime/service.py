@@ -326,8 +326,8 @@ class Familiar:
         content: str,
         created_at: datetime,
         reply_to: int | None,
-    ) -> None:
-        await self.history.append_turn(
+    ) -> Turn | None:
+        return await self.history.append_turn(
             NewTurn(
                 platform="discord",
                 place=message.place,
@@ -361,7 +361,7 @@ class Familiar:
         return text
 
     async def on_discord_reply_sent(self, message: IncomingMessage, sent: discord.Message) -> None:
-        await self._append_discord(
+        turn = await self._append_discord(
             message,
             message_id=sent.id,
             author_key=SELF_KEY,
@@ -371,7 +371,8 @@ class Familiar:
             reply_to=message.message_id,
         )
         explanation_id = self._explanations.get(message.message_id)
-        turn = await self.history.store.latest_revision("discord", sent.id)
+        if turn is None:  # already stored (its gateway echo came first): link the stored one
+            turn = await self.history.store.latest_revision("discord", sent.id)
         if explanation_id is not None and turn is not None:
             await self.projections.link_explanation(explanation_id, [turn.id])
 
