@@ -38,14 +38,22 @@ def _positive(text: str) -> int:
     return value
 
 
-def _fact_id(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a fact id") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("ids are positive")
-    return value
+def _identifier(what: str) -> Callable[[str], int]:
+    """An argparse type for a positive id whose error names what kind of id was expected."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a {what}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("ids are positive")
+        return value
+
+    return parse
+
+
+_fact_id = _identifier("fact id")
 
 
 def _revision(text: str) -> int:
@@ -130,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub(tombstones, "list", "tombstones in force")
     lift = sub(tombstones, "lift", "allow a forgotten fact to be learned again")
-    lift.add_argument("id", type=_fact_id)
+    lift.add_argument("id", type=_identifier("tombstone id"))
 
     recall = sub(commands, "recall", "the facts retrieval would use in a reply there, with scores")
     recall.add_argument("query")
@@ -138,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--limit", type=_positive, default=10)
 
     explain = sub(commands, "explain", "what went into one of the familiar's replies (layers, lore, facts, drops)")
-    explain.add_argument("turn_id", type=_fact_id, metavar="TURN_ID")
+    explain.add_argument("turn_id", type=_identifier("turn id"), metavar="TURN_ID")
     for name, help_text in (("pause", "pause learning or recall"), ("resume", "resume learning or recall")):
         switch = sub(commands, name, f"{help_text}, everywhere or in one place (kept across restarts)")
         switch.add_argument("kind", choices=("learning", "recall"))
