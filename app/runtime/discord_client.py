@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -55,9 +56,36 @@ class MessageSink(Protocol):
     async def on_discord_delete(self, message_id: int) -> None: ...
 
 
+_MENTION = re.compile(r"<(@[!&]?|#)(\d+)>")
+
+
+def readable_content(message: discord.Message) -> str:
+    """The message text with mentions as people read them: <@123> becomes @alice, <#456> #general.
+
+    A mention that cannot be resolved stays as it was.
+    """
+    guild = message.guild
+
+    def name(match: re.Match[str]) -> str:
+        kind, ident = match.group(1), int(match.group(2))
+        found: str | None = None
+        if kind in ("@", "@!"):
+            user = discord.utils.get(message.mentions, id=ident) or (guild.get_member(ident) if guild else None)
+            found = f"@{user.display_name}" if user is not None else None
+        elif kind == "@&":
+            role = guild.get_role(ident) if guild is not None else None
+            found = f"@{role.name}" if role is not None else None
+        else:
+            channel = guild.get_channel_or_thread(ident) if guild is not None else None
+            found = f"#{channel.name}" if channel is not None else None
+        return found or match.group(0)
+
+    return _MENTION.sub(name, message.content)
+
+
 def flatten_message(message: discord.Message) -> str:
-    """Message text plus embeds and components flattened to searchable text."""
-    parts = [message.content] if message.content else []
+    """Message text (mentions by name) plus embeds and components flattened to searchable text."""
+    parts = [readable_content(message)] if message.content else []
     for embed in message.embeds:
         line = " — ".join(p for p in (embed.title, embed.description) if p)
         fields = "; ".join(f"{f.name}: {f.value}" for f in embed.fields)
@@ -141,11 +169,17 @@ class _Client(discord.Client):
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         await self._adapter._sink.on_discord_delete(payload.message_id)
-        self._adapter._activity(ActivityKind.DELETE, f"channel {payload.channel_id}", f"message {payload.message_id}")
+        cached = payload.cached_message
+        who = f"{cached.author.display_name}'s message" if cached is not None else "a message"
+        self._adapter._activity(ActivityKind.DELETE, self._adapter._where(payload.channel_id), f"{who} was deleted")
 
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
         for message_id in payload.message_ids:
             await self._adapter._sink.on_discord_delete(message_id)
+        count = len(payload.message_ids)
+        self._adapter._activity(
+            ActivityKind.DELETE, self._adapter._where(payload.channel_id), f"{count} messages were deleted at once"
+        )
 
     async def on_error(self, event_method: str, /, *_args: Any, **_kwargs: Any) -> None:
         _log.exception("error while handling Discord event %s", event_method)
@@ -258,7 +292,9 @@ class DiscordAdapter:
                 await self._connect_task
             self._connect_task = None
         self._restore_endpoints()
-        self.guilds = ()
+        if self.guilds:
+            self.guilds = ()
+            self._publish(GuildsChanged(guilds=()))
         self.latency_ms = None
 
     async def wait_closed(self) -> BaseException | None:
@@ -281,12 +317,13 @@ class DiscordAdapter:
         self._activity(ActivityKind.ERROR, "discord", message)
 
     async def _watch_latency(self) -> None:
+        """Publish the gateway latency: soon after connecting (the first heartbeat ACK), then every 5 s."""
         while self._client is not None:
             latency = self._client.latency
             if latency == latency and latency != float("inf"):  # not NaN / inf before the first ACK
                 self.latency_ms = latency * 1000
                 self._publish(LatencyMeasured(milliseconds=self.latency_ms))
-            await asyncio.sleep(5.0)
+            await asyncio.sleep(5.0 if self.latency_ms is not None else 0.1)
 
     # -- state -------------------------------------------------------------------------------
     def _set_state(self, state: ConnectionState, detail: str) -> None:
@@ -387,6 +424,11 @@ class DiscordAdapter:
             text = f"Discord refused the reply ({exc.status}): {exc.text or exc}"
             _log.warning("%s", text)
             self._activity(ActivityKind.ERROR, incoming.place, text)
+        except Exception as exc:  # noqa: BLE001 - a reply task must never end silently
+            _log.exception("reply to %s failed", message.id)
+            text = f"Could not answer {incoming.author_name}: {type(exc).__name__}: {' '.join(str(exc).split())}"
+            self._activity(ActivityKind.ERROR, incoming.place, text[:300])
+            self._publish_failure(text[:300])
 
     def _publish_failure(self, message: str) -> None:
         self._publish(FailureReported(message=message))
@@ -397,7 +439,17 @@ class DiscordAdapter:
         edited_at = datetime.fromisoformat(edited) if isinstance(edited, str) else datetime.now(UTC)
         content = flatten_message(payload.message)
         await self._sink.on_discord_edit(payload.message_id, content, edited_at)
-        self._activity(ActivityKind.EDIT, f"channel {payload.channel_id}", f"message {payload.message_id} edited")
+        author = payload.message.author.display_name
+        self._activity(ActivityKind.EDIT, self._where(payload.channel_id), f"{author} edited: {content[:120]}")
+
+    def _where(self, channel_id: int) -> str:
+        """A channel in words for the activity log, from its id alone (raw events carry no objects)."""
+        channel = self._client.get_channel(channel_id) if self._client is not None else None
+        if isinstance(channel, discord.abc.GuildChannel):
+            return f"{channel.guild.name} #{channel.name}"
+        if isinstance(channel, discord.DMChannel) and channel.recipient is not None:
+            return f"DM with {channel.recipient.display_name}"
+        return f"channel {channel_id}"
 
 
 def _describe_channel(message: discord.Message) -> str:

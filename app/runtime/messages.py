@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -35,35 +36,39 @@ def split_reply(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
     a word unless a single word is longer than the limit. A fenced code block cut in two is closed
     at the end of one piece and reopened (with its language) at the start of the next.
     """
+    return [opening + body + closing for opening, body, closing in split_parts(text, limit)]
+
+
+_CLOSING = "\n```"
+# The language of a fence's opening line (```python): a short word; anything after it is code.
+_FENCE_LANGUAGE = re.compile(r"```([A-Za-z0-9_+#.-]{1,20})(?=\s|$)")
+
+
+def split_parts(text: str, limit: int = DISCORD_LIMIT) -> list[tuple[str, str, str]]:
+    """The pieces of `split_reply` as (reopened fence, text of the reply, closing fence).
+
+    Joining the middle parts gives back the reply, less the whitespace at the cuts.
+    """
+    if limit < 64:
+        raise ValueError("a piece must have room for at least 64 characters")
     text = text.strip()
-    pieces: list[str] = []
-    fence_reopen = ""
+    parts: list[tuple[str, str, str]] = []
+    reopen = ""
     while text:
-        budget = limit - len(fence_reopen)
-        if len(text) <= budget:
-            pieces.append(fence_reopen + text)
+        if len(reopen) + len(text) <= limit:
+            parts.append((reopen, text, ""))
             break
-        window = text[:budget]
+        # Always leave room for a closing fence: whether one is needed depends on where the cut lands.
+        window = text[: limit - len(reopen) - len(_CLOSING)]
         cut = _best_cut(window)
         head = text[:cut].rstrip()
-        rest = text[cut:].lstrip("\n ")
-        piece = fence_reopen + head
-        opening = _open_fence(piece)
-        if opening is not None:
-            closing = "\n```"
-            if len(piece) + len(closing) > limit:
-                # make room for the closing fence
-                overflow = len(piece) + len(closing) - limit
-                head = head[: len(head) - overflow].rstrip()
-                rest = text[len(head) :].lstrip("\n ")
-                piece = fence_reopen + head
-            piece += closing
-            fence_reopen = opening + "\n"
-        else:
-            fence_reopen = ""
-        pieces.append(piece)
-        text = rest
-    return [p for p in pieces if p.strip()]
+        text = text[cut:].lstrip("\n ")
+        if not head.strip():
+            continue
+        opening = _open_fence(reopen + head)
+        parts.append((reopen, head, _CLOSING if opening is not None else ""))
+        reopen = opening + "\n" if opening is not None else ""
+    return parts
 
 
 def _best_cut(window: str) -> int:
@@ -76,10 +81,15 @@ def _best_cut(window: str) -> int:
 
 
 def _open_fence(text: str) -> str | None:
-    """The opening line of a ``` fence left open at the end of `text`, if any."""
+    """How to reopen a ``` fence left open at the end of `text` ("```" plus its language), if any."""
     opening: str | None = None
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped.startswith("```"):
-            opening = None if opening is not None else stripped
+        if not stripped.startswith("```") or (len(stripped) > 6 and stripped.endswith("```")):
+            continue  # not a fence line, or a whole block on one line
+        if opening is not None:
+            opening = None
+        else:
+            language = _FENCE_LANGUAGE.match(stripped)
+            opening = "```" + (language.group(1) if language else "")
     return opening

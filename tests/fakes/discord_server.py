@@ -557,12 +557,15 @@ class FakeDiscord:
         author = self._users.get(author_id)
         if author is None:
             raise KeyError(f"unknown user {author_id}: call add_user() first")
-        mentioned = mentions_bot or re.search(rf"<@!?{self.bot_id}>", content) is not None
+        # As Discord does: every <@id> of a known user in the text is a mention.
+        mentioned_ids = {int(uid) for uid in re.findall(r"<@!?(\d+)>", content) if int(uid) in self._users}
+        if mentions_bot:
+            mentioned_ids.add(self.bot_id)
         msg = self._make_message(
             channel=channel,
             author=author,
             content=content,
-            mentions=[self._users[self.bot_id]] if mentioned else [],
+            mentions=[self._users[uid] for uid in sorted(mentioned_ids)],
             embeds=embeds or [],
             attachments=[],
             reply_to=reply_to,
@@ -582,6 +585,22 @@ class FakeDiscord:
         msg = self._messages.pop(message_id)
         guild_id = int(msg["guild_id"]) if "guild_id" in msg else None
         await self._dispatch("MESSAGE_DELETE", build_message_delete(message_id, int(msg["channel_id"]), guild_id))
+
+    async def delete_messages(self, message_ids: list[int]) -> None:
+        """A moderator's bulk delete (MESSAGE_DELETE_BULK) of messages in one channel."""
+        msgs = [self._messages.pop(mid) for mid in message_ids]
+        channel_ids = {int(m["channel_id"]) for m in msgs}
+        if len(channel_ids) != 1:
+            raise ValueError("a bulk delete is in one channel")
+        data: JSON = {"ids": [str(mid) for mid in message_ids], "channel_id": str(channel_ids.pop())}
+        if "guild_id" in msgs[0]:
+            data["guild_id"] = msgs[0]["guild_id"]
+        await self._dispatch("MESSAGE_DELETE_BULK", data)
+
+    @property
+    def open_connections(self) -> int:
+        """Gateway websockets currently open."""
+        return len(self._conns)
 
     async def close_gateway(self, code: int = 4000) -> None:
         """Close the newest gateway connection with ``code``; events dispatched from now on are
@@ -705,11 +724,11 @@ class FakeDiscord:
     def _filter_for(self, session: _Session, event: str, data: JSON) -> JSON | None:
         """What Discord would send this session for ``event`` (None = not sent), honouring intents."""
         intents = session.intents
-        if event in ("MESSAGE_CREATE", "MESSAGE_UPDATE", "MESSAGE_DELETE"):
+        if event in ("MESSAGE_CREATE", "MESSAGE_UPDATE", "MESSAGE_DELETE", "MESSAGE_DELETE_BULK"):
             in_guild = "guild_id" in data
             if not intents & (INTENT_GUILD_MESSAGES if in_guild else INTENT_DIRECT_MESSAGES):
                 return None
-            if event != "MESSAGE_DELETE" and in_guild and not intents & INTENT_MESSAGE_CONTENT:
+            if not event.startswith("MESSAGE_DELETE") and in_guild and not intents & INTENT_MESSAGE_CONTENT:
                 own = int(data["author"]["id"]) == self.bot_id
                 mentioned = any(int(u["id"]) == self.bot_id for u in data.get("mentions", []))
                 if not (own or mentioned):

@@ -9,17 +9,21 @@ import asyncio
 
 import pytest
 
+from app.config.paths import FamiliarPaths
+from app.config.secrets import SecretStore
 from app.runtime.errors import FamiliarError
 from app.runtime.events import (
     Activity,
     ActivityKind,
     ConnectionState,
     FailureReported,
+    GuildsChanged,
     IndexHealthReport,
+    LatencyMeasured,
     RuntimeEvent,
 )
 from app.runtime.service import Familiar
-from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME, OTHER_BOT
+from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME, OTHER_BOT, TOKEN, write_character_toml
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLM
 
@@ -47,7 +51,7 @@ async def _search_until(familiar: Familiar, query: str, expected: int, timeout: 
 
 
 async def test_mention_gets_a_reply_with_persona_and_history(
-    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+    familiar: Familiar, familiar_paths: FamiliarPaths, fake_discord: FakeDiscord, fake_llm: FakeLLM
 ) -> None:
     events: list[RuntimeEvent] = []
     familiar.subscribe(events.append)
@@ -71,7 +75,9 @@ async def test_mention_gets_a_reply_with_persona_and_history(
     assert request.model == "test-model"
     system = request.messages[0]
     assert system["role"] == "system"
-    assert "Wisp" in system["content"]
+    persona = familiar_paths.character_md.read_text(encoding="utf-8")
+    assert "If someone asks you to break the server's rules, politely refuse." in persona
+    assert "If someone asks you to break the server's rules, politely refuse." in system["content"]
     history = [m["content"] for m in request.messages[1:]]
     assert history[0] == "bob: the kettle is on"
     assert history[-1].startswith("alice: ")
@@ -213,10 +219,137 @@ async def test_unreachable_llm_is_reported_and_the_bot_keeps_going(
 
 
 async def test_stop_disconnects_cleanly(familiar: Familiar, fake_discord: FakeDiscord) -> None:
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
     await familiar.start()
+    assert fake_discord.open_connections == 1
+    await fake_discord.wait_until(lambda: familiar.get_status().latency_ms is not None, what="a latency reading")
+    assert any(isinstance(e, LatencyMeasured) for e in events)
     await familiar.stop()
-    assert familiar.get_status().state is ConnectionState.STOPPED
-    assert familiar.get_status().guilds == ()
+    status = familiar.get_status()
+    assert status.state is ConnectionState.STOPPED
+    assert status.guilds == ()
+    assert status.latency_ms is None
+    await fake_discord.wait_until(lambda: fake_discord.open_connections == 0, what="the gateway connection to close")
+    # The window learns the server list is empty from the events alone.
+    guild_lists = [e.guilds for e in events if isinstance(e, GuildsChanged)]
+    assert [g.name for g in guild_lists[0]] == ["Lantern Club"]
+    assert guild_lists[-1] == ()
+
+
+async def _open_with(paths: FamiliarPaths, fake_discord: FakeDiscord, fake_llm: FakeLLM, discord: str) -> Familiar:
+    """A familiar whose [discord] section has extra settings."""
+    write_character_toml(paths, fake_discord.api_base, fake_discord.gateway_url, fake_llm.base_url)
+    text = paths.character_toml.read_text(encoding="utf-8")
+    paths.character_toml.write_text(text.replace("[discord]\n", f"[discord]\n{discord}\n", 1), encoding="utf-8")
+    secrets = SecretStore("default", paths.secrets_file, use_keyring=False)
+    return await Familiar.open(paths, secrets, env={"DISCORD_TOKEN": TOKEN})
+
+
+async def test_dms_can_be_refused_and_other_bots_allowed(
+    familiar_paths: FamiliarPaths, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    familiar = await _open_with(familiar_paths, fake_discord, fake_llm, "allow_dms = false\nrespond_to_bots = true")
+    try:
+        await familiar.start()
+        dm = fake_discord.add_dm(BOB)
+        await fake_discord.send_message(channel_id=dm, author_id=BOB, content="psst, secret")
+        await fake_discord.send_message(
+            channel_id=GENERAL, guild_id=GUILD_ID, author_id=OTHER_BOT, content="hello fellow bot", mentions_bot=True
+        )
+        posted = await fake_discord.wait_for_posted(1)
+        await fake_discord.wait_for_delivered()
+        assert [p.channel_id for p in posted] == [GENERAL]  # the bot was answered, the DM was not
+        assert len(fake_llm.requests) == 1
+        assert await _search_until(familiar, "secret", 1) == ["psst, secret"]  # stored all the same
+    finally:
+        await familiar.close()
+
+
+async def test_mentions_are_stored_and_shown_by_name(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    await familiar.start()
+    fake_llm.script("On my way.")
+    message_id = await fake_discord.send_message(
+        channel_id=GENERAL,
+        guild_id=GUILD_ID,
+        author_id=ALICE,
+        content=f"<@{fake_discord.bot_id}> ask <@{BOB}> to bring tea to <#{HOME}>, not <#999>",
+    )
+    await fake_discord.wait_for_posted(1)
+    readable = "@Familiar ask @bob to bring tea to #familiar-home, not <#999>"  # an unknown channel stays as is
+    assert fake_llm.requests[0].messages[-1]["content"] == f"alice: {readable}"
+    rows = await familiar.history.store.read_all("SELECT content FROM turns WHERE message_id = ?", (message_id,))
+    assert rows == [(readable,)]
+    logged = [e.summary for e in events if isinstance(e, Activity) and e.kind is ActivityKind.MESSAGE_IN]
+    assert logged == [f"alice: {readable}"]
+
+
+async def test_edits_and_deletes_are_logged_by_name(familiar: Familiar, fake_discord: FakeDiscord) -> None:
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    await familiar.start()
+    first = await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="one")
+    await fake_discord.edit_message(first, "one, edited")
+    await fake_discord.delete_message(first)
+    await fake_discord.wait_for_delivered()
+    await fake_discord.wait_until(
+        lambda: any(isinstance(e, Activity) and e.kind is ActivityKind.DELETE for e in events), what="the delete"
+    )
+    logged = [(e.kind, e.where, e.summary) for e in events if isinstance(e, Activity)]
+    assert (ActivityKind.EDIT, "Lantern Club #general", "alice edited: one, edited") in logged
+    assert (ActivityKind.DELETE, "Lantern Club #general", "alice's message was deleted") in logged
+
+
+async def test_a_bulk_delete_redacts_every_message(familiar: Familiar, fake_discord: FakeDiscord) -> None:
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    await familiar.start()
+    ids = [
+        await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=BOB, content=f"spam {n}")
+        for n in range(3)
+    ]
+    keep = await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="spam? no")
+    assert len(await _search_until(familiar, "spam", 4)) == 4
+    await fake_discord.delete_messages(ids)
+    assert await _search_until(familiar, "spam", 1) == ["spam? no"]
+    rows = await familiar.history.store.read_all(
+        "SELECT message_id, redacted, content FROM turns WHERE channel_id = ? ORDER BY id", (GENERAL,)
+    )
+    assert rows == [(ids[0], 1, ""), (ids[1], 1, ""), (ids[2], 1, ""), (keep, 0, "spam? no")]
+    logged = [(e.where, e.summary) for e in events if isinstance(e, Activity) and e.kind is ActivityKind.DELETE]
+    assert logged == [("Lantern Club #general", "3 messages were deleted at once")]
+
+
+@pytest.mark.logs_errors(r"app\.runtime\.discord_client: reply to \d+ failed")
+async def test_a_reply_that_cannot_be_saved_is_reported(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    """Any failure on the reply path reaches the activity log and the window, not just the known kinds."""
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    await familiar.start()
+    # The disk refuses the familiar's own turn (a real SQLite error, raised by SQLite itself).
+    trigger = (
+        "CREATE TRIGGER refuse_reply BEFORE INSERT ON turns WHEN NEW.author_key = 'familiar:self' "
+        "BEGIN SELECT RAISE(ABORT, 'disk refused the write'); END"
+    )
+    await familiar.history.store.write([(trigger, ())])
+    fake_llm.script("You will not see this stored.")
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="are you keeping notes?", mentions_bot=True
+    )
+    await fake_discord.wait_for_posted(1)
+    await fake_discord.wait_until(lambda: any(isinstance(e, FailureReported) for e in events), what="a failure")
+    failure = next(e.message for e in events if isinstance(e, FailureReported))
+    assert "Could not answer alice" in failure
+    assert "disk refused the write" in failure
+    errors = [e.summary for e in events if isinstance(e, Activity) and e.kind is ActivityKind.ERROR]
+    assert errors == [failure]
+    assert familiar.get_status().state is ConnectionState.CONNECTED  # the bot keeps going
 
 
 async def test_local_chat_uses_its_own_channel(familiar: Familiar, fake_llm: FakeLLM) -> None:
