@@ -30,12 +30,17 @@ _loops: list[asyncio.AbstractEventLoop] = []  # keeps the session loop alive to 
 
 
 @pytest.fixture(scope="session")
-def qasync_loop(qapp: QApplication) -> asyncio.AbstractEventLoop:
+def qasync_loop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
     if not _loops:
         loop: asyncio.AbstractEventLoop = qasync.QEventLoop(qapp, already_running=True)
         asyncio.events._set_running_loop(None)  # set per test below
         _loops.append(loop)
-    return _loops[0]
+    # The default executor runs getaddrinfo and to_thread calls on QThreads. The loop is never closed (see
+    # above), so shut the executor down ourselves: a QThread still running when Python exits aborts it.
+    executor = qasync.QThreadExecutor()
+    _loops[0].set_default_executor(executor)
+    yield _loops[0]
+    executor.shutdown(wait=True)
 
 
 @pytest.fixture(autouse=True)
