@@ -37,6 +37,8 @@ _TRANSIENT = re.compile(
     re.IGNORECASE,
 )
 _META = "familiar-index.json"
+INLINE_SEARCH_LIMIT = 32
+"""Searches for at most this many hits run on the event loop (see `IndexCommitter.search`)."""
 
 
 def is_transient(error: BaseException) -> bool:
@@ -669,8 +671,14 @@ class IndexCommitter:
         self, text: str, limit: int, place: str | tuple[str, ...] | None = None
     ) -> list[tuple[int, float]]:
         started = time.perf_counter()
-        # Searches run beside commits (tantivy readers are thread-safe), not behind them.
-        hits: list[tuple[int, float]] = await asyncio.to_thread(self.index.search, text, limit, place)
+        # Searches run beside commits (tantivy readers are thread-safe), not behind them. A short top-k
+        # search takes about a millisecond even at 100k documents, less than the hop to a worker thread
+        # costs on a busy machine, so it runs right here; a long one goes to a thread to keep the loop free.
+        hits: list[tuple[int, float]]
+        if limit <= INLINE_SEARCH_LIMIT:
+            hits = self.index.search(text, limit, place)
+        else:
+            hits = await asyncio.to_thread(self.index.search, text, limit, place)
         _log.debug("search %r took %.2f ms", text, (time.perf_counter() - started) * 1000)
         return hits
 
