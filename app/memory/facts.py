@@ -685,10 +685,16 @@ class FactBook:
                 twin = await cursor.fetchone()
             if twin is not None:
                 new_id = int(twin[0])  # the corrected text is already known: link to it, add no copy
-                await conn.execute(
-                    "UPDATE facts SET status = 'active', revision = revision + 1 WHERE id = ? AND status = 'pending'",
+                cursor = await conn.execute(
+                    "UPDATE facts SET status = 'active', revision = revision + 1, snoozed_until = NULL"
+                    " WHERE id = ? AND status = 'pending'",
                     (new_id,),
                 )
+                if cursor.rowcount:  # the owner's edit accepts the pending twin: as_of reads must see it too
+                    await conn.execute(
+                        "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, 'active', ?)",
+                        (new_id, _iso(moment)),
+                    )
             else:
                 new_id = await self._insert_row(conn, replacement, old.scope, key, "active", moment)
             await conn.execute(
@@ -744,6 +750,7 @@ class FactBook:
             raise RevisionConflictError(
                 f"fact {fact_id} changed since you saw it (revision {revision}, now {target.revision}); reload it"
             )
+        seen = {f.id: f.revision for f in chain.facts}
         live = [f for f in chain.facts if f.status != "forgotten"]
         if not live:
             raise FactError(f"fact {fact_id} is already forgotten")
@@ -755,6 +762,13 @@ class FactBook:
             # Overwrite freed bytes with zeros: SQLite builds without SQLITE_SECURE_DELETE (python.org's
             # Windows and macOS builds) would otherwise leave the erased text in the database file.
             await conn.execute("PRAGMA secure_delete = ON")
+            # The chain was read before the transaction: if any of it changed since, act on nothing.
+            async with conn.execute(
+                f"SELECT id, revision FROM facts WHERE id IN ({','.join('?' * len(seen))})", list(seen)
+            ) as cursor:
+                now_at = {int(r[0]): int(r[1]) for r in await cursor.fetchall()}
+            if now_at != seen:
+                raise RevisionConflictError(f"fact {fact_id} changed while it was being forgotten; try again")
             secret = await self._tombstone_secret(conn)
             hashes = {tombstone_hash(secret, f.content, f.subjects) for f in live}
             tombstone_id = 0
@@ -807,27 +821,45 @@ class FactBook:
     async def _drop_derived(
         self, conn: aiosqlite.Connection, ids: list[int], subjects: list[str]
     ) -> list[tuple[str, int]]:
-        """Derived rows that may quote the fact: dossiers of its subjects are dropped (rebuilt clean by
-        their projector); reflections citing it are flagged stale. Tables that do not exist yet are skipped."""
+        """Derived rows that may quote the fact are dropped, and their projectors rebuild them from what is
+        left: the dossiers of its subjects, the reflections citing it or its source messages, and the
+        summaries that covered its source messages. Tables that do not exist yet are skipped."""
         out: list[tuple[str, int]] = []
         async with conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('people_dossiers', 'reflections')"
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+            " AND name IN ('people_dossiers', 'reflections', 'summaries')"
         ) as cursor:
             present = {r[0] for r in await cursor.fetchall()}
+        marks = ",".join("?" * len(ids))
+        async with conn.execute(
+            f"SELECT t.place, MIN(t.id), json_group_array(t.id) FROM fact_sources s JOIN turns t ON t.id = s.turn_id"
+            f" WHERE s.fact_id IN ({marks}) GROUP BY t.place",
+            ids,
+        ) as cursor:
+            spans = [(str(r[0]), int(r[1]), [int(i) for i in json.loads(r[2])]) for r in await cursor.fetchall()]
+        source_ids = sorted({i for _p, _first, turn_ids in spans for i in turn_ids})
         if "people_dossiers" in present and subjects:
-            marks = ",".join("?" * len(subjects))
-            cursor = await conn.execute(f"DELETE FROM people_dossiers WHERE canonical_key IN ({marks})", subjects)
+            subject_marks = ",".join("?" * len(subjects))
+            cursor = await conn.execute(
+                f"DELETE FROM people_dossiers WHERE canonical_key IN ({subject_marks})", subjects
+            )
             out.append(("people_dossiers", max(cursor.rowcount, 0)))
         if "reflections" in present:
+            cursor = await conn.execute(
+                "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_fact_ids) j"
+                f" WHERE j.value IN ({marks})) OR EXISTS (SELECT 1 FROM json_each(reflections.cited_turn_ids) j"
+                f" WHERE j.value IN ({','.join('?' * len(source_ids)) or 'NULL'}))",
+                [*ids, *source_ids],
+            )
+            out.append(("reflections", max(cursor.rowcount, 0)))
+        if "summaries" in present:
             total = 0
-            for fact_id in ids:
+            for place, first, _turn_ids in spans:
                 cursor = await conn.execute(
-                    "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_fact_ids)"
-                    " WHERE json_each.value = ?)",
-                    (fact_id,),
+                    "DELETE FROM summaries WHERE place = ? AND last_turn_id >= ?", (place, first)
                 )
                 total += max(cursor.rowcount, 0)
-            out.append(("reflections", total))
+            out.append(("summaries", total))
         return out
 
     async def tombstones(self, *, include_lifted: bool = False) -> list[Tombstone]:

@@ -278,7 +278,10 @@ class History:
         receipt, changes = await self.facts.forget(fact_id, revision=revision, redact_sources=redact_sources)
         if receipt.redacted_turn_ids:
             dropped = await self._drop_quoting(receipt.redacted_turn_ids)
-            receipt = dataclasses.replace(receipt, stores=receipt.stores + tuple(dropped))
+            totals = dict(receipt.stores)  # one line per store: add what the redaction dropped as well
+            for store, count in dropped:
+                totals[store] = totals.get(store, 0) + count
+            receipt = dataclasses.replace(receipt, stores=tuple(totals.items()))
         await self.store.checkpoint()  # the erased text must not linger in the write-ahead log either
         self._wake(changes)
         for committer, touched in ((self.facts_index, changes.facts_index), (self.turns_index, changes.turns_index)):

@@ -281,6 +281,21 @@ async def test_a_status_change_is_reflected_by_recorded_time(history: History) -
         await history.facts.list_facts(status="forgotten")
 
 
+async def test_an_edit_onto_a_pending_twin_is_logged_so_as_of_agrees_with_current_truth(history: History) -> None:
+    """Editing a fact into the text of a pending one accepts that one; the status log must say so."""
+    active = await inserted(history, new_fact("Alice keeps bees"), now=year(2023))
+    pending = await inserted(history, new_fact("Alice keeps honeybees", type="semantic"), now=year(2023))
+    assert pending.status == "pending"
+    head, _c = await history.facts.edit(active.id, active.revision, "Alice keeps honeybees", now=year(2024))
+    assert head.id == pending.id
+    assert head.status == "active"
+    assert [f.id for f in await history.facts.list_facts()] == [pending.id]
+    assert await sliced(history, 2024.5, 2024.5, status="active") == [pending.id]
+    assert await sliced(history, 2024.5, 2024.5, status="pending") == []
+    assert await sliced(history, 2023.5, 2023.5, status="pending") == [pending.id]  # before the edit it waited
+    assert await sliced(history, 2023.5, 2023.5, status="active") == [active.id]
+
+
 async def test_current_truth_holds_only_what_is_valid_now(history: History) -> None:
     now = datetime.now(UTC)
     ongoing = await inserted(history, new_fact("Alice lives in Porto", valid_from=now - timedelta(days=365)))

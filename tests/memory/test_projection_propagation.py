@@ -72,6 +72,52 @@ async def test_forget_with_redacted_sources_lists_the_dropped_projections(histor
     assert await projections.summary(PLACE) is None
 
 
+async def test_a_plain_forget_drops_every_projection_that_may_quote_the_fact(history: History) -> None:
+    """Without --redact-sources the message stays, but nothing derived from the fact may keep its words."""
+    ids = await history.append_turns(
+        [
+            turn("small talk", message_id=51),
+            turn("Bob said his locker code is 4417", message_id=52),
+            turn("later chatter", message_id=53),
+            turn("elsewhere", message_id=54, place=OTHER_PLACE),
+        ]
+    )
+    outcome, _changes = await history.facts.insert(
+        NewFact("Bob's locker code is 4417", "episodic", 5, 0.9, ("discord:7002",), PLACE, source_turn_ids=(ids[1],))
+    )
+    assert outcome.fact is not None
+    fact_id = outcome.fact.id
+    projections = Projections(history.store)
+    await projections.save_summary(PLACE, "Bob shared his locker code 4417.", ids[2], watermark_name="rolling_summary")
+    await projections.save_summary(OTHER_PLACE, "Someone was elsewhere.", ids[3], watermark_name="rolling_summary")
+    await projections.add_reflections(
+        PLACE,
+        [
+            ("Bob trusts the channel with codes.", [], [fact_id]),  # cites the fact
+            ("Bob overshares.", [ids[1]], []),  # cites the message the fact came from
+            ("Small talk is rare here.", [ids[0]], []),  # cites neither
+        ],
+        last_turn_id=ids[2],
+        last_fact_id=fact_id,
+        watermark_name="reflection",
+    )
+
+    receipt = await history.forget_fact(fact_id)
+
+    stores = dict(receipt.stores)
+    assert stores["summaries"] == 1
+    assert stores["reflections"] == 2
+    assert await projections.summary(PLACE) is None
+    other = await projections.summary(OTHER_PLACE)
+    assert other is not None
+    assert other.text == "Someone was elsewhere."
+    assert [r.text for r in await projections.reflections([PLACE], 10)] == ["Small talk is rare here."]
+    # The message itself stays (the owner did not ask to redact it).
+    (row,) = await history.store.read_all("SELECT content FROM turns WHERE id = ?", (ids[1],))
+    assert row == ("Bob said his locker code is 4417",)
+    assert [name for name, _n in receipt.stores].count("summaries") == 1
+
+
 async def test_a_learnt_fact_needs_a_source_still_standing_checked_in_its_insert(history: History) -> None:
     ids = await history.append_turns([turn("I keep bees", message_id=41), turn("and goats", message_id=42)])
     await history.redact_message("discord", 41, datetime.now(UTC))
