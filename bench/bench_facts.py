@@ -157,7 +157,7 @@ class FlakyIndex(FtsIndex):
         self.attempts += 1
         if self._rng.random() < self._rate:
             self.injected += 1
-            raise ValueError("Failed to commit: An IO error occurred: 'Access is denied. (os error 5)'")
+            raise ValueError("An IO error occurred: 'Access is denied. (os error 5)'")  # tantivy's words on Windows
         writer.commit()
 
 

@@ -130,6 +130,13 @@ class LearningSection:
 
 @dataclass(frozen=True, slots=True)
 class MemorySection:
+    channel_scope_guilds: tuple[int, ...] = field(
+        default=(),
+        metadata=_doc(
+            "Server ids whose learnt facts stay in the channel they came from; in other servers a fact is "
+            "recalled in every channel of its server."
+        ),
+    )
     retrieval: RetrievalSection = field(default_factory=RetrievalSection, metadata=_doc("How recall ranks."))
     learning: LearningSection = field(default_factory=LearningSection, metadata=_doc("How often it learns."))
 

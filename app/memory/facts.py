@@ -191,6 +191,13 @@ def _needs_live_source(fact: NewFact) -> bool:
     return fact.origin in ("extraction", "dreaming") and bool(fact.source_turn_ids)
 
 
+def _within(scope: str, place: str) -> bool:
+    """Whether a message at `place` may be heard where a fact of `scope` is recalled."""
+    if place == scope:
+        return True
+    return scope.startswith("guild:") and "/" not in scope and place.startswith(scope + "/")
+
+
 def validate(new: NewFact) -> NewFact:
     """Strict validation: every problem names the field. Returns the fact with subjects normalized."""
 
@@ -312,9 +319,14 @@ class FactBook:
         moment = now or datetime.now(UTC)
         at = _iso(moment)
         secret = await self._secret_key()
+        source_places = await self._source_places(facts)
         plans = []
         for fact in facts:
             scope = fact_scope(fact.place, channel_scoped=fact.channel_scoped)
+            if any(not _within(scope, source_places.get(t, "")) for t in fact.source_turn_ids):
+                # Its sources disagree about where it was said (another server, a DM): nobody can tell who
+                # may hear it, so it is kept for the owner to see and never recalled.
+                scope = "quarantine"
             key = dedup_key(fact.content, (*fact.subjects, f"@scope={scope}"))
             hashed = tombstone_hash(secret, fact.content, fact.subjects)
             owner = fact.origin in ("remember", "import")
@@ -389,6 +401,19 @@ class FactBook:
                 )
             )
         return outcomes, changes
+
+    async def _source_places(self, facts: Sequence[NewFact]) -> dict[int, str]:
+        """The place of every source turn of `facts` (a turn's place never changes)."""
+        wanted = sorted({t for f in facts for t in f.source_turn_ids})
+        places: dict[int, str] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for turn_id, place in await self._store.read_all(
+                f"SELECT id, place FROM turns WHERE id IN ({marks})", chunk
+            ):
+                places[int(turn_id)] = str(place)
+        return places
 
     async def _has_live_source(self, turn_ids: Sequence[int]) -> bool:
         marks = ",".join("?" * len(turn_ids))

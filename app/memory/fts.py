@@ -174,6 +174,31 @@ class FtsIndex:
         assert self._index is not None
         self._index.reload()
 
+    def stage_compaction(self) -> None:
+        """Start rewriting the whole index: every document is dropped, and the caller stages the live ones.
+
+        A deleted document's words stay in its segment's files until tantivy merges that segment; tantivy-py
+        cannot ask for a merge, so a compaction rewrites the index in one commit, after which the old
+        segments (and every word of the deleted documents) are gone. A rollback undoes it whole.
+        """
+        self._require_writer().delete_all_documents()
+
+    def stage_adds(self, docs: Sequence[dict[str, Any]]) -> None:
+        writer = self._require_writer()
+        for doc in docs:
+            writer.add_document(tantivy.Document(**doc))
+
+    def collect_garbage(self) -> None:
+        with contextlib.suppress(ValueError):  # a file still locked is collected next time
+            self._require_writer().garbage_collect_files()
+
+    def doc_freq(self, field_name: str, word: str) -> int:
+        """How many documents the index files still hold with `word` (deleted ones included until merged)."""
+        if self._index is None:
+            return 0
+        self._index.reload()
+        return int(self._index.searcher().doc_freq(field_name, word))
+
     def _commit_writer(self, writer: tantivy.IndexWriter) -> None:
         """The one call that touches the files; a seam for fault-injection tests."""
         writer.commit()
@@ -297,6 +322,16 @@ class IndexSource(Protocol):
     async def indexable_ids(self) -> set[int]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class IndexTiming:
+    """How often a committer looks at SQL for other processes' writes, compacts after removals, and
+    compares itself with SQL (seconds)."""
+
+    poll_interval: float = 1.0
+    compact_after: float = 5.0
+    reconcile_every: float = 300.0
+
+
 @dataclass(slots=True)
 class _Counters:
     commits: int = 0
@@ -308,7 +343,10 @@ class _Counters:
     pending: int = 0
     lag: int = 0
     rebuilt_at_start: bool = False
+    awaiting_purge: int = 0
+    compactions: int = 0
     waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
+    purge_waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
 
 class IndexCommitter:
@@ -326,6 +364,9 @@ class IndexCommitter:
         backoff: float = 0.05,
         failure_pause: float = 1.0,
         on_health: Callable[[IndexHealth], None] | None = None,
+        poll_interval: float = 1.0,
+        compact_after: float = 5.0,
+        reconcile_every: float = 300.0,
     ) -> None:
         self.index = index
         self._source = source
@@ -348,6 +389,16 @@ class IndexCommitter:
         self._health_written = 0.0
         self._c = _Counters()
         self._closing = False
+        # Another process (the CLI beside the window) writes SQL too; this one learns of it by looking.
+        self._poll_interval = poll_interval
+        # Removed documents are purged from the files by a compaction once removals have been quiet this long
+        # (at most 12 times as long after the first one).
+        self._compact_after = compact_after
+        self._compact_due: float | None = None
+        self._compact_deadline: float | None = None
+        # A commit can lose its batch without an error: compare the index with SQL now and then.
+        self._reconcile_every = reconcile_every
+        self._reconciled_at = time.monotonic()
 
     async def _run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
@@ -426,6 +477,7 @@ class IndexCommitter:
             lag=c.lag,
             watermark=self._watermark,
             rebuilt_at_start=c.rebuilt_at_start,
+            awaiting_purge=c.awaiting_purge,
         )
 
     def _publish(self) -> None:
@@ -463,11 +515,22 @@ class IndexCommitter:
         except (OSError, ValueError, TypeError):
             return None
 
+    def _seconds_to_next_chore(self) -> float:
+        now = time.monotonic()
+        waits = [self._poll_interval, self._reconciled_at + self._reconcile_every - now]
+        if self._compact_due is not None:
+            waits.append(self._compact_due - now)
+        return max(0.0, min(waits))
+
     async def _loop(self) -> None:
         while not self._closing:
-            await self._wake.wait()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._seconds_to_next_chore())
+                woken = True
+            except TimeoutError:
+                woken = False  # time to look at SQL for another process's writes, or for a chore
             self._wake.clear()
-            if self._linger and not self._hurry.is_set():
+            if woken and self._linger and not self._hurry.is_set():
                 # Let a burst of appends gather into one commit, unless someone waits for a flush.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._hurry.wait(), self._linger)
@@ -475,13 +538,16 @@ class IndexCommitter:
             try:
                 while await self._round():
                     pass
-                if self._needs_reconcile:
-                    # After a start-up or a failed commit: a commit can lose its batch silently, so
-                    # compare the index with SQL once and repair what differs.
+                if self._needs_reconcile or time.monotonic() >= self._reconciled_at + self._reconcile_every:
+                    # After a start-up or a failed commit, and now and then: a commit can lose its batch
+                    # silently, so compare the index with SQL and repair what differs.
                     self._needs_reconcile = False
+                    self._reconciled_at = time.monotonic()
                     repaired = await self.reconcile()
                     if repaired:
                         _log.warning("index %s: reconciled %d documents with SQL", self.index.spec.name, repaired)
+                if self._compact_due is not None and time.monotonic() >= self._compact_due:
+                    await self._compact()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep the familiar running whatever the index does
@@ -529,9 +595,68 @@ class IndexCommitter:
         self._c.documents += len(docs)
         self._c.pending = 0
         self._c.lag = max(0, newest - reached)
+        if delete_ids:
+            self._schedule_compaction(len(delete_ids))
         self._publish()
         self._settle_waiters(idle=False)
         return True
+
+    def _schedule_compaction(self, removed: int) -> None:
+        now = time.monotonic()
+        self._c.awaiting_purge += removed
+        if self._compact_deadline is None:
+            self._compact_deadline = now + 12 * self._compact_after
+        self._compact_due = min(now + self._compact_after, self._compact_deadline)
+
+    async def _compact(self) -> None:
+        """Rewrite the index from SQL in one commit, so removed documents leave the files too."""
+        started = time.perf_counter()
+        purged = self._c.awaiting_purge
+        await self._run_blocking(self.index.stage_compaction)
+        try:
+            watermark, total = 0, 0
+            while watermark < self._watermark:
+                docs, reached = await self._source.documents_after(watermark, self._batch)
+                if reached <= watermark:
+                    break
+                live = [d for d in docs if int(d["id"]) <= self._watermark]  # newer rows come in the next round
+                await self._run_blocking(self.index.stage_adds, live)
+                total += len(live)
+                watermark = reached
+            await self._run_blocking(self.index.commit)
+        except BaseException:
+            await self._run_blocking(self._safe_rollback)
+            raise
+        await self._run_blocking(self.index.collect_garbage)
+        self._c.compactions += 1
+        self._c.commits += 1
+        self._c.awaiting_purge = max(0, self._c.awaiting_purge - purged)
+        self._compact_due = self._compact_deadline = None
+        if self._c.awaiting_purge:  # removals landed while it ran (they were staged after the rewrite)
+            self._schedule_compaction(0)
+        _log.info(
+            "index %s: compacted %d documents in %.2f s; %d removed ones purged from the files",
+            self.index.spec.name,
+            total,
+            time.perf_counter() - started,
+            purged,
+        )
+        self._publish()
+        for fut in self._c.purge_waiters:
+            if not fut.done() and not self._c.awaiting_purge:
+                fut.set_result(None)
+        self._c.purge_waiters = [f for f in self._c.purge_waiters if not f.done()]
+
+    async def purge(self, timeout: float = 30.0) -> None:
+        """Compact now (after committing what is pending) and wait until removed documents left the files."""
+        await self.flush(timeout)
+        if not self._c.awaiting_purge:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._c.purge_waiters.append(fut)
+        self._compact_due = time.monotonic()
+        self.notify()
+        await asyncio.wait_for(fut, timeout)
 
     async def _finish_rebuild(self) -> None:
         await self._source.save_state(

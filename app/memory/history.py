@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.memory.facts import Changes, Fact, FactBook, ForgetReceipt, InsertOutcome, NewFact
-from app.memory.fts import FACTS, TURNS, FtsIndex, IndexCommitter
+from app.memory.fts import FACTS, TURNS, FtsIndex, IndexCommitter, IndexTiming
 from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
 from app.memory.store import Store
@@ -133,19 +133,27 @@ class History:
         index: FtsIndex | None = None,
         facts_index: FtsIndex | None = None,
         batch_size: int = 5000,
+        index_timing: IndexTiming | None = None,
     ) -> History:
         store = await Store.open(db_path, backups_dir)
+        timing = index_timing or IndexTiming()
         committer = IndexCommitter(
             index or FtsIndex(fts_dir / TURNS.name, TURNS),
             TurnIndexSource(store),
             on_health=on_health,
             batch_size=batch_size,
+            poll_interval=timing.poll_interval,
+            compact_after=timing.compact_after,
+            reconcile_every=timing.reconcile_every,
         )
         facts_committer = IndexCommitter(
             facts_index or FtsIndex(fts_dir / FACTS.name, FACTS),
             FactIndexSource(store),
             on_health=on_health,
             batch_size=batch_size,
+            poll_interval=timing.poll_interval,
+            compact_after=timing.compact_after,
+            reconcile_every=timing.reconcile_every,
             # Facts arrive in bursts (an extraction batch, an import): gather them for longer, so the
             # commit work interrupts the conversation less often.
             linger=0.2,

@@ -62,3 +62,5 @@ class IndexHealth:
     lag: int  # rows SQL has that the index does not yet
     watermark: int
     rebuilt_at_start: bool
+    # Removed documents whose words the index files still hold until the next compaction (seconds away).
+    awaiting_purge: int = 0

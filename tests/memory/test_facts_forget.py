@@ -19,6 +19,7 @@ import pytest_asyncio
 
 from app.memory.errors import RevisionConflictError
 from app.memory.facts import Fact, FactError, NewFact
+from app.memory.fts import IndexTiming
 from app.memory.history import History
 from tests.memory.helpers import PLACE, T0, turn
 
@@ -452,3 +453,23 @@ async def test_an_edited_message_retires_its_facts_and_queues_the_new_revision(h
     # an owner action on the retired row is refused
     with pytest.raises(RevisionConflictError):
         await history.facts.archive(derived.id, retired.revision)
+
+
+async def test_forgotten_words_leave_the_facts_index_files(tmp_path: Path) -> None:
+    """Out of search at once (the receipt), and out of the index files after the compaction that follows."""
+    timing = IndexTiming(poll_interval=0.05, compact_after=0.2)
+    history = await History.open(*paths(tmp_path), index_timing=timing)
+    try:
+        keep = await inserted(history, new_fact("Alice keeps a grey cat"))
+        secret = await inserted(history, new_fact("Alice's locker holds a zeppelin model"))
+        await history.facts_index.flush(15)
+        index = history.facts_index.index
+        assert await asyncio.to_thread(index.doc_freq, "content", "zeppelin") == 1
+        receipt = await history.forget_fact(secret.id)
+        assert ("fts/facts", 1) in receipt.stores
+        assert await history.search_facts("zeppelin") == []
+        await history.facts_index.purge(15)
+        assert await asyncio.to_thread(index.doc_freq, "content", "zeppelin") == 0
+        assert [f.id for f, _s in await history.search_facts("cat")] == [keep.id]
+    finally:
+        await history.close()

@@ -12,6 +12,7 @@ import pytest_asyncio
 from app.memory.facts import Fact, NewFact
 from app.memory.history import History
 from app.memory.policy import fact_scope, visible_scopes
+from tests.memory.helpers import turn
 
 pytestmark = pytest.mark.asyncio
 
@@ -126,3 +127,44 @@ async def test_quarantined_facts_are_never_recalled(history: History) -> None:
     for where in places:
         assert await recalled(history, where) == {"visible"}
     assert visible.scope == "familiar"
+
+
+async def test_a_fact_whose_sources_disagree_about_where_it_was_said_is_quarantined(history: History) -> None:
+    """Real input, no SQL surgery: the insert itself compares the fact's place with its sources'."""
+    ids = await history.append_turns(
+        [
+            turn("I keep bees", message_id=1, place="guild:500/501"),
+            turn("on the roof", message_id=2, place="guild:500/502"),
+            turn("in secret", message_id=3, place="dm:7001"),
+            turn("elsewhere", message_id=4, place="guild:600/601"),
+        ]
+    )
+
+    async def learnt(label: str, place: str, sources: tuple[int, ...], *, channel_scoped: bool = False) -> str:
+        new = NewFact(
+            f"the {WORD} note {label}",
+            "episodic",
+            5,
+            0.9,
+            ("discord:7001",),
+            place,
+            source_turn_ids=sources,
+            origin="extraction",
+            channel_scoped=channel_scoped,
+        )
+        outcome = await history.insert_fact(new)
+        assert outcome.fact is not None, outcome
+        return outcome.fact.scope
+
+    assert await learnt("guildwide", "guild:500/501", (ids[0], ids[1])) == "guild:500"  # two channels, one guild
+    assert await learnt("channel", "guild:500/501", (ids[0],), channel_scoped=True) == "guild:500/501"
+    assert await learnt("twochannels", "guild:500/501", (ids[0], ids[1]), channel_scoped=True) == "quarantine"
+    assert await learnt("dmleak", "guild:500/501", (ids[0], ids[2])) == "quarantine"
+    assert await learnt("otherguild", "guild:500/501", (ids[0], ids[3])) == "quarantine"
+    assert await learnt("dm", "dm:7001", (ids[2],)) == "dm:7001"
+    assert await learnt("dmfromguild", "dm:7001", (ids[0],)) == "quarantine"
+    await history.facts_index.flush(FLUSH)
+    assert await recalled(history, "guild:500/501") == {"guildwide", "channel"}
+    assert await recalled(history, "guild:500/502") == {"guildwide"}
+    assert await recalled(history, "dm:7001") == {"dm"}
+    assert await recalled(history, "guild:600/601") == set()

@@ -99,6 +99,13 @@ class ProjectorDeps:
         self.reports[name] = text
         _log.info("%s: %s", name, text)
 
+    def channel_scoped(self, place: str) -> bool:
+        """Whether facts learnt at `place` stay in its channel (`[memory] channel_scope_guilds`)."""
+        if not place.startswith("guild:") or "/" not in place:
+            return False
+        guild = place.removeprefix("guild:").split("/", 1)[0]
+        return guild.isdigit() and int(guild) in self.settings.memory.channel_scope_guilds
+
 
 class ProjectorBase:
     """What the built-in projectors share: their dependencies, and the pause check a tick starts with."""

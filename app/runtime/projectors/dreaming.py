@@ -133,7 +133,8 @@ class DreamingProjector(ProjectorBase):
         if work is not None and work[0] == "cancelled":
             return 0
         forgotten = await deps.history.facts.tombstone_filter()
-        news = [to_new_fact(candidate, place, origin="dreaming") for candidate in candidates]
+        scoped = deps.channel_scoped(place)
+        news = [to_new_fact(c, place, origin="dreaming", channel_scoped=scoped) for c in candidates]
         # Forgotten stays forgotten; a deleted message is not learnt from.
         news = [n for n in news if not forgotten(n.content, n.subjects)]  # the insert refuses deleted sources
         try:  # one transaction, all validated first

@@ -105,7 +105,8 @@ class RichNoteProjector(ProjectorBase):
             deps.llm, SYSTEM, user, lambda answer: parse_extraction(answer, batch), errors=(ExtractionError,)
         )
         # A candidate whose every source was deleted meanwhile is refused by the insert itself.
-        new_facts = [to_new_fact(c, place) for c in extraction.candidates]
+        scoped = deps.channel_scoped(place)
+        new_facts = [to_new_fact(c, place, channel_scoped=scoped) for c in extraction.candidates]
         try:  # one transaction, all validated first: a batch with one invalid fact lands no fact
             also = [] if advance_to is None else [watermark_statement(self.name, advance_to, place)]
             outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts, also=also)]

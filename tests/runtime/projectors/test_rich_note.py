@@ -346,3 +346,14 @@ async def test_a_backlog_goes_several_batches_a_tick(familiars: Familiars, fake_
     shown = [turn_ids_shown(r) for r in requests_of(fake_llm, "rich_note")]
     assert shown == [ids[0:3], ids[3:6], ids[6:8]]  # the last two are an hour quiet: a batch of their own
     assert await familiar.projections.watermark("rich_note", PLACE) == ids[-1]
+
+
+async def test_a_channel_scoped_server_keeps_learnt_facts_in_their_channel(
+    familiars: Familiars, fake_llm: FakeLLM
+) -> None:
+    familiar = await familiars.open(f"[memory]\nchannel_scope_guilds = [{GUILD_SCOPE.split(':')[1]}]\n\n" + SETTINGS)
+    ids = await _three_turns(familiar)
+    fake_llm.script(facts_answer(fact("Alice ran the Berlin half marathon on 2024-03-03.", [ids[0]], confidence=0.95)))
+    await familiar.learn_now()
+    (run,) = await all_facts(familiar)
+    assert run.scope == PLACE  # the channel, not the whole server
