@@ -168,7 +168,16 @@ class History:
                 await each.close()
             await store.close()
             raise
-        return cls(store, committer, facts_committer)
+        history = cls(store, committer, facts_committer)
+        if committer.index.writable:  # the process that owns the memory finishes what a crash cut short
+            try:
+                finished = await history.finish_interrupted_deletions()
+            except BaseException:
+                await history.close()
+                raise
+            if finished:
+                _log.warning("finished %d message deletions a crash had interrupted", finished)
+        return history
 
     async def close(self) -> None:
         try:
@@ -210,11 +219,35 @@ class History:
         queued work on it is cancelled. The deletion marker keeps a later backfill out."""
         ids = await self.store.redact_message(platform, message_id, deleted_at)
         self.turns_index.notify()
+        await self._propagate_deletion(platform, message_id, ids)
+        return ids
+
+    async def _propagate_deletion(self, platform: str, message_id: int, ids: Sequence[int]) -> None:
+        """Each step is safe to repeat; the marker says the last one finished."""
         if ids:
             await self.facts.on_turns_deleted(ids)
             await self._drop_quoting(ids)
             self.facts_index.notify()
-        return ids
+        await self.store.write(
+            [
+                (
+                    "UPDATE deleted_sources SET propagated = 1 WHERE platform = ? AND message_id = ?",
+                    (platform, message_id),
+                )
+            ]
+        )
+
+    async def finish_interrupted_deletions(self) -> int:
+        """Deletions a crash cut short (the turn redacted, its facts not yet forgotten) are finished."""
+        pending = await self.store.read_all(
+            "SELECT platform, message_id FROM deleted_sources WHERE propagated = 0 ORDER BY rowid"
+        )
+        for platform, message_id in pending:
+            rows = await self.store.read_all(
+                "SELECT id FROM turns WHERE platform = ? AND message_id = ?", (platform, message_id)
+            )
+            await self._propagate_deletion(str(platform), int(message_id), [int(r[0]) for r in rows])
+        return len(pending)
 
     async def _drop_quoting(self, turn_ids: Sequence[int]) -> list[tuple[str, int]]:
         """Projections that may quote redacted turns: the summaries that covered them and the

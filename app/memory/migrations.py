@@ -7,6 +7,7 @@ API; if the backup fails the migration does not run.
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -311,6 +312,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        5,
+        "a deletion is marked done once it reached facts and projections",
+        # A crash between redacting a deleted message and forgetting the facts that came only from it
+        # must not leave those facts standing: the next start finishes what a 0 marks as unfinished.
+        """
+        ALTER TABLE deleted_sources ADD COLUMN propagated INTEGER NOT NULL DEFAULT 1;
+        CREATE INDEX deleted_sources_unfinished ON deleted_sources (platform, message_id) WHERE propagated = 0;
+        """,
+    ),
 )
 
 
@@ -345,11 +356,35 @@ def backup(conn: sqlite3.Connection, backups_dir: Path, from_version: int) -> Pa
         dest.close()
     check = sqlite3.connect(target)
     try:
-        if check.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-            raise sqlite3.DatabaseError("backup failed its integrity check")
+        problems = _real_problems(check, [str(r[0]) for r in check.execute("PRAGMA quick_check").fetchall()])
+        if problems:
+            raise sqlite3.DatabaseError(f"backup failed its integrity check: {problems[0]}")
     finally:
         check.close()
     return target
+
+
+_NULL_VALUE = re.compile(r"^NULL value in (\w+)\.(\w+)$")
+
+
+def _real_problems(conn: sqlite3.Connection, report: list[str]) -> list[str]:
+    """quick_check's findings, less one false alarm: SQLite 3.40 reports "NULL value in T.C" for a
+    WITHOUT ROWID table whose key lists its columns in another order (fact_sources), though none is NULL.
+    Such a line counts only if the column really holds a NULL."""
+    real: list[str] = []
+    for line in report:
+        if line == "ok":
+            continue
+        found = _NULL_VALUE.match(line)
+        if found is not None:
+            table, column = found.groups()
+            known = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if table in known:
+                nulls = conn.execute(f'SELECT COUNT(*) FROM "{table}" WHERE "{column}" IS NULL').fetchone()[0]
+                if nulls == 0:
+                    continue
+        real.append(line)
+    return real
 
 
 def migrate(conn: sqlite3.Connection, backups_dir: Path, migrations: Sequence[Migration] = MIGRATIONS) -> Path | None:

@@ -237,7 +237,8 @@ class Store:
         """A deleted message: clear the text of every revision, keep the rows, remember the deletion."""
         async with self._tx():
             await self._writer.execute(
-                "INSERT OR IGNORE INTO deleted_sources (platform, message_id, deleted_at) VALUES (?, ?, ?)",
+                "INSERT INTO deleted_sources (platform, message_id, deleted_at, propagated) VALUES (?, ?, ?, 0)"
+                " ON CONFLICT DO UPDATE SET propagated = 0",
                 (platform, message_id, _iso(deleted_at)),
             )
             async with self._writer.execute(

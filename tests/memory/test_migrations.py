@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from app.memory.errors import MigrationError, StoreError
+from app.memory.facts import FactBook
 from app.memory.migrations import MIGRATIONS, Migration, current_version, migrate
 from app.memory.store import Store
 from tests.memory.helpers import turn
@@ -256,13 +258,35 @@ async def test_a_database_of_the_previous_schema_is_backed_up_and_upgraded(tmp_p
         " VALUES ('discord', 'guild:1/2', 2, 'discord:7', 'alice', ?, '2024-05-01T12:00:00+00:00')",
         [(f"kept across the upgrade {i}",) for i in range(40)],
     )
+    # Facts as the previous release wrote them: one active with a source, one corrected by another.
+    conn.executemany(
+        "INSERT INTO facts (id, content, dedup_key, type, importance, confidence, subjects, sources, speaker, scope,"
+        " status, origin, created_at, superseded_at, superseded_by)"
+        " VALUES (?, ?, ?, 'episodic', 5, 0.9, '[\"discord:7\"]', ?, 'discord:7', 'guild:1', 'active', ?, ?, ?, ?)",
+        [
+            (1, "Alice keeps bees", "k1", "[1]", "extraction", "2024-05-01T12:00:00+00:00", None, None),
+            (2, "Alice has a cat", "k2", "[]", "remember", "2024-05-01T12:00:00+00:00", "2024-06-01T00:00:00+00:00", 3),
+            (3, "Alice has two cats", "k3", "[]", "edit", "2024-06-01T00:00:00+00:00", None, None),
+        ],
+    )
+    conn.execute("INSERT INTO deleted_sources (platform, message_id, deleted_at) VALUES ('discord', 99, '2024-05-02')")
+    conn.commit()
     conn.close()
     store = await Store.open(path, tmp_path / "backups")
     try:
         assert store.backup_written is not None
         assert await store.read_one("SELECT MAX(version) FROM schema_migrations") == (LATEST,)
         assert await store.count_turns() == 40
-        assert await store.read_one("SELECT COUNT(*) FROM facts") == (0,)
+        book = FactBook(store)
+        assert sorted(f.content for f in await book.list_facts()) == ["Alice has two cats", "Alice keeps bees"]
+        bees = await book.get(1)
+        assert bees is not None
+        assert bees.source_turn_ids == (1,)
+        then = datetime(2024, 5, 15, tzinfo=UTC)
+        believed = await book.list_facts(recorded_at=then, world_at=then)
+        assert sorted(f.content for f in believed) == ["Alice has a cat", "Alice keeps bees"]
+        # A deletion recorded before the upgrade counts as finished: nothing is redone at start-up.
+        assert await store.read_all("SELECT propagated FROM deleted_sources") == [(1,)]
     finally:
         await store.close()
     with contextlib.closing(sqlite3.connect(store.backup_written)) as backup:

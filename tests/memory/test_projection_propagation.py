@@ -134,3 +134,38 @@ async def test_a_learnt_fact_needs_a_source_still_standing_checked_in_its_insert
         ]
     )
     assert [o.outcome for o in outcomes] == ["sources_gone", "inserted", "inserted", "inserted"]
+
+
+async def test_a_deletion_cut_short_by_a_crash_is_finished_at_the_next_start(tmp_path: Path) -> None:
+    """What a crash right after the redaction leaves behind (the turn redacted, its fact and summary still
+    there) is finished when the familiar opens its memory again."""
+    paths = (tmp_path / "history.db", tmp_path / "fts", tmp_path / "backups")
+    history = await History.open(*paths)
+    try:
+        ids = await history.append_turns([turn("my locker code is 4417", message_id=61), turn("ok", message_id=62)])
+        outcome, _changes = await history.facts.insert(
+            NewFact(
+                "Alice's locker code is 4417", "episodic", 5, 0.9, ("discord:7001",), PLACE, source_turn_ids=(ids[0],)
+            )
+        )
+        assert outcome.fact is not None
+        await Projections(history.store).save_summary(
+            PLACE, "Alice shared a code.", ids[1], watermark_name="rolling_summary"
+        )
+        # The first step of handling the deletion commits; then the process dies.
+        await history.store.redact_message("discord", 61, datetime.now(UTC))
+        assert (await history.facts.get(outcome.fact.id)).status == "active"  # type: ignore[union-attr]
+    finally:
+        await history.close()
+
+    reopened = await History.open(*paths)
+    try:
+        fact = await reopened.facts.get(outcome.fact.id)
+        assert fact is not None
+        assert fact.status == "forgotten"
+        assert fact.content == ""
+        assert await Projections(reopened.store).summary(PLACE) is None
+        assert await reopened.store.read_all("SELECT propagated FROM deleted_sources") == [(1,)]
+        assert await reopened.finish_interrupted_deletions() == 0  # nothing left to finish
+    finally:
+        await reopened.close()
