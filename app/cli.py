@@ -23,6 +23,7 @@ from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, familiar_paths
 from app.console import error, output
 from app.runtime.errors import FamiliarError
+from app.runtime.memory_ops import RebuildProgress
 from app.runtime.service import Familiar
 
 _log = logging.getLogger("familiar")
@@ -106,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--world-at", type=_moment, metavar="T")
     listing.add_argument("--recorded-at", type=_moment, metavar="T")
     listing.add_argument("--limit", type=_positive, default=200)
+    listing.add_argument(
+        "--include-snoozed", action="store_true", help="with --status pending: also the facts you snoozed"
+    )
     show = sub(facts, "show", "a fact's supersede chain, sources and revision")
     show.add_argument("id", type=_fact_id)
     remember = sub(facts, "remember", "the owner's explicit path: remember a fact (active at once)")
@@ -115,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     remember.add_argument("--type", choices=("episodic", "semantic", "procedural"), default="semantic")
     remember.add_argument("--valid-from", type=_moment, metavar="T")
     remember.add_argument("--valid-to", type=_moment, metavar="T")
-    for name, help_text in (("accept", "accept a pending fact"), ("reject", "reject a pending fact")):
+    for name, help_text in (
+        ("accept", "accept a pending fact"),
+        ("reject", "reject a pending fact"),
+        ("archive", "archive an active fact: it leaves current truth, the history slices keep it"),
+    ):
         action = sub(facts, name, help_text)
         action.add_argument("id", type=_fact_id)
         action.add_argument("--revision", type=_revision, required=True)
@@ -160,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="index_command", metavar="ACTION", required=True
     )
     sub(index, "status", "commit health, lag and pending documents of each index")
-    sub(index, "rebuild", "rebuild the indexes from the store, with progress")
+    sub(index, "rebuild", "rebuild the indexes from the store, with progress (--json: JSON lines)")
 
     export = sub(commands, "export", "write the whole memory (turns, facts, tombstones, lore) as JSON lines")
     export.add_argument("file", type=Path)
@@ -241,8 +249,16 @@ def _json_default(value: object) -> object:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
+def _snoozed(fact: Any) -> bool:
+    """A pending fact whose snooze has not ended: out of the queue until `snoozed_until`."""
+    until = fact.snoozed_until
+    return bool(fact.status == "pending" and until is not None and until > datetime.now(UTC))
+
+
 def _fact_dict(fact: Any) -> dict[str, Any]:
-    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in dataclasses.asdict(fact).items()}
+    document = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in dataclasses.asdict(fact).items()}
+    document["snoozed"] = _snoozed(fact)
+    return document
 
 
 def _fact_line(fact: Any) -> str:
@@ -252,6 +268,8 @@ def _fact_line(fact: Any) -> str:
         end = fact.valid_to.date().isoformat() if fact.valid_to else "…"
         time_axis = f" [{start} → {end}]"
     retired = " (superseded)" if fact.superseded_at else ""
+    if _snoozed(fact):
+        retired += f" (snoozed until {fact.snoozed_until.isoformat()})"
     head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope:<20}"
     return f"{head} {fact.content}{time_axis}{retired}"
 
@@ -279,20 +297,32 @@ async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[A
 
 
 async def _facts_list(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    facts = await familiar.memory.list_facts(
-        status=args.status,
-        subject=args.subject,
-        world_at=args.world_at,
-        recorded_at=args.recorded_at,
-        limit=args.limit,
-    )
-    document = {
-        "status": args.status,
-        "world_at": args.world_at,
-        "recorded_at": args.recorded_at,
-        "facts": [_fact_dict(f) for f in facts],
-    }
-    return document, "\n".join(_fact_line(f) for f in facts) or "no facts"
+    as_of = args.world_at is not None or args.recorded_at is not None
+    if args.include_snoozed and args.status != "pending":
+        raise ValueError("--include-snoozed goes with --status pending")
+    document: dict[str, Any] = {"status": args.status, "world_at": args.world_at, "recorded_at": args.recorded_at}
+    note = ""
+    if args.status == "pending" and not as_of:
+        # The owner's queue: oldest first, a snoozed fact hidden until its snooze ends.
+        queue = await familiar.memory.pending(
+            include_snoozed=args.include_snoozed, subject=args.subject, limit=args.limit
+        )
+        facts = list(queue.facts)
+        document["include_snoozed"] = args.include_snoozed
+        document["snoozed_hidden"] = queue.snoozed_hidden
+        if queue.snoozed_hidden:
+            note = f"({queue.snoozed_hidden} snoozed, not shown: --include-snoozed shows them)"
+    else:
+        facts = await familiar.memory.list_facts(
+            status=args.status,
+            subject=args.subject,
+            world_at=args.world_at,
+            recorded_at=args.recorded_at,
+            limit=args.limit,
+        )
+    document["facts"] = [_fact_dict(f) for f in facts]
+    lines = [_fact_line(f) for f in facts] or ["no facts"]
+    return document, "\n".join([*lines, note] if note else lines)
 
 
 async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -338,6 +368,8 @@ def _owner_action(name: str) -> Handler:
             fact = await memory.reject(args.id, args.revision)
         elif name == "snooze":
             fact = await memory.snooze(args.id, args.revision, args.until)
+        elif name == "archive":
+            fact = await memory.archive(args.id, args.revision)
         else:
             fact = await memory.edit(args.id, args.revision, args.text)
         return {"fact": _fact_dict(fact)}, _fact_line(fact)
@@ -454,22 +486,42 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
 
 async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
     reports = await familiar.memory.index_status()
-    document = {"indexes": [dataclasses.asdict(h) for h in reports]}
+    # pending: documents SQL has that the index does not yet (to add + to remove), counted in SQL now;
+    # lag: rows (ids) the index's watermark is behind SQL's newest row.
+    document = {
+        "indexes": [
+            {**dataclasses.asdict(r.health), "pending_to_add": r.to_add, "pending_to_remove": r.to_remove}
+            for r in reports
+        ]
+    }
     lines = [
-        f"{h.name}: {h.commits} commits, {h.retries} retries, {h.failures} failures, lag {h.lag}, pending {h.pending}"
+        f"{h.name}: {h.commits} commits, {h.retries} retries, {h.failures} failures,"
+        f" pending {h.pending} documents ({r.to_add} to add, {r.to_remove} to remove),"
+        f" lag {h.lag} rows behind SQL"
         + (f", retrying (attempt {h.live_attempt})" if h.live_attempt else "")
         + (f", last error: {h.last_error}" if h.last_error else "")
-        for h in reports
+        for r in reports
+        for h in (r.health,)
     ]
     return document, "\n".join(lines)
 
 
 async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    def progress(name: str, done: int, total: int) -> None:
-        sys.stderr.write(f"rebuilding {name} index: {done}/{total}\n")
+    """With --json, JSON lines on stdout as the rebuild goes (start, then progress after each commit,
+    always a last exact one), then the result object; without, the same progress on stderr."""
 
-    counts = await familiar.memory.rebuild_indexes(None if args.json else progress)
-    return {"rebuilt": counts}, ", ".join(f"{name} index rebuilt: {n} documents" for name, n in counts.items())
+    def progress(step: RebuildProgress) -> None:
+        if args.json:
+            output(json.dumps(dataclasses.asdict(step)))
+        elif step.event == "start":
+            sys.stderr.write(f"rebuilding {step.index} index: {step.total} documents\n")
+        else:
+            sys.stderr.write(f"{step.index} index: {step.done}/{step.total} documents ({step.percent:.0f}%)\n")
+        sys.stderr.flush()
+
+    counts = await familiar.memory.rebuild_indexes(progress)
+    document = {"event": "result", "rebuilt": counts}
+    return document, ", ".join(f"{name} index rebuilt: {n} documents" for name, n in counts.items())
 
 
 async def _export(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -494,6 +546,7 @@ _COMMANDS: dict[tuple[str, str | None], Handler] = {
     ("facts", "accept"): _owner_action("accept"),
     ("facts", "reject"): _owner_action("reject"),
     ("facts", "snooze"): _owner_action("snooze"),
+    ("facts", "archive"): _owner_action("archive"),
     ("facts", "edit"): _owner_action("edit"),
     ("forget", None): _forget,
     ("tombstones", "list"): _tombstones_list,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from app.memory.errors import StoreError
 from app.memory.export import export_records, import_records
@@ -20,6 +20,14 @@ from app.memory.records import IndexHealth, Turn
 from app.runtime.errors import FamiliarError
 
 OWNER_KEY = "local:owner"
+# A moment after every snooze ends: FactBook.pending() as of then is the queue with snoozed items too.
+_AFTER_EVERY_SNOOZE = datetime(9999, 12, 31, tzinfo=UTC)
+# What each index holds, counted in SQL (the rules of TurnIndexSource / FactIndexSource in
+# app.memory.history): documents with an id above a watermark.
+_INDEXABLE_AFTER = {
+    "turns": "SELECT COUNT(*) FROM turns WHERE id > ? AND superseded = 0 AND redacted = 0",
+    "facts": "SELECT COUNT(*) FROM facts WHERE id > ? AND status != 'forgotten'",
+}
 
 
 @asynccontextmanager
@@ -37,6 +45,40 @@ class FactDetail:
     related: tuple[Fact, ...]  # current facts of the same subjects and scope it may duplicate or supersede
 
 
+@dataclass(frozen=True, slots=True)
+class PendingQueue:
+    """The owner's pending queue: pending facts, oldest first, with their sources."""
+
+    facts: tuple[Fact, ...]
+    snoozed_hidden: int  # pending facts left out because their snooze has not ended (0 when included)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """An index's health with its backlog counted in SQL now, whichever process writes the index.
+
+    `health.pending` is documents SQL has that the index does not yet (to add plus to remove);
+    `health.lag` is how many rows (ids) the index's watermark is behind SQL's newest row.
+    """
+
+    health: IndexHealth
+    to_add: int  # documents past the watermark still to be indexed
+    to_remove: int  # documents waiting to be removed (forgotten or redacted)
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildProgress:
+    """One step of an index rebuild. `start` carries the documents to index; each `progress` follows
+    a commit (done is estimated from how far the scan of SQL has got), and the last `progress` of
+    an index, always sent, is exact with done == total."""
+
+    event: Literal["start", "progress"]
+    index: str
+    done: int
+    total: int
+    percent: float
+
+
 class MemoryOps:
     def __init__(self, history: History, lorebook: Path) -> None:
         self._history = history
@@ -51,10 +93,36 @@ class MemoryOps:
         recorded_at: datetime | None = None,
         limit: int = 200,
     ) -> list[Fact]:
+        """Current truth, or the bi-temporal slice (FactBook.list_facts), each fact with its sources."""
         async with _explained():
-            return await self._history.facts.list_facts(
+            facts = await self._history.facts.list_facts(
                 status=status, subject=subject, world_at=world_at, recorded_at=recorded_at, limit=limit
             )
+            return await self._with_sources(facts)
+
+    async def pending(
+        self, *, include_snoozed: bool = False, subject: str | None = None, limit: int = 200
+    ) -> PendingQueue:
+        """The owner's queue (FactBook.pending): pending heads, oldest first, without the snoozed ones
+        until their snooze ends, unless `include_snoozed`."""
+        limit = max(1, min(limit, 10_000))
+        book = self._history.facts
+        fetch = limit if subject is None else 10_000
+        async with _explained():
+            everything = await book.pending(now=_AFTER_EVERY_SNOOZE, limit=fetch)
+            shown = everything if include_snoozed else await book.pending(limit=fetch)
+            hidden = len(everything) - len(shown)
+            if subject is not None:
+                shown = [f for f in shown if subject in f.subjects]
+                hidden = max(0, sum(1 for f in everything if subject in f.subjects) - len(shown))
+            return PendingQueue(facts=tuple(await self._with_sources(shown[:limit])), snoozed_hidden=hidden)
+
+    async def _with_sources(self, facts: Sequence[Fact]) -> list[Fact]:
+        found = await self._history.facts.get_many([f.id for f in facts])
+        return [
+            replace(f, source_turn_ids=found[f.id].source_turn_ids) if f.id in found and not f.source_turn_ids else f
+            for f in facts
+        ]
 
     async def show(self, fact_id: int) -> FactDetail:
         async with _explained():
@@ -112,6 +180,11 @@ class MemoryOps:
     async def snooze(self, fact_id: int, revision: int, until: datetime | None = None) -> Fact:
         async with _explained():
             return await self._history.facts.snooze(fact_id, revision, until or datetime.now(UTC) + timedelta(days=1))
+
+    async def archive(self, fact_id: int, revision: int) -> Fact:
+        """An active fact leaves current truth (it stays in the history slices); the revision seen is checked."""
+        async with _explained():
+            return await self._history.facts.archive(fact_id, revision)
 
     async def edit(self, fact_id: int, revision: int, text: str) -> Fact:
         async with _explained():
@@ -180,20 +253,55 @@ class MemoryOps:
                 await committer.flush(300)
         return counts
 
-    async def index_status(self) -> list[IndexHealth]:
-        return [await committer.status() for committer in self._history.indexes()]
+    async def index_status(self) -> list[IndexStatus]:
+        out: list[IndexStatus] = []
+        async with _explained():
+            for committer in self._history.indexes():
+                health = await committer.status()
+                name = committer.index.spec.name
+                to_add = await self._indexable_after(name, health.watermark)
+                row = await self._history.store.read_one("SELECT COUNT(*) FROM index_outbox WHERE name = ?", (name,))
+                to_remove = int(row[0]) if row else 0
+                if to_add is None:  # an index this module cannot count: the rows behind stand in
+                    to_add = health.lag
+                pending = max(health.pending, to_add + to_remove)
+                out.append(IndexStatus(replace(health, pending=pending), to_add=to_add, to_remove=to_remove))
+        return out
 
-    async def rebuild_indexes(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+    async def _indexable_after(self, name: str, watermark: int) -> int | None:
+        sql = _INDEXABLE_AFTER.get(name)
+        if sql is None:
+            return None
+        row = await self._history.store.read_one(sql, (watermark,))
+        return int(row[0]) if row else 0
+
+    async def rebuild_indexes(self, progress: Callable[[RebuildProgress], None] | None = None) -> dict[str, int]:
+        """Rebuild each index from SQL; `progress` gets a start event, one event per commit, and a
+        final exact event per index (also for an empty one)."""
         out: dict[str, int] = {}
+
+        def send(event: RebuildProgress) -> None:
+            if progress is not None:
+                progress(event)
+
         async with _explained():
             for committer in self._history.indexes():
                 name = committer.index.spec.name
+                total = await self._indexable_after(name, 0) or 0
+                send(RebuildProgress("start", name, 0, total, 0.0 if total else 100.0))
+                last: list[int] = []
 
-                def report(done: int, total: int, name: str = name) -> None:
-                    if progress is not None:
-                        progress(name, done, total)
+                def report(
+                    reached: int, newest: int, name: str = name, total: int = total, last: list[int] = last
+                ) -> None:
+                    share = min(1.0, reached / newest) if newest > 0 else 1.0
+                    done = min(total, round(total * share))
+                    last[:] = [done]
+                    send(RebuildProgress("progress", name, done, total, round(share * 100, 1)))
 
-                out[name] = await committer.rebuild(report)
+                out[name] = count = await committer.rebuild(report)
+                if last != [count] or count != total:
+                    send(RebuildProgress("progress", name, count, count, 100.0))
         return out
 
 

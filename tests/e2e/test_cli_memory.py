@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
+from app.config.paths import FamiliarPaths
+from app.config.secrets import SecretStore
+from app.memory.facts import NewFact
+from app.memory.fts import FACTS, FtsIndex
+from app.memory.records import NewTurn
+from app.runtime.service import Familiar
 from tests.e2e.cli import Cli
+
+_T = TypeVar("_T")
 
 WHERE = "guild:500/501"
 
@@ -155,7 +167,7 @@ def test_index_status_and_rebuild_cover_both_indexes(cli: Cli) -> None:
     cli.json("facts", "remember", "The owl is awake", "--where", WHERE)
     status = cli.json("index", "status")
     assert sorted(h["name"] for h in status["indexes"]) == ["facts", "turns"]
-    rebuilt = cli.json("index", "rebuild")["rebuilt"]
+    rebuilt = _json_lines(cli, "index", "rebuild")[-1]["rebuilt"]  # progress lines come first
     assert rebuilt == {"turns": 0, "facts": 1}
     assert [f["content"] for f in cli.json("recall", "owl", "--where", WHERE)["facts"]] == ["The owl is awake"]
 
@@ -216,3 +228,227 @@ def test_pause_and_resume_from_the_terminal_last_across_runs(cli: Cli) -> None:
     with pytest.raises(SystemExit) as stopped:  # argparse: neither learning nor recall
         cli.run("pause", "gossip")
     assert stopped.value.code == 2
+
+
+# -- the pending queue, archive, sources in lists, rebuild progress, index backlog ----------------------
+
+
+def _json_lines(cli: Cli, *argv: str) -> list[Any]:
+    code, out, err = cli.run(*argv, "--json")
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def _in_familiar(home: Path, work: Callable[[Familiar], Awaitable[_T]]) -> _T:
+    """Run `work` against the familiar in this process (as the window or a memory worker would)."""
+
+    async def run() -> _T:
+        paths = FamiliarPaths(root=home, name="default")
+        familiar = await Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False))
+        try:
+            return await work(familiar)
+        finally:
+            await familiar.close()
+
+    return asyncio.run(run())
+
+
+def _propose(home: Path, *contents: str) -> list[tuple[int, int]]:
+    """Pending facts as extraction proposes them, each from a message of its own: (fact id, turn id)."""
+
+    async def work(familiar: Familiar) -> list[tuple[int, int]]:
+        made: list[tuple[int, int]] = []
+        for content in contents:
+            turn = await familiar.history.append_turn(
+                NewTurn(
+                    platform="discord", place=WHERE, guild_id=500, channel_id=501, message_id=9000 + len(made),
+                    author_key="discord:7001", author_name="Alice", content=content, created_at=datetime.now(UTC),
+                )
+            )  # fmt: skip
+            assert turn is not None
+            outcome = await familiar.history.insert_fact(
+                NewFact(content, "semantic", 6, 0.9, ("discord:7001",), WHERE, source_turn_ids=(turn.id,))
+            )
+            assert outcome.fact is not None
+            assert outcome.fact.status == "pending"
+            made.append((outcome.fact.id, turn.id))
+        return made
+
+    return _in_familiar(home, work)
+
+
+def test_a_snoozed_fact_leaves_the_pending_queue_until_its_snooze_ends(cli: Cli, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (a, _), (b, _), (c, _) = _propose(home, "Alice owns a cat", "Alice prefers tea", "Alice plays chess")
+    queue = cli.json("facts", "list", "--status", "pending")
+    assert [f["id"] for f in queue["facts"]] == [a, b, c]  # the queue: oldest first
+    assert queue["snoozed_hidden"] == 0
+
+    until = "2999-01-01T00:00:00+00:00"
+    snoozed = cli.json("facts", "snooze", str(b), "--revision", "0", "--until", until)["fact"]
+    assert (snoozed["snoozed_until"], snoozed["snoozed"]) == (until, True)
+    queue = cli.json("facts", "list", "--status", "pending")
+    assert [f["id"] for f in queue["facts"]] == [a, c]
+    assert queue["snoozed_hidden"] == 1
+    alices = cli.json("facts", "list", "--status", "pending", "--subject", "discord:7001")["facts"]
+    assert [f["id"] for f in alices] == [a, c]
+    code, out, _err = cli.run("facts", "list", "--status", "pending")
+    assert code == 0
+    assert "Alice prefers tea" not in out
+    assert "1 snoozed, not shown" in out
+
+    everything = cli.json("facts", "list", "--status", "pending", "--include-snoozed")
+    assert [f["id"] for f in everything["facts"]] == [a, b, c]
+    assert [(f["snoozed_until"], f["snoozed"]) for f in everything["facts"]] == [
+        (None, False),
+        (until, True),
+        (None, False),
+    ]
+    code, out, _err = cli.run("facts", "list", "--status", "pending", "--include-snoozed")
+    assert f"Alice prefers tea (snoozed until {until})" in out
+    shown = cli.json("facts", "show", str(b))
+    assert (shown["fact"]["snoozed_until"], shown["fact"]["snoozed"], shown["revision"]) == (until, True, 1)
+
+    # A snooze that has ended puts the fact back in the queue, in its place.
+    async def snooze_in_the_past(familiar: Familiar) -> None:
+        start = datetime(2020, 1, 1, tzinfo=UTC)
+        await familiar.history.facts.snooze(c, 0, start + timedelta(days=1), now=start)
+
+    _in_familiar(home, snooze_in_the_past)
+    queue = cli.json("facts", "list", "--status", "pending")
+    assert [(f["id"], f["snoozed"]) for f in queue["facts"]] == [(a, False), (c, False)]
+    assert queue["facts"][1]["snoozed_until"] == "2020-01-02T00:00:00+00:00"
+
+    # Accepting a snoozed fact (with the revision seen) takes it out of the queue for good.
+    accepted = cli.json("facts", "accept", str(b), "--revision", "1")["fact"]
+    assert (accepted["status"], accepted["snoozed_until"], accepted["snoozed"]) == ("active", None, False)
+    assert cli.json("facts", "list", "--status", "pending", "--include-snoozed")["snoozed_hidden"] == 0
+
+    code, out, err = cli.run("facts", "list", "--include-snoozed", "--json")
+    assert (code, out) == (1, "")
+    assert err == "error: --include-snoozed goes with --status pending\n"
+
+
+def test_archive_takes_an_active_fact_out_of_current_truth_with_the_revision_seen(cli: Cli) -> None:
+    made = cli.json("facts", "remember", "The mill is closed on Sundays", "--where", WHERE)["fact"]
+    fact_id = str(made["id"])
+
+    code, out, err = cli.run("facts", "archive", fact_id, "--revision", "5", "--json")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert "changed since you saw it (revision 5, now 0)" in err
+    assert [f["status"] for f in cli.json("facts", "list")["facts"]] == ["active"]  # nothing changed
+
+    archived = cli.json("facts", "archive", fact_id, "--revision", "0")["fact"]
+    assert (archived["status"], archived["revision"]) == ("archived", 1)
+    assert cli.json("facts", "list")["facts"] == []
+    assert [f["id"] for f in cli.json("facts", "list", "--status", "archived")["facts"]] == [made["id"]]
+    before = cli.json("facts", "list", "--recorded-at", made["created_at"], "--world-at", made["created_at"])
+    assert [f["id"] for f in before["facts"]] == [made["id"]]  # the history slices keep it
+
+    code, _out, err = cli.run("facts", "archive", fact_id, "--revision", "0")
+    assert code == 1
+    assert "changed since you saw it" in err
+    code, _out, err = cli.run("facts", "archive", fact_id, "--revision", "1")
+    assert (code, err) == (1, f"error: fact {fact_id} is archived, not active\n")
+    code, out, err = cli.run("facts", "archive", "999", "--revision", "0", "--json")
+    assert (code, out, err) == (1, "", "error: there is no fact 999\n")
+    code, out, _err = cli.run("facts", "list", "--status", "archived")
+    assert code == 0
+    assert f"#{fact_id} r1 archived" in out
+
+
+def test_archive_refuses_a_pending_fact(cli: Cli, tmp_path: Path) -> None:
+    ((pending_id, _turn),) = _propose(tmp_path / "home", "Alice keeps bees")
+    code, _out, err = cli.run("facts", "archive", str(pending_id), "--revision", "0")
+    assert (code, err) == (1, f"error: fact {pending_id} is pending, not active\n")
+    assert [f["status"] for f in cli.json("facts", "show", str(pending_id))["chain"]] == ["pending"]
+
+
+def test_fact_lists_carry_the_messages_each_fact_came_from(cli: Cli, tmp_path: Path) -> None:
+    ((fact_id, turn_id),) = _propose(tmp_path / "home", "Alice rides a red bicycle")
+    assert [f["source_turn_ids"] for f in cli.json("facts", "list", "--status", "pending")["facts"]] == [[turn_id]]
+    shown = cli.json("facts", "show", str(fact_id))
+    assert [s["turn_id"] for s in shown["sources"]] == [turn_id]
+    cli.json("facts", "accept", str(fact_id), "--revision", "0")
+    cli.json("facts", "remember", "The bakery opens at six", "--where", WHERE)
+    for probe in ((), ("--status", "all"), ("--world-at", "2999-01-01T00:00:00+00:00")):
+        listed = {f["content"]: f["source_turn_ids"] for f in cli.json("facts", "list", *probe)["facts"]}
+        assert listed == {"Alice rides a red bicycle": [turn_id], "The bakery opens at six": []}
+
+
+def test_index_rebuild_reports_progress_as_json_lines_then_the_result(cli: Cli, tmp_path: Path) -> None:
+    # An empty familiar: every index still ends with a progress line.
+    events = _json_lines(cli, "index", "rebuild")
+    assert events == [
+        {"event": "start", "index": "turns", "done": 0, "total": 0, "percent": 100.0},
+        {"event": "progress", "index": "turns", "done": 0, "total": 0, "percent": 100.0},
+        {"event": "start", "index": "facts", "done": 0, "total": 0, "percent": 100.0},
+        {"event": "progress", "index": "facts", "done": 0, "total": 0, "percent": 100.0},
+        {"event": "result", "rebuilt": {"turns": 0, "facts": 0}},
+    ]
+    code, out, err = cli.run("index", "rebuild")
+    assert code == 0
+    assert "rebuilding turns index: 0 documents\nturns index: 0/0 documents (100%)\n" in err
+    assert out == "turns index rebuilt: 0 documents, facts index rebuilt: 0 documents\n"
+
+    _propose(tmp_path / "home", "Alice owns a cat", "Alice prefers tea")
+    cli.json("facts", "remember", "The mill is closed on Sundays", "--where", WHERE)
+    events = _json_lines(cli, "index", "rebuild")
+    assert events[-1] == {"event": "result", "rebuilt": {"turns": 2, "facts": 3}}
+    for name, count in (("turns", 2), ("facts", 3)):
+        steps = [e for e in events if e.get("index") == name]
+        assert steps[0] == {"event": "start", "index": name, "done": 0, "total": count, "percent": 0.0}
+        assert steps[-1] == {"event": "progress", "index": name, "done": count, "total": count, "percent": 100.0}
+        done = [e["done"] for e in steps[1:]]
+        assert done == sorted(done)
+        assert all(e["event"] == "progress" and e["total"] == count for e in steps[1:])
+    code, out, err = cli.run("index", "rebuild")
+    assert code == 0
+    assert "rebuilding facts index: 3 documents\n" in err
+    assert "facts index: 3/3 documents (100%)\n" in err
+    assert out == "turns index rebuilt: 2 documents, facts index rebuilt: 3 documents\n"
+    assert [f["content"] for f in cli.json("recall", "mill", "--where", WHERE)["facts"]] == [
+        "The mill is closed on Sundays"
+    ]
+
+
+def test_index_status_counts_pending_documents_in_sql_beside_the_lag(cli: Cli, tmp_path: Path) -> None:
+    first = cli.json("facts", "remember", "The owl is awake", "--where", WHERE)["fact"]
+    _json_lines(cli, "index", "rebuild")  # the index holds everything SQL has
+
+    def facts_status() -> dict[str, Any]:
+        (found,) = [h for h in cli.json("index", "status")["indexes"] if h["name"] == "facts"]
+        return found
+
+    assert {k: facts_status()[k] for k in ("pending", "lag", "pending_to_add", "pending_to_remove")} == {
+        "pending": 0,
+        "lag": 0,
+        "pending_to_add": 0,
+        "pending_to_remove": 0,
+    }
+    # Another process (the running window) writes the facts index and has not caught up yet:
+    # the commands here only read it, and count what SQL has that the index lacks.
+    writer = FtsIndex(tmp_path / "home" / "familiars" / "default" / "fts" / FACTS.name, FACTS)
+    writer.open()
+    try:
+        assert writer.writable
+        cli.json("facts", "remember", "The fox is red", "--where", WHERE)
+        status = facts_status()
+        assert {k: status[k] for k in ("pending", "lag", "pending_to_add", "pending_to_remove")} == {
+            "pending": 1,
+            "lag": 1,
+            "pending_to_add": 1,
+            "pending_to_remove": 0,
+        }
+        code, out, _err = cli.run("index", "status")
+        assert code == 0
+        assert "pending 1 documents (1 to add, 0 to remove), lag 1 rows behind SQL" in out
+        cli.json("forget", str(first["id"]))
+        status = facts_status()
+        assert (status["pending"], status["pending_to_add"], status["pending_to_remove"], status["lag"]) == (2, 1, 1, 1)
+    finally:
+        writer.close()
+    cli.json("turns", "search", "anything")  # a writer again: it catches up before searching
+    status = facts_status()
+    assert (status["pending"], status["lag"], status["pending_to_add"], status["pending_to_remove"]) == (0, 0, 0, 0)
