@@ -2,18 +2,32 @@
 
 Line 1 is a header {"format": "familiar-memory", "version": 1}; every other line is one record with
 a "kind": turn, deleted_source, fact (both time axes, status log, sources), tombstone (a hash, never
-text), tombstone_key, or an extra kind the runtime adds (lore). Import goes into an empty familiar in
-one transaction, keeping ids, so every `as_of` answer is reproduced; a bad line changes nothing.
+text), tombstone_key, or lore (the lorebook, which the runtime adds and reads back itself). Import
+goes into an empty familiar, keeping ids, so every `as_of` answer is reproduced.
+
+Import is strict: every line is checked against the schema of its kind (no unknown kinds or fields,
+types, enums, ranges, lengths, timezone-aware times, canonical keys, scopes, no lone surrogates)
+before anything is written, then everything is written in one transaction. A bad line is reported
+as `line N (kind): field 'name': what is wrong` and changes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+import aiosqlite
+
 from app.memory.errors import StoreError
-from app.memory.store import Store
+from app.memory.facts import FactError, NewFact, is_canonical_key, validate
+from app.memory.policy import FACT_TYPES, STATUSES, valid_place, visible_scopes
+from app.memory.store import MAX_CONTENT_CHARS, Store
 
 FORMAT = "familiar-memory"
 VERSION = 1
@@ -67,81 +81,566 @@ async def export_records(store: Store, batch: int = 5000) -> AsyncIterator[dict[
                 yield record
 
 
-def _field(record: dict[str, Any], name: str, line: int) -> Any:
-    if name not in record:
-        raise StoreError(f"line {line}: a {record.get('kind')} record lacks '{name}'; nothing was imported")
-    return record[name]
+# -- import: every line is checked against its kind's schema before anything is written ------------
+
+_MAX_INT = 2**63 - 1  # SQLite's INTEGER
+_MAX_NAME_CHARS = 200  # the store keeps this much of a display name
+_MAX_REASON_CHARS = 200  # FactBook.forget keeps this much of a tombstone's reason
+_MAX_LORE_CHARS = 8 * 1024 * 1024  # lorebook.toml is at most 8 MiB (app.runtime.context.lorebook)
+_MAX_TIME_CHARS = 64
+_PLATFORMS = ("discord", "local")
+_LORE_FILES = ("lorebook.toml",)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_DEDUP_KEY = re.compile(r"[0-9a-f]{64}|forgotten:[0-9]{1,19}")
+_MODE = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,40}")
+_MAYBE_SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_TIME_EXAMPLE = "2024-05-01T12:00:00+00:00"
+_PLACES = "dm:<user id>, guild:<guild id>, guild:<guild id>/<channel id> or local"
+_SCOPES = "dm:<user id>, guild:<guild id>, guild:<guild id>/<channel id>, local, familiar or quarantine"
+_HEADER = json.dumps({"kind": "header", "format": FORMAT, "version": VERSION})
+# facts.validate() names NewFact's fields; a fact record calls two of them differently.
+_FACT_PROBLEM = re.compile(r"fact field '(?P<name>[a-z_]+)': (?P<problem>.*)", re.DOTALL)
+_RECORD_FIELD = {"place": "scope", "source_turn_ids": "sources"}
+_CHUNK = 500
+
+
+class _RecordError(Exception):
+    """What is wrong with one record; `path` names the field (e.g. status_log[0].at) when there is one."""
+
+    def __init__(self, problem: str, path: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path = path
+
+    def inside(self, prefix: str) -> _RecordError:
+        return _RecordError(self.problem, prefix + self.path)
+
+
+Check = Callable[[Any], Any]  # returns the value to store (times normalized to UTC), or raises _RecordError
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    check: Check
+    nullable: bool = False
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A value for an error message: quoted, escaped (lone surrogates included) and cut short."""
+    if isinstance(value, str):
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    text = json.dumps(value, ensure_ascii=True) if isinstance(value, dict | list) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _name(key: str) -> str:
+    return key if _PLAIN_NAME.fullmatch(key) else json.dumps(key[:40], ensure_ascii=True)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _whole(low: int, high: int = _MAX_INT) -> Check:
+    span = f"from {low} to {high}" if high < _MAX_INT else f"of at least {low}"
+
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise _RecordError(f"{_show(value)} is not a whole number {span}")
+        return value
+
+    return check
+
+
+def _integer(value: Any) -> int:
+    """Any whole number SQLite can hold (the range is a rule of the field, checked by facts.validate)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not -_MAX_INT - 1 <= value <= _MAX_INT:
+        raise _RecordError(f"{_show(value)} is not a whole number")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _RecordError(f"{_show(value)} is not a number")
+    return float(value)
+
+
+def _text(max_chars: int, pattern: re.Pattern[str] | None = None, what: str = "") -> Check:
+    def check(value: Any) -> str:
+        if not isinstance(value, str):
+            raise _RecordError(f"{_show(value)} is not text")
+        if len(value) > max_chars:
+            raise _RecordError(f"is too long ({len(value)} characters, at most {max_chars})")
+        if pattern is not None and not pattern.fullmatch(value):
+            raise _RecordError(f"{_show(value)} is not {what}")
+        return value
+
+    return check
+
+
+def _choice(options: Sequence[str]) -> Check:
+    allowed = options[0] if len(options) == 1 else "one of " + ", ".join(options)
+
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or value not in options:
+            raise _RecordError(f"{_show(value)} is not {allowed}")
+        return value
+
+    return check
+
+
+def _time(value: Any) -> str:
+    """A timezone-aware ISO-8601 time, stored the way the store writes times (UTC, isoformat): as-of
+    reads compare them as text."""
+    problem = _RecordError(f"{_show(value)} is not a time (ISO-8601 with a time zone, like {_TIME_EXAMPLE})")
+    if not isinstance(value, str) or len(value) > _MAX_TIME_CHARS:
+        raise problem
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise problem from None
+    if moment.utcoffset() is None:
+        raise _RecordError(f"{_show(value)} has no time zone (write it like {_TIME_EXAMPLE})")
+    try:
+        return moment.astimezone(UTC).isoformat()
+    except OverflowError:
+        raise _RecordError(f"{_show(value)} is out of range") from None
+
+
+def _key(value: Any) -> str:
+    if not is_canonical_key(value):
+        raise _RecordError(f"{_show(value)} is not a canonical key like discord:1234 or familiar:self")
+    return value
+
+
+def _is_place(value: str) -> bool:
+    return valid_place(value) and not value.endswith("\n")  # the place pattern's `$` allows one
+
+
+def _scope(value: Any) -> str:
+    if isinstance(value, str) and (value == "quarantine" or _is_place(value)):
+        return value
+    raise _RecordError(f"{_show(value)} is not a scope ({_SCOPES})")
+
+
+def _place(value: Any) -> str:
+    """Where a turn was said: a place recall can be asked about (the familiar's own scope is not one)."""
+    if isinstance(value, str) and _is_place(value):
+        try:
+            visible_scopes(value)
+        except ValueError:
+            pass
+        else:
+            return value
+    raise _RecordError(f"{_show(value)} is not a place ({_PLACES})")
+
+
+def _flag(value: Any) -> int:
+    if isinstance(value, bool) or value not in (0, 1):
+        raise _RecordError(f"{_show(value)} is not 0 or 1")
+    return int(value)
+
+
+def _version(value: Any) -> int:
+    if isinstance(value, bool) or value != VERSION:
+        raise _RecordError(f"{_show(value)} is not supported (this Familiar reads version {VERSION})")
+    return VERSION
+
+
+def _list(item: Check, *, unique: bool = True, at_least: int = 0) -> Check:
+    def check(value: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise _RecordError(f"{_show(value)} is not a list")
+        if len(value) < at_least:
+            raise _RecordError(f"must hold at least {at_least} entr{'y' if at_least == 1 else 'ies'}")
+        out: list[Any] = []
+        for index, entry in enumerate(value):
+            try:
+                out.append(item(entry))
+            except _RecordError as exc:
+                raise exc.inside(f"[{index}]") from None
+        if unique and len(set(out)) != len(out):
+            repeated = next(v for v in out if out.count(v) > 1)
+            raise _RecordError(f"lists {_show(repeated)} twice")
+        return out
+
+    return check
+
+
+def _object(schema: dict[str, _Field]) -> Check:
+    def check(value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise _RecordError(f"{_show(value)} is not an object with {', '.join(schema)}")
+        try:
+            return _fields(value, schema, "an entry")
+        except _RecordError as exc:
+            raise exc.inside(".") from None
+
+    return check
+
+
+def _fields(record: dict[str, Any], schema: dict[str, _Field], what: str) -> dict[str, Any]:
+    """The checked values of `record`, in the schema's order: no unknown, missing or invalid field."""
+    for key in record:
+        if key not in schema and not (key == "kind" and what.endswith("record")):
+            raise _RecordError(f"unknown field ({what} has {', '.join(schema)})", _name(key))
+    out: dict[str, Any] = {}
+    for name, spec in schema.items():
+        if name not in record:
+            raise _RecordError("required, but missing", name)
+        value = record[name]
+        if value is None:
+            if not spec.nullable:
+                raise _RecordError("must not be null", name)
+            out[name] = None
+            continue
+        try:
+            out[name] = spec.check(value)
+        except _RecordError as exc:
+            raise exc.inside(name) from None
+    return out
+
+
+_LOG_ENTRY: dict[str, _Field] = {"status": _Field(_choice(STATUSES)), "at": _Field(_time)}
+
+# One schema per kind the exporter writes (the lore record is written by the runtime's export).
+_SCHEMAS: dict[str, dict[str, _Field]] = {
+    "header": {"format": _Field(_choice((FORMAT,))), "version": _Field(_version)},
+    "tombstone_key": {
+        "value": _Field(_text(64, _HEX64, "a key of 32 bytes (64 lowercase hex digits)")),
+    },
+    "turn": {
+        "id": _Field(_whole(1)),
+        "platform": _Field(_choice(_PLATFORMS)),
+        "place": _Field(_place),
+        "guild_id": _Field(_whole(1), nullable=True),
+        "channel_id": _Field(_whole(0)),
+        "message_id": _Field(_whole(1), nullable=True),
+        "author_key": _Field(_key),
+        "author_name": _Field(_text(_MAX_NAME_CHARS)),
+        "content": _Field(_text(MAX_CONTENT_CHARS)),
+        "mode": _Field(_text(32, _MODE, "a mode (a lowercase word, such as text)")),
+        "created_at": _Field(_time),
+        "revision": _Field(_whole(0)),
+        "redacted": _Field(_flag),
+        "reply_to": _Field(_whole(1), nullable=True),
+        "superseded": _Field(_flag),
+        "origin_id": _Field(_whole(1), nullable=True),
+    },
+    "deleted_source": {
+        "platform": _Field(_choice(_PLATFORMS)),
+        "message_id": _Field(_whole(1)),
+        "deleted_at": _Field(_time),
+    },
+    "fact": {
+        "id": _Field(_whole(1)),
+        "content": _Field(_text(_MAX_INT)),  # length and emptiness: facts.validate (or forgotten: empty)
+        "dedup_key": _Field(_text(74, _DEDUP_KEY, "a dedup key (64 lowercase hex digits, or forgotten:<id>)")),
+        "type": _Field(_choice(FACT_TYPES)),
+        "importance": _Field(_integer),
+        "confidence": _Field(_number),
+        "subjects": _Field(_list(_key)),
+        "sources": _Field(_list(_whole(1))),
+        "speaker": _Field(_key, nullable=True),
+        "scope": _Field(_scope),
+        "status": _Field(_choice(STATUSES)),
+        "revision": _Field(_whole(0)),
+        "origin": _Field(_text(32)),  # the allowed origins: facts.validate
+        "created_at": _Field(_time),
+        "superseded_at": _Field(_time, nullable=True),
+        "superseded_by": _Field(_whole(1), nullable=True),
+        "valid_from": _Field(_time, nullable=True),
+        "valid_to": _Field(_time, nullable=True),
+        "snoozed_until": _Field(_time, nullable=True),
+        "status_log": _Field(_list(_object(_LOG_ENTRY), unique=False, at_least=1)),
+    },
+    "tombstone": {
+        "id": _Field(_whole(1)),
+        "hash": _Field(_text(64, _HEX64, "a tombstone hash (64 lowercase hex digits)")),
+        "reason": _Field(_text(_MAX_REASON_CHARS)),
+        "created_at": _Field(_time),
+        "lifted_at": _Field(_time, nullable=True),
+    },
+    "lore": {"file": _Field(_choice(_LORE_FILES)), "text": _Field(_text(_MAX_LORE_CHARS))},
+}
+_KINDS = ", ".join(k for k in _SCHEMAS if k != "header")
+
+
+def _check_turn(values: dict[str, Any]) -> None:
+    if values["redacted"] and values["content"]:
+        raise _RecordError("a redacted turn keeps no text (it must be empty)", "content")
+    if values["origin_id"] is not None and values["origin_id"] >= values["id"]:
+        raise _RecordError(f"{values['origin_id']} is not an earlier turn (the message's first revision)", "origin_id")
+
+
+def _check_fact(values: dict[str, Any]) -> None:
+    """The fact rules of facts.validate, plus what a stored row adds (forgotten rows, supersede links)."""
+    forgotten = values["status"] == "forgotten"
+    if forgotten:
+        for name, empty in (("content", ""), ("subjects", []), ("speaker", None)):
+            if values[name] != empty:
+                raise _RecordError(
+                    f"a forgotten fact keeps no text, subjects or speaker (must be {json.dumps(empty)})", name
+                )
+        if values["dedup_key"] != f"forgotten:{values['id']}":
+            raise _RecordError(f"a forgotten fact's dedup key is forgotten:{values['id']}", "dedup_key")
+    elif values["dedup_key"].startswith("forgotten:"):
+        raise _RecordError(f"{_show(values['dedup_key'])} is only the dedup key of a forgotten fact", "dedup_key")
+
+    def moment(name: str) -> datetime | None:
+        text = values[name]
+        return None if text is None else datetime.fromisoformat(text)
+
+    try:
+        validate(
+            NewFact(
+                content="(forgotten)" if forgotten else values["content"],
+                type=values["type"],
+                importance=values["importance"],
+                confidence=values["confidence"],
+                subjects=tuple(values["subjects"]),
+                place="local" if values["scope"] == "quarantine" else values["scope"],
+                speaker=values["speaker"],
+                source_turn_ids=tuple(values["sources"]),
+                valid_from=moment("valid_from"),
+                valid_to=moment("valid_to"),
+                origin=values["origin"],
+            )
+        )
+    except FactError as exc:
+        found = _FACT_PROBLEM.fullmatch(str(exc))
+        if found is None:
+            raise _RecordError(str(exc)) from None
+        raise _RecordError(found["problem"], _RECORD_FIELD.get(found["name"], found["name"])) from None
+    if values["superseded_by"] is not None:
+        if values["superseded_by"] == values["id"]:
+            raise _RecordError("a fact cannot supersede itself", "superseded_by")
+        if values["superseded_at"] is None:
+            raise _RecordError("must not be null when superseded_by is set", "superseded_at")
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RecordError("appears twice in the record", _name(key))
+        out[key] = value
+    return out
+
+
+def _parse(text: str) -> dict[str, Any]:
+    try:
+        record = json.loads(text, object_pairs_hook=_no_repeats)
+    except json.JSONDecodeError as exc:
+        raise _RecordError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise _RecordError("not JSON this Familiar reads (nested too deeply)") from None
+    if not isinstance(record, dict):
+        raise _RecordError(f"not a record (a JSON object with a 'kind') but {_show(record)}")
+    return record
+
+
+def _lone_surrogate(record: dict[str, Any]) -> str | None:
+    """The path of a string (or field name) holding a lone surrogate, which SQLite and tantivy refuse."""
+    stack: list[tuple[str, Any]] = [("", record)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if not _encodable(value):
+                return path
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                name = f"{path}.{_name(key)}" if path else _name(key)
+                if not _encodable(key):
+                    return name
+                stack.append((name, item))
+    return None
+
+
+@dataclass(slots=True)
+class _Plan:
+    """A checked file, ready to write: rows per table kind with their line numbers."""
+
+    rows: dict[str, list[tuple[int, tuple[Any, ...]]]] = field(default_factory=lambda: {k: [] for k in _TABLES})
+    status_log: list[tuple[int, str, str]] = field(default_factory=list)
+    key: bytes | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _message(line: int, kind: str | None, problem: _RecordError) -> str:
+    where = f"line {line}" + (f" ({kind})" if kind else "")
+    what = f"field '{problem.path}': {problem.problem}" if problem.path else problem.problem
+    return f"{where}: {what}; nothing was imported"
+
+
+def _plan(lines: Iterable[str]) -> _Plan:
+    """Check every line (and what lines say about each other) before anything is written."""
+    plan = _Plan()
+    header_seen = False
+    seen: dict[tuple[Any, ...], int] = {}  # a unique key of a row -> the line that holds it
+    single: dict[str, int] = {}  # tombstone_key and lore: at most one each
+    supersedes: dict[int, tuple[int, int]] = {}  # fact id -> (its line, the fact superseding it)
+    first_tombstone: int | None = None
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        label: str | None = None
+        try:
+            record = _parse(text)
+            kind = record.get("kind")
+            if not header_seen:
+                if kind != "header":
+                    raise _RecordError(f"not a Familiar memory export (the first line must be the header {_HEADER})")
+            elif not isinstance(kind, str) or kind not in _SCHEMAS or kind == "header":
+                if "kind" not in record:
+                    raise _RecordError("required, but missing (every record names its kind)", "kind")
+                if kind == "header":
+                    raise _RecordError("a second header (only the first line is the header)", "kind")
+                raise _RecordError(f"{_show(kind)} is not a kind of record this Familiar exports ({_KINDS})", "kind")
+            label = kind
+            if (not _encodable(text) or _MAYBE_SURROGATE.search(text)) and (path := _lone_surrogate(record)):
+                raise _RecordError("contains invalid UTF-8 (a lone surrogate)", path)
+            values = _fields(record, _SCHEMAS[kind], f"a {kind} record")
+            if kind == "header":
+                header_seen = True
+                continue
+            if kind in ("tombstone_key", "lore"):
+                if kind in single:
+                    raise _RecordError(f"a second {kind} record (the first is on line {single[kind]})", "kind")
+                single[kind] = number
+            unique: tuple[Any, ...] | None = None
+            if kind == "turn":
+                _check_turn(values)
+                if values["message_id"] is not None:
+                    revision = (kind, values["platform"], values["message_id"], values["revision"])
+                    if revision in seen:
+                        raise _RecordError(
+                            f"this revision of message {values['message_id']} is also on line {seen[revision]}",
+                            "revision",
+                        )
+                    seen[revision] = number
+                unique = (kind, values["id"])
+            elif kind == "deleted_source":
+                unique = (kind, values["platform"], values["message_id"])
+            elif kind == "fact":
+                _check_fact(values)
+                unique = (kind, values["id"])
+                if values["superseded_by"] is not None:
+                    supersedes[values["id"]] = (number, values["superseded_by"])
+            elif kind == "tombstone":
+                unique = (kind, values["id"])
+                first_tombstone = first_tombstone or number
+            if unique is not None:
+                if unique in seen:
+                    name = "message_id" if kind == "deleted_source" else "id"
+                    raise _RecordError(f"{_show(values[name])} is already used on line {seen[unique]}", name)
+                seen[unique] = number
+        except _RecordError as exc:
+            raise StoreError(_message(number, label, exc)) from None
+        counted = "skipped:lore" if kind == "lore" else kind  # the caller writes the lorebook itself
+        plan.counts[counted] = plan.counts.get(counted, 0) + 1
+        if kind == "tombstone_key":
+            plan.key = bytes.fromhex(values["value"])
+        elif kind == "fact":
+            values["subjects"] = json.dumps(values["subjects"])
+            values["sources"] = json.dumps(values["sources"])
+            plan.status_log.extend((values["id"], e["status"], e["at"]) for e in values["status_log"])
+        if kind in _TABLES:
+            plan.rows[kind].append((number, tuple(values[n] for n in _names(_TABLES[kind][1]))))
+    if not header_seen:
+        raise StoreError("the file is empty; nothing was imported")
+    _check_links(supersedes, {k[1] for k in seen if k[0] == "fact"})
+    if first_tombstone is not None and plan.key is None:
+        raise StoreError(
+            _message(
+                first_tombstone,
+                "tombstone",
+                _RecordError("can never match: the file has no tombstone_key record to hash with", "hash"),
+            )
+        )
+    return plan
+
+
+def _check_links(supersedes: dict[int, tuple[int, int]], fact_ids: set[int]) -> None:
+    """Every superseded_by names a fact of the file, and no supersede chain comes back to itself."""
+    for line, newer in supersedes.values():
+        if newer not in fact_ids:
+            raise StoreError(
+                _message(line, "fact", _RecordError(f"there is no fact {newer} in the file", "superseded_by"))
+            )
+    done: set[int] = set()
+    for start in supersedes:
+        path: list[int] = []
+        current: int | None = start
+        while current is not None and current not in done:
+            if current in path:
+                line = supersedes[current][0]
+                loop = " -> ".join(str(i) for i in [*path[path.index(current) :], current])
+                raise StoreError(
+                    _message(line, "fact", _RecordError(f"the supersede chain loops ({loop})", "superseded_by"))
+                )
+            path.append(current)
+            current = supersedes[current][1] if current in supersedes else None
+        done.update(path)
+
+
+async def _write(conn: aiosqlite.Connection, kind: str, rows: list[tuple[int, tuple[Any, ...]]]) -> None:
+    table, columns = _TABLES[kind]
+    marks = ",".join("?" * len(_names(columns)))
+    for start in range(0, len(rows), _CHUNK):
+        chunk = rows[start : start + _CHUNK]
+        try:
+            await conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", [v for _n, v in chunk])
+        except sqlite3.Error as exc:  # checked before: only a conflict with the database itself is left
+            raise StoreError(
+                f"lines {chunk[0][0]}-{chunk[-1][0]} ({kind}): the database refused a record ({exc});"
+                " nothing was imported"
+            ) from exc
+
+
+_HAS_DATA = "SELECT EXISTS (SELECT 1 FROM turns) OR EXISTS (SELECT 1 FROM facts)"
+_NOT_EMPTY = "import needs an empty familiar (this one already has turns or facts); nothing was changed"
 
 
 async def import_records(store: Store, lines: Iterable[str]) -> dict[str, int]:
-    """Replay exported records into an empty store, in one transaction. Returns counts per kind.
+    """Replay exported records into an empty store. Returns counts per kind (lore, which the caller
+    writes itself, as `skipped:lore`).
 
-    Records of kinds this module does not know are returned untouched through `extras` by the
-    caller's own handling: here they are an error unless listed in `passthrough`.
+    The whole file is checked first (each line against its kind's schema, then the links between
+    lines); only then is it written, in one transaction. Any problem raises StoreError naming the
+    line, the kind and the field, and nothing is changed.
     """
-    counts: dict[str, int] = {}
-    existing = await store.read_one("SELECT (SELECT COUNT(*) FROM turns) + (SELECT COUNT(*) FROM facts)")
-    if existing is not None and existing[0]:
-        raise StoreError("import needs an empty familiar (this one already has turns or facts); nothing was changed")
-    header_seen = False
-    async with store.transaction() as conn:
-        # A fact may point at a later fact (superseded_by); check references when the import commits.
-        await conn.execute("PRAGMA defer_foreign_keys = ON")
-        for number, text in enumerate(lines, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise StoreError(f"line {number}: not JSON ({exc.msg}); nothing was imported") from None
-            if not isinstance(record, dict) or "kind" not in record:
-                raise StoreError(f"line {number}: not a record with a 'kind'; nothing was imported")
-            kind = record["kind"]
-            if not header_seen:
-                if kind != "header" or record.get("format") != FORMAT:
-                    raise StoreError(f"line {number}: not a Familiar memory export; nothing was imported")
-                if record.get("version") != VERSION:
-                    raise StoreError(
-                        f"line {number}: export version {record.get('version')} is not supported (this Familiar"
-                        f" reads version {VERSION}); nothing was imported"
-                    )
-                header_seen = True
-                continue
-            if kind == "tombstone_key":
-                try:
-                    value = bytes.fromhex(str(_field(record, "value", number)))
-                except ValueError:
-                    raise StoreError(f"line {number}: the tombstone key is not hex; nothing was imported") from None
+    row = await store.read_one(_HAS_DATA)
+    if row is not None and row[0]:
+        raise StoreError(_NOT_EMPTY)
+    plan = await asyncio.to_thread(_plan, list(lines))
+    try:
+        async with store.transaction() as conn:
+            async with conn.execute(_HAS_DATA) as cursor:
+                found = await cursor.fetchone()
+            if found is not None and found[0]:
+                raise StoreError(_NOT_EMPTY)
+            # A fact may point at a later fact (superseded_by): references are checked at commit.
+            await conn.execute("PRAGMA defer_foreign_keys = ON")
+            if plan.key is not None:
                 await conn.execute(
-                    "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('tombstone_key', ?)", (value,)
+                    "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('tombstone_key', ?)", (plan.key,)
                 )
-            elif kind in _TABLES:
-                table, columns = _TABLES[kind]
-                names = _names(columns)
-                values = [_field(record, n, number) for n in names]
-                if kind == "fact":
-                    values[names.index("subjects")] = json.dumps(list(record["subjects"]))
-                    values[names.index("sources")] = json.dumps([int(t) for t in record["sources"]])
-                marks = ",".join("?" * len(names))
-                try:
-                    await conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", values)
-                    if kind == "fact":
-                        # The insert trigger filled subjects, sources and a first status entry; the
-                        # exported log replaces that entry so as-of reads see the real history.
-                        fact_id = int(record["id"])
-                        await conn.execute("DELETE FROM fact_status_log WHERE fact_id = ?", (fact_id,))
-                        await conn.executemany(
-                            "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, ?, ?)",
-                            [(fact_id, e["status"], e["at"]) for e in record.get("status_log", [])],
-                        )
-                except Exception as exc:  # any SQL refusal becomes one clear line
-                    raise StoreError(
-                        f"line {number}: the {kind} record was refused ({exc}); nothing was imported"
-                    ) from exc
-            else:
-                counts[f"skipped:{kind}"] = counts.get(f"skipped:{kind}", 0) + 1
-                continue
-            counts[kind] = counts.get(kind, 0) + 1
-    if not header_seen:
-        raise StoreError("the file is empty; nothing was imported")
-    return counts
+            for kind in _TABLES:
+                await _write(conn, kind, plan.rows[kind])
+            # The insert trigger logged each fact's current status; the exported log replaces that
+            # (the familiar had no facts before), so as-of reads see the real history.
+            await conn.execute("DELETE FROM fact_status_log")
+            await conn.executemany(
+                "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, ?, ?)", plan.status_log
+            )
+    except sqlite3.Error as exc:  # the commit itself (a deferred reference) was refused
+        raise StoreError(f"the database refused the import ({exc}); nothing was imported") from exc
+    return plan.counts

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import aiosqlite
 
@@ -35,7 +35,14 @@ from app.memory.store import Store
 _log = logging.getLogger(__name__)
 
 MAX_FACT_CHARS = 2000
-_SUBJECT = re.compile(r"^[a-z][a-z0-9_]{0,15}:[A-Za-z0-9_.\-]{1,64}$")
+_SUBJECT = re.compile(r"[a-z][a-z0-9_]{0,15}:[A-Za-z0-9_.\-]{1,64}")
+
+
+def is_canonical_key(value: object) -> TypeGuard[str]:
+    """A person's (or the familiar's) canonical key: discord:1234, familiar:self, local:owner."""
+    return isinstance(value, str) and _SUBJECT.fullmatch(value) is not None
+
+
 _ORIGINS = ("extraction", "remember", "edit", "import", "dreaming", "supersede")
 _COLUMNS = (
     "id, content, type, importance, confidence, subjects, speaker, scope, status, revision, origin,"
@@ -225,9 +232,9 @@ def validate(new: NewFact) -> NewFact:
     ):
         fail("confidence", f"{confidence!r} is not a number from 0 to 1")
     for subject in new.subjects:
-        if not isinstance(subject, str) or not _SUBJECT.match(subject):
+        if not is_canonical_key(subject):
             fail("subjects", f"{subject!r} is not a canonical key like discord:1234 or familiar:self")
-    if new.speaker is not None and not _SUBJECT.match(new.speaker):
+    if new.speaker is not None and not is_canonical_key(new.speaker):
         fail("speaker", f"{new.speaker!r} is not a canonical key")
     if not valid_place(new.place):
         fail("place", f"'{new.place}' is not dm:<id>, guild:<id>, guild:<id>/<channel id>, local or familiar")

@@ -67,7 +67,7 @@ def auto_promotes(fact_type: str, confidence: float, text: str) -> bool:
 
 
 def valid_place(place: str) -> bool:
-    return bool(_PLACE.match(place))
+    return isinstance(place, str) and _PLACE.fullmatch(place) is not None
 
 
 def fact_scope(place: str, *, channel_scoped: bool) -> str:

@@ -235,7 +235,8 @@ class MemoryOps:
     async def import_(self, source: Path) -> dict[str, int]:
         """Read an export into this (empty) familiar; the lorebook is replaced, the old one kept as .bak."""
         try:
-            lines = (await asyncio.to_thread(source.read_text, encoding="utf-8")).splitlines()
+            # JSON lines end in "\n" only: a message may hold U+2028 or U+0085, which splitlines() would cut at.
+            lines = (await asyncio.to_thread(source.read_text, encoding="utf-8")).split("\n")
         except (OSError, UnicodeDecodeError) as exc:
             raise FamiliarError(f"cannot read {source}: {exc}") from exc
         lore = [r for r in _records(lines) if r.get("kind") == "lore"]

@@ -452,3 +452,43 @@ def test_index_status_counts_pending_documents_in_sql_beside_the_lag(cli: Cli, t
     cli.json("turns", "search", "anything")  # a writer again: it catches up before searching
     status = facts_status()
     assert (status["pending"], status["lag"], status["pending_to_add"], status["pending_to_remove"]) == (0, 0, 0, 0)
+
+
+# -- strict import, through the CLI (tests/memory/test_import_validation.py covers every bad case) ----
+def _import_file(path: Path, created_at: str) -> None:
+    at = "2024-05-01T12:00:00+00:00"
+    fact = {
+        "kind": "fact", "id": 1, "content": "Alice lives in Lisbon", "dedup_key": "ab" * 32, "type": "semantic",
+        "importance": 7, "confidence": 1.0, "subjects": ["discord:7001"], "sources": [], "speaker": "local:owner",
+        "scope": WHERE, "status": "active", "revision": 0, "origin": "remember", "created_at": created_at,
+        "superseded_at": None, "superseded_by": None, "valid_from": None, "valid_to": None, "snoozed_until": None,
+        "status_log": [{"status": "active", "at": at}],
+    }  # fmt: skip
+    records = [
+        {"kind": "header", "format": "familiar-memory", "version": 1},
+        fact,
+        {"kind": "lore", "file": "lorebook.toml", "text": '[[entries]]\nkeys = ["lisbon"]\ncontent = "A city."\n'},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def test_a_bad_import_is_one_line_changes_nothing_and_the_familiar_stays_usable(cli: Cli, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    _import_file(bad, created_at="yesterday")
+    code, out, err = cli.run("import", str(bad))
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "line 2 (fact): field 'created_at': 'yesterday' is not a time" in err
+    assert "nothing was imported" in err
+    assert cli.json("facts", "list", "--status", "all")["facts"] == []
+    assert not cli.lorebook.with_name("lorebook.toml.bak").exists()
+    assert "lisbon" not in (cli.lorebook.read_text(encoding="utf-8") if cli.lorebook.exists() else "")
+
+    good = tmp_path / "good.jsonl"
+    _import_file(good, created_at="2024-05-01T14:00:00+02:00")  # an offset is fine: stored in UTC
+    assert cli.json("import", str(good))["records"]["fact"] == 1
+    listed = cli.json("facts", "list", "--status", "all")["facts"]
+    assert [(f["id"], f["created_at"]) for f in listed] == [(1, "2024-05-01T12:00:00+00:00")]
+    assert "lisbon" in cli.lorebook.read_text(encoding="utf-8")
+    assert cli.json("forget", "1")["fact_ids"] == [1]  # what the audit found could never be forgotten

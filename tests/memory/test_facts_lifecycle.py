@@ -590,6 +590,9 @@ NAIVE = datetime(2024, 5, 1, 12, 0)  # noqa: DTZ001 - deliberately naive
         ({"subjects": ("discord:",)}, "subjects"),
         ({"subjects": (ALICE, "discord:")}, "subjects"),
         ({"subjects": ("discord:7001 ",)}, "subjects"),
+        ({"subjects": ("discord:7001\n",)}, "subjects"),  # a pattern's $ would let a trailing newline in
+        ({"speaker": "discord:7001\n"}, "speaker"),
+        ({"place": "local\n"}, "place"),
         ({"speaker": "Alice"}, "speaker"),
         ({"place": "nowhere"}, "place"),
         ({"place": ""}, "place"),
