@@ -499,6 +499,7 @@ async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[
         f" pending {h.pending} documents ({r.to_add} to add, {r.to_remove} to remove),"
         f" lag {h.lag} rows behind SQL"
         + (f", retrying (attempt {h.live_attempt})" if h.live_attempt else "")
+        + (f", {h.awaiting_purge} removed documents await compaction" if h.awaiting_purge else "")
         + (f", last error: {h.last_error}" if h.last_error else "")
         for r in reports
         for h in (r.health,)

@@ -89,6 +89,7 @@ class IndexHealthReport:
     last_error: str | None
     pending: int
     lag: int
+    awaiting_purge: int = 0  # removed documents whose words stay in the index files until the next compaction
     at: datetime = field(default_factory=_now)
 
 
