@@ -96,51 +96,58 @@ async def insert_p95(history: History, samples: int, offset: int) -> tuple[float
 
 async def facts_figures(folder: Path, total: int) -> None:
     history = await History.open(folder / "facts.db", folder / "facts-fts", folder / "backups")
-    await seed(history, total // 10)
-    p50_small, p95_small = await insert_p95(history, 400, 0)
-    await seed(history, total - total // 10, start=total // 10)
-    p50_big, p95_big = await insert_p95(history, 400, 100_000)
-    print(
-        f"fact insert with duplicate check at {total // 10:>7,} facts: p50 {p50_small:.3f} ms  p95 {p95_small:.3f} ms"
-    )
-    print(
-        f"fact insert with duplicate check at {total:>7,} facts: p50 {p50_big:.3f} ms  p95 {p95_big:.3f} ms"
-        f"  (p95 ratio 100k/10k = {p95_big / p95_small:.2f}; target p95 <= 2 ms, flat)"
-    )
-
-    slices: list[float] = []
-    counts: list[int] = []
-    for k in range(60):
-        world = T0 + timedelta(days=k * 1.1)
-        recorded = T0 + timedelta(days=k * 1.1 + 3)
-        started = time.perf_counter()
-        rows = await history.facts.list_facts(status="active", world_at=world, recorded_at=recorded, limit=200)
-        slices.append((time.perf_counter() - started) * 1000)
-        counts.append(len(rows))
-    print(
-        f"as_of slice at {total:,} facts (200 newest of the slice): p50 {_pct(slices, 0.5):.2f} ms"
-        f"  p95 {_pct(slices, 0.95):.2f} ms  (target <= 20 ms; mean rows {sum(counts) / len(counts):.0f})"
-    )
-    subject_slices: list[float] = []
-    for k in range(60):
-        started = time.perf_counter()
-        await history.facts.list_facts(
-            status="all", subject=f"discord:{k}", world_at=T0 + timedelta(days=30), recorded_at=T0 + timedelta(days=40)
+    try:
+        await seed(history, total // 10)
+        p50_small, p95_small = await insert_p95(history, 400, 0)
+        await seed(history, total - total // 10, start=total // 10)
+        p50_big, p95_big = await insert_p95(history, 400, 100_000)
+        print(
+            f"fact insert with duplicate check at {total // 10:>7,} facts:"
+            f" p50 {p50_small:.3f} ms  p95 {p95_small:.3f} ms"
         )
-        subject_slices.append((time.perf_counter() - started) * 1000)
-    print(f"as_of slice of one subject at {total:,} facts: p95 {_pct(subject_slices, 0.95):.2f} ms")
+        print(
+            f"fact insert with duplicate check at {total:>7,} facts: p50 {p50_big:.3f} ms  p95 {p95_big:.3f} ms"
+            f"  (p95 ratio {total:,}/{total // 10:,} = {p95_big / p95_small:.2f}; target p95 <= 2 ms, flat)"
+        )
 
-    forgets: list[float] = []
-    for k in range(40):
-        started = time.perf_counter()
-        receipt = await history.forget_fact(1 + (1000 + k * 997) % total)
-        forgets.append((time.perf_counter() - started) * 1000)
-        assert receipt.tombstone_id
-    print(
-        f"forget with receipt at {total:,} facts (index flushed before the receipt): p50 {_pct(forgets, 0.5):.1f} ms"
-        f"  p95 {_pct(forgets, 0.95):.1f} ms  (target <= 100 ms)"
-    )
-    await history.close()
+        slices: list[float] = []
+        counts: list[int] = []
+        for k in range(60):
+            world = T0 + timedelta(days=k * 1.1)
+            recorded = T0 + timedelta(days=k * 1.1 + 3)
+            started = time.perf_counter()
+            rows = await history.facts.list_facts(status="active", world_at=world, recorded_at=recorded, limit=200)
+            slices.append((time.perf_counter() - started) * 1000)
+            counts.append(len(rows))
+        print(
+            f"as_of slice at {total:,} facts (200 newest of the slice): p50 {_pct(slices, 0.5):.2f} ms"
+            f"  p95 {_pct(slices, 0.95):.2f} ms  (target <= 20 ms; mean rows {sum(counts) / len(counts):.0f})"
+        )
+        subject_slices: list[float] = []
+        for k in range(60):
+            started = time.perf_counter()
+            await history.facts.list_facts(
+                status="all",
+                subject=f"discord:{k}",
+                world_at=T0 + timedelta(days=30),
+                recorded_at=T0 + timedelta(days=40),
+            )
+            subject_slices.append((time.perf_counter() - started) * 1000)
+        print(f"as_of slice of one subject at {total:,} facts: p95 {_pct(subject_slices, 0.95):.2f} ms")
+
+        forgets: list[float] = []
+        for k in range(40):
+            started = time.perf_counter()
+            receipt = await history.forget_fact(1 + (1000 + k * 997) % total)
+            forgets.append((time.perf_counter() - started) * 1000)
+            assert receipt.tombstone_id
+        print(
+            f"forget with receipt at {total:,} facts (index flushed before the receipt):"
+            f" p50 {_pct(forgets, 0.5):.1f} ms"
+            f"  p95 {_pct(forgets, 0.95):.1f} ms  (target <= 100 ms)"
+        )
+    finally:
+        await history.close()
 
 
 class FlakyIndex(FtsIndex):
@@ -166,16 +173,18 @@ async def ingest(folder: Path, name: str, rate: float, count: int) -> tuple[floa
     history = await History.open(
         folder / f"{name}.db", folder / f"{name}-fts", folder / "backups", index=index, batch_size=500
     )
-    history.turns_index._backoff = 0.005  # short backoff, as on a healthy disk
-    started = time.perf_counter()
-    for i in range(count):
-        await history.append_turn(turn(i))
-    await history.turns_index.flush(300)
-    elapsed = time.perf_counter() - started
-    present = await asyncio.to_thread(index.all_ids)
-    wanted = await history.store.read_all("SELECT id FROM turns")
-    lost = len({int(r[0]) for r in wanted} - present)
-    await history.close()
+    try:
+        history.turns_index._backoff = 0.005  # short backoff, as on a healthy disk
+        started = time.perf_counter()
+        for i in range(count):
+            await history.append_turn(turn(i))
+        await history.turns_index.flush(300)
+        elapsed = time.perf_counter() - started
+        present = await asyncio.to_thread(index.all_ids)
+        wanted = await history.store.read_all("SELECT id FROM turns")
+        lost = len({int(r[0]) for r in wanted} - present)
+    finally:
+        await history.close()
     return count / elapsed, lost, f"{index.injected} of {index.attempts} commits failed"
 
 

@@ -78,29 +78,33 @@ async def baseline(folder: Path, count: int) -> float:
 async def live(folder: Path, count: int) -> float:
     """Turns appended one at a time, as they arrive from Discord; the committer groups them."""
     history = await History.open(folder / "live.db", folder / "live-fts", folder / "backups")
-    started = time.perf_counter()
-    for i in range(count):
-        await history.append_turn(turn(i))
-    await history.turns_index.flush(120)
-    elapsed = time.perf_counter() - started
-    hits = await history.search_turns(f"number {count - 1}", 1)
-    assert hits
-    assert hits[0].turn.content.endswith(f"number {count - 1}")
-    await history.close()
+    try:
+        started = time.perf_counter()
+        for i in range(count):
+            await history.append_turn(turn(i))
+        await history.turns_index.flush(120)
+        elapsed = time.perf_counter() - started
+        hits = await history.search_turns(f"number {count - 1}", 1)
+        assert hits
+        assert hits[0].turn.content.endswith(f"number {count - 1}")
+    finally:
+        await history.close()
     return count / elapsed
 
 
 async def bulk(folder: Path, count: int, chunk: int = 10_000) -> float:
     """An import: turns appended in large transactions, indexed in batches."""
     history = await History.open(folder / "bulk.db", folder / "bulk-fts", folder / "backups")
-    turns = [turn(i) for i in range(count)]
-    started = time.perf_counter()
-    for start in range(0, count, chunk):
-        await history.append_turns(turns[start : start + chunk])
-    await history.turns_index.flush(300)
-    elapsed = time.perf_counter() - started
-    assert history.index_health().watermark == count
-    await history.close()
+    try:
+        turns = [turn(i) for i in range(count)]
+        started = time.perf_counter()
+        for start in range(0, count, chunk):
+            await history.append_turns(turns[start : start + chunk])
+        await history.turns_index.flush(300)
+        elapsed = time.perf_counter() - started
+        assert history.index_health().watermark == count
+    finally:
+        await history.close()
     return count / elapsed
 
 

@@ -23,21 +23,23 @@ def _pct(samples: list[float], q: float) -> float:
 
 async def measure(folder: Path, size: int, queries: int) -> tuple[float, float, float]:
     history = await History.open(folder / f"s{size}.db", folder / f"s{size}-fts", folder / "backups")
-    turns = [turn(i) for i in range(size)]
-    for start in range(0, size, 10_000):
-        await history.append_turns(turns[start : start + 10_000])
-    await history.turns_index.flush(300)
-    terms = [*WORDS, *(f"number {i}" for i in range(0, size, max(1, size // 50)))]
-    for term in terms[:20]:  # warm caches
-        await history.search_turns(term, 10)
-    samples: list[float] = []
-    for q in range(queries):
-        term = terms[q % len(terms)]
-        started = time.perf_counter()
-        hits = await history.search_turns(term, 10)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert hits
-    await history.close()
+    try:
+        turns = [turn(i) for i in range(size)]
+        for start in range(0, size, 10_000):
+            await history.append_turns(turns[start : start + 10_000])
+        await history.turns_index.flush(300)
+        terms = [*WORDS, *(f"number {i}" for i in range(0, size, max(1, size // 50)))]
+        for term in terms[:20]:  # warm caches
+            await history.search_turns(term, 10)
+        samples: list[float] = []
+        for q in range(queries):
+            term = terms[q % len(terms)]
+            started = time.perf_counter()
+            hits = await history.search_turns(term, 10)
+            samples.append((time.perf_counter() - started) * 1000)
+            assert hits
+    finally:
+        await history.close()
     return _pct(samples, 0.5), _pct(samples, 0.95), statistics.fmean(samples)
 
 
