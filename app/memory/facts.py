@@ -330,7 +330,7 @@ class FactBook:
         plans = []
         for fact in facts:
             scope = fact_scope(fact.place, channel_scoped=fact.channel_scoped)
-            if any(not _within(scope, source_places.get(t, "")) for t in fact.source_turn_ids):
+            if any(not _within(scope, source_places.get(t, scope)) for t in fact.source_turn_ids):
                 # Its sources disagree about where it was said (another server, a DM): nobody can tell who
                 # may hear it, so it is kept for the owner to see and never recalled.
                 scope = "quarantine"
@@ -411,16 +411,7 @@ class FactBook:
 
     async def _source_places(self, facts: Sequence[NewFact]) -> dict[int, str]:
         """The place of every source turn of `facts` (a turn's place never changes)."""
-        wanted = sorted({t for f in facts for t in f.source_turn_ids})
-        places: dict[int, str] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for turn_id, place in await self._store.read_all(
-                f"SELECT id, place FROM turns WHERE id IN ({marks})", chunk
-            ):
-                places[int(turn_id)] = str(place)
-        return places
+        return await self._store.places_of(sorted({t for f in facts for t in f.source_turn_ids}))
 
     async def _has_live_source(self, turn_ids: Sequence[int]) -> bool:
         marks = ",".join("?" * len(turn_ids))

@@ -29,6 +29,7 @@ _TURN_COLUMNS = (
     " created_at, revision, redacted, reply_to"
 )
 MAX_CONTENT_CHARS = 100_000
+_PLACE_CACHE_SIZE = 100_000  # turn places remembered (about 10 MB at most); the cache starts over past it
 
 
 def _iso(moment: datetime) -> str:
@@ -102,6 +103,7 @@ class Store:
         self.backup_written: Path | None = None
         # aiosqlite orders single calls, not transactions: one lock keeps write transactions whole.
         self._write_lock = asyncio.Lock()
+        self._places: dict[int, str] = {}  # turn id -> place, for turns this process has read or written
 
     def _tx(self) -> _Transaction:
         return _Transaction(self._writer, self._write_lock)
@@ -164,6 +166,25 @@ class Store:
         return None
 
     # -- turns -----------------------------------------------------------------------------
+    def _seen(self, turns: Sequence[Turn]) -> list[Turn]:
+        """Remember where these turns were said (a turn's place never changes) for `places_of`."""
+        if len(self._places) > _PLACE_CACHE_SIZE:
+            self._places.clear()
+        for t in turns:
+            self._places[t.id] = t.place
+        return list(turns)
+
+    async def places_of(self, turn_ids: Sequence[int]) -> dict[int, str]:
+        """The place of each turn id that exists; turns this process has seen cost no query."""
+        found = {i: self._places[i] for i in turn_ids if i in self._places}
+        missing = sorted({i for i in turn_ids if i not in found})
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for turn_id, place in await self.read_all(f"SELECT id, place FROM turns WHERE id IN ({marks})", chunk):
+                found[int(turn_id)] = self._places[int(turn_id)] = str(place)
+        return found
+
     async def append_turn(self, turn: NewTurn) -> Turn | None:
         """Append one turn in one statement. Returns None when its message was deleted (a stale
         backfill) or is already stored."""
@@ -171,7 +192,7 @@ class Store:
         async with self._write_lock:
             rows = await self._writer.execute_fetchall(_INSERT_TURN + " RETURNING " + _TURN_COLUMNS, row)
         found = list(rows)
-        return _turn(tuple(found[0])) if found else None
+        return self._seen([_turn(tuple(found[0]))])[0] if found else None
 
     async def append_turns(self, turns: Sequence[NewTurn]) -> list[int]:
         """Append turns in one transaction; returns the new row ids in order.
@@ -266,7 +287,7 @@ class Store:
             marks = ",".join("?" * len(chunk))
             for row in await self.read_all(f"SELECT {_TURN_COLUMNS} FROM turns WHERE id IN ({marks})", chunk):
                 found[row[0]] = _turn(row)
-        return [found[i] for i in ids if i in found]
+        return self._seen([found[i] for i in ids if i in found])
 
     async def recent_turns(self, place: str, limit: int) -> list[Turn]:
         """The latest revision of the newest `limit` turns of a place, oldest first; redacted ones left out."""
@@ -277,7 +298,7 @@ class Store:
             " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",  # an edited message keeps its place
             (place, limit),
         )
-        return [_turn(r) for r in reversed(rows)]
+        return self._seen([_turn(r) for r in reversed(rows)])
 
     async def turns_after(self, place: str, after_id: int, limit: int) -> list[Turn]:
         """Live turns (latest revisions, not redacted) of a place after a turn id, oldest first."""
@@ -286,7 +307,7 @@ class Store:
             " ORDER BY id LIMIT ?",
             (place, after_id, limit),
         )
-        return [_turn(r) for r in rows]
+        return self._seen([_turn(r) for r in rows])
 
     async def count_turns(self) -> int:
         row = await self.read_one("SELECT COUNT(*) FROM turns")
