@@ -983,17 +983,22 @@ async def doc_freq(history: History, word: str) -> int:
     return await asyncio.to_thread(history.turns_index.index.doc_freq, "content", word)
 
 
+async def with_a_deleted_message(history: History, text: str) -> list[int]:
+    """Five lantern turns, and one more with `text` that is indexed, then deleted; returns the five."""
+    kept = await fill(history, 5)
+    assert await history.append_turn(turn(text, message_id=99)) is not None
+    await history.turns_index.flush(timeout=FLUSH)
+    assert await doc_freq(history, "zeppelin") == 1
+    await history.redact_message("discord", 99, T0)
+    await history.turns_index.flush(timeout=FLUSH)
+    return kept
+
+
 @pytest.mark.asyncio
 async def test_a_deleted_message_leaves_the_index_files_after_a_compaction(folder: Folder) -> None:
     history = await folder.open(index_timing=QUICK)
     try:
-        kept = await fill(history, 5)
-        secret = await history.append_turn(turn("my zeppelin code is 4417", message_id=99))
-        assert secret is not None
-        await history.turns_index.flush(timeout=FLUSH)
-        assert await doc_freq(history, "zeppelin") == 1
-        await history.redact_message("discord", 99, T0)
-        await history.turns_index.flush(timeout=FLUSH)
+        kept = await with_a_deleted_message(history, "my zeppelin code is 4417")
         # Out of search at once, but a deleted document's words stay in its segment until it is rewritten.
         assert await ids_for(history, "zeppelin") == []
         assert history.index_health().awaiting_purge == 1
@@ -1011,11 +1016,7 @@ async def test_a_compaction_that_fails_is_rolled_back_and_tried_again(folder: Fo
     index = folder.faulty()
     history = await folder.open(index=index, index_timing=QUICK)
     try:
-        kept = await fill(history, 6)
-        await history.append_turn(turn("zeppelin", message_id=99))
-        await history.turns_index.flush(timeout=FLUSH)
-        await history.redact_message("discord", 99, T0)
-        await history.turns_index.flush(timeout=FLUSH)
+        kept = await with_a_deleted_message(history, "zeppelin")
         index.fail_next(NOT_TRANSIENT)  # the compaction's commit fails and is rolled back whole
         await history.turns_index.purge(timeout=FLUSH)
         assert await doc_freq(history, "zeppelin") == 0
