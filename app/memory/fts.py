@@ -756,6 +756,13 @@ class IndexCommitter:
         await self._run_blocking(self._recreate)
         self._watermark = 0
         self._upsert = False
+        # A rebuilt index holds no removed document: nothing is left to compact.
+        self._c.awaiting_purge = 0
+        self._compact_due = self._compact_deadline = None
+        for fut in self._c.purge_waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._c.purge_waiters = []
         total = await self._source.newest_id()
         done = 0
         while True:

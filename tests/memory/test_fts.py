@@ -1110,3 +1110,18 @@ async def test_a_real_filesystem_fault_is_retried_and_loses_nothing(folder: Fold
         await assert_fully_indexed(history)
     finally:
         await history.close()
+
+
+@pytest.mark.asyncio
+async def test_a_rebuild_leaves_nothing_to_compact(folder: Folder) -> None:
+    history = await folder.open(index_timing=IndexTiming(compact_after=600))
+    try:
+        kept = await with_a_deleted_message(history, "zeppelin")
+        assert history.index_health().awaiting_purge == 1
+        assert await history.turns_index.rebuild() == len(kept)
+        assert history.index_health().awaiting_purge == 0
+        assert await doc_freq(history, "zeppelin") == 0
+        await history.turns_index.purge(timeout=FLUSH)  # returns at once: nothing awaits a purge
+        await assert_fully_indexed(history)
+    finally:
+        await history.close()
