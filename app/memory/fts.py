@@ -524,16 +524,12 @@ class IndexCommitter:
 
     async def _loop(self) -> None:
         while not self._closing:
-            try:
-                await asyncio.wait_for(self._wake.wait(), self._seconds_to_next_chore())
-                woken = True
-            except TimeoutError:
-                woken = False  # time to look at SQL for another process's writes, or for a chore
+            # Not woken in time: look at SQL for another process's writes, or do a chore.
+            woken = await _wait_set(self._wake, self._seconds_to_next_chore())
             self._wake.clear()
             if woken and self._linger and not self._hurry.is_set():
                 # Let a burst of appends gather into one commit, unless someone waits for a flush.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._hurry.wait(), self._linger)
+                await _wait_set(self._hurry, self._linger)
             self._hurry.clear()
             try:
                 while await self._round():
@@ -813,6 +809,30 @@ class IndexCommitter:
             hits = await asyncio.to_thread(self.index.search, text, limit, place)
         _log.debug("search %r took %.2f ms", text, (time.perf_counter() - started) * 1000)
         return hits
+
+
+async def _wait_set(event: asyncio.Event, seconds: float) -> bool:
+    """Wait until `event` is set, at most `seconds`; whether it was set by someone else.
+
+    asyncio.wait_for on Python 3.11 can leave a cancelled caller waiting for ever when the cancellation
+    meets its timeout (seen here: rebuild() cancelling the committer hung), so the timeout sets the
+    event itself and the wait is a plain Event.wait().
+    """
+    if event.is_set():
+        return True
+    fired = False
+
+    def time_up() -> None:
+        nonlocal fired
+        fired = True
+        event.set()
+
+    handle = asyncio.get_running_loop().call_later(max(0.0, seconds), time_up)
+    try:
+        await event.wait()
+    finally:
+        handle.cancel()
+    return not fired
 
 
 def _one_line(exc: BaseException) -> str:
