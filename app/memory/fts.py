@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import tantivy
 
 from app.memory.records import IndexHealth
+from app.memory.waiting import wait_set
 
 _log = logging.getLogger(__name__)
 
@@ -525,11 +526,11 @@ class IndexCommitter:
     async def _loop(self) -> None:
         while not self._closing:
             # Not woken in time: look at SQL for another process's writes, or do a chore.
-            woken = await _wait_set(self._wake, self._seconds_to_next_chore())
+            woken = await wait_set(self._wake, self._seconds_to_next_chore())
             self._wake.clear()
             if woken and self._linger and not self._hurry.is_set():
                 # Let a burst of appends gather into one commit, unless someone waits for a flush.
-                await _wait_set(self._hurry, self._linger)
+                await wait_set(self._hurry, self._linger)
             self._hurry.clear()
             try:
                 while await self._round():
@@ -809,30 +810,6 @@ class IndexCommitter:
             hits = await asyncio.to_thread(self.index.search, text, limit, place)
         _log.debug("search %r took %.2f ms", text, (time.perf_counter() - started) * 1000)
         return hits
-
-
-async def _wait_set(event: asyncio.Event, seconds: float) -> bool:
-    """Wait until `event` is set, at most `seconds`; whether it was set by someone else.
-
-    asyncio.wait_for on Python 3.11 can leave a cancelled caller waiting for ever when the cancellation
-    meets its timeout (seen here: rebuild() cancelling the committer hung), so the timeout sets the
-    event itself and the wait is a plain Event.wait().
-    """
-    if event.is_set():
-        return True
-    fired = False
-
-    def time_up() -> None:
-        nonlocal fired
-        fired = True
-        event.set()
-
-    handle = asyncio.get_running_loop().call_later(max(0.0, seconds), time_up)
-    try:
-        await event.wait()
-    finally:
-        handle.cancel()
-    return not fired
 
 
 def _one_line(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
+from app.memory.waiting import wait_set
 from app.runtime.llm import LLMError
 from app.runtime.projectors.base import MemoryProjector, ProjectorDeps
 
@@ -59,8 +60,7 @@ class ProjectorRunner:
         while True:
             await self.tick()
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._tick_seconds)
+            await wait_set(self._wake, self._tick_seconds)
 
     async def close(self) -> None:
         task, self._task = self._task, None
