@@ -12,7 +12,7 @@ import pytest
 
 from app.memory.errors import MigrationError, StoreError
 from app.memory.facts import FactBook
-from app.memory.migrations import MIGRATIONS, Migration, current_version, migrate
+from app.memory.migrations import MIGRATIONS, Migration, backup, current_version, migrate
 from app.memory.store import Store
 from tests.memory.helpers import turn
 
@@ -292,3 +292,41 @@ async def test_a_database_of_the_previous_schema_is_backed_up_and_upgraded(tmp_p
     with contextlib.closing(sqlite3.connect(store.backup_written)) as backup:
         assert current_version(backup) == previous[-1].version
         assert backup.execute("SELECT COUNT(*) FROM turns").fetchone() == (40,)
+
+
+def test_real_damage_is_not_hidden_behind_sqlite_340s_false_alarms(tmp_path: Path) -> None:
+    """SQLite 3.40's quick_check cries wolf on every fact_sources row (and stops at 100 findings);
+    the backup's check must still see a real NULL in a NOT NULL column."""
+    conn = sqlite3.connect(tmp_path / "history.db", isolation_level=None)
+    conn.executescript(
+        """
+        CREATE TABLE facts (id INTEGER PRIMARY KEY);
+        CREATE TABLE fact_sources (fact_id INTEGER NOT NULL REFERENCES facts (id), turn_id INTEGER NOT NULL,
+            PRIMARY KEY (turn_id, fact_id)) WITHOUT ROWID;
+        CREATE TABLE zz (a TEXT);
+        INSERT INTO zz VALUES (NULL);
+        """
+    )
+    for i in range(1, 150):
+        conn.execute("INSERT INTO facts VALUES (?)", (i,))
+        conn.execute("INSERT INTO fact_sources VALUES (?, ?)", (i, i + 1000))
+    conn.execute("PRAGMA writable_schema = ON")  # damage: the column says NOT NULL, a row holds NULL
+    conn.execute("UPDATE sqlite_master SET sql = 'CREATE TABLE zz (a TEXT NOT NULL)' WHERE name = 'zz'")
+    conn.execute("PRAGMA writable_schema = OFF")
+    conn.close()
+    with (
+        contextlib.closing(sqlite3.connect(tmp_path / "history.db")) as damaged,
+        pytest.raises(sqlite3.DatabaseError, match=r"integrity check: NULL value in zz\.a"),
+    ):
+        backup(damaged, tmp_path / "backups", 4)
+    healthy = sqlite3.connect(tmp_path / "healthy.db", isolation_level=None)
+    healthy.executescript(
+        """
+        CREATE TABLE facts (id INTEGER PRIMARY KEY);
+        CREATE TABLE fact_sources (fact_id INTEGER NOT NULL REFERENCES facts (id), turn_id INTEGER NOT NULL,
+            PRIMARY KEY (turn_id, fact_id)) WITHOUT ROWID;
+        """
+    )
+    healthy.executemany("INSERT INTO fact_sources VALUES (?, ?)", [(i, i + 1000) for i in range(1, 150)])
+    with contextlib.closing(healthy):
+        assert backup(healthy, tmp_path / "backups", 4).exists()  # the false alarm blocks nothing
