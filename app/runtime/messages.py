@@ -62,10 +62,12 @@ def split_parts(text: str, limit: int = DISCORD_LIMIT) -> list[tuple[str, str, s
         window = text[: limit - len(reopen) - len(_CLOSING)]
         cut = _best_cut(window)
         head = text[:cut].rstrip()
-        text = text[cut:].lstrip("\n ")
+        rest = text[cut:]
+        opening = _open_fence(reopen + head) if head.strip() else (reopen.rstrip("\n") or None)
+        # Inside a code block the next line keeps its indentation; elsewhere leading spaces go.
+        text = rest.lstrip("\n") if opening is not None else rest.lstrip("\n ")
         if not head.strip():
             continue
-        opening = _open_fence(reopen + head)
         parts.append((reopen, head, _CLOSING if opening is not None else ""))
         reopen = opening + "\n" if opening is not None else ""
     return parts

@@ -118,3 +118,12 @@ _pieces = st.sampled_from(
 @given(st.lists(_pieces, max_size=300), st.integers(min_value=64, max_value=300))
 def test_any_reply_splits_within_the_limit_and_keeps_its_text(chunks: list[str], limit: int) -> None:
     _check("".join(chunks), limit)
+
+
+def test_indentation_inside_a_code_block_survives_the_cut() -> None:
+    body = "\n".join(f"    total += {i}  # step {i}" for i in range(300))  # every line indented
+    pieces = _check(f"Here:\n```python\ndef f():\n{body}\n```", DISCORD_LIMIT)
+    assert len(pieces) >= 3
+    shown = [line for p in pieces for line in p.splitlines()]
+    for i in range(300):
+        assert f"    total += {i}  # step {i}" in shown, f"step {i} lost its indentation"
