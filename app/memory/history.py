@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from app.memory.errors import StoreError
 from app.memory.facts import Changes, Fact, FactBook, ForgetReceipt, InsertOutcome, NewFact
 from app.memory.fts import FACTS, TURNS, FtsIndex, IndexCommitter, IndexTiming
 from app.memory.policy import TYPE_WEIGHTS, visible_scopes
@@ -244,12 +245,18 @@ class History:
         pending = await self.store.read_all(
             "SELECT platform, message_id FROM deleted_sources WHERE propagated = 0 ORDER BY rowid"
         )
+        finished = 0
         for platform, message_id in pending:
             rows = await self.store.read_all(
                 "SELECT id FROM turns WHERE platform = ? AND message_id = ?", (platform, message_id)
             )
-            await self._propagate_deletion(str(platform), int(message_id), [int(r[0]) for r in rows])
-        return len(pending)
+            try:
+                await self._propagate_deletion(str(platform), int(message_id), [int(r[0]) for r in rows])
+            except StoreError as exc:  # never a reason not to start: the marker stays for the next time
+                _log.warning("could not finish the deletion of %s message %s: %s", platform, message_id, exc)
+                continue
+            finished += 1
+        return finished
 
     async def _drop_quoting(self, turn_ids: Sequence[int]) -> list[tuple[str, int]]:
         """Projections that may quote redacted turns: the summaries that covered them and the
