@@ -379,14 +379,22 @@ def _owner_action(name: str) -> Handler:
 
 async def _forget(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     receipt = await familiar.memory.forget(args.id, revision=args.revision, redact_sources=args.redact_sources)
+    # Out of search already; the words also leave the index files before this command exits (or, while
+    # the familiar runs elsewhere, within seconds in that process).
+    purged = await familiar.memory.purge_index_files()
     document = {
         "fact_ids": list(receipt.fact_ids),
         "tombstone_id": receipt.tombstone_id,
         "erased_from": [{"store": store, "count": count} for store, count in receipt.stores],
         "redacted_turn_ids": list(receipt.redacted_turn_ids),
+        "index_files": {name: "purged" if here else "purged by the running familiar" for name, here in purged.items()},
     }
     lines = [f"forgot fact(s) {', '.join(map(str, receipt.fact_ids))}; tombstone #{receipt.tombstone_id}"]
     lines += [f"  erased from {store}: {count}" for store, count in receipt.stores]
+    lines += [
+        f"  index files of {name}: {'purged' if here else 'purged by the running familiar within seconds'}"
+        for name, here in purged.items()
+    ]
     return document, "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ import aiosqlite
 
 from app.memory.errors import StoreError
 from app.memory.facts import FactError, NewFact, is_canonical_key, validate
-from app.memory.policy import FACT_TYPES, STATUSES, valid_place, visible_scopes
+from app.memory.policy import FACT_TYPES, STATUSES, dedup_key, scope_reaches, valid_place, visible_scopes
 from app.memory.store import MAX_CONTENT_CHARS, Store
 
 FORMAT = "familiar-memory"
@@ -488,6 +488,8 @@ def _plan(lines: Iterable[str]) -> _Plan:
     single: dict[str, int] = {}  # tombstone_key and lore: at most one each
     supersedes: dict[int, tuple[int, int]] = {}  # fact id -> (its line, the fact superseding it)
     first_tombstone: int | None = None
+    turn_places: dict[int, str] = {}  # turn id -> place
+    live_turns: dict[tuple[str, int], int] = {}  # (platform, message id) of a turn still holding text -> line
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -518,6 +520,9 @@ def _plan(lines: Iterable[str]) -> _Plan:
             unique: tuple[Any, ...] | None = None
             if kind == "turn":
                 _check_turn(values)
+                turn_places[values["id"]] = values["place"]
+                if values["message_id"] is not None and not values["redacted"]:
+                    live_turns.setdefault((values["platform"], values["message_id"]), number)
                 if values["message_id"] is not None:
                     revision = (kind, values["platform"], values["message_id"], values["revision"])
                     if revision in seen:
@@ -557,6 +562,11 @@ def _plan(lines: Iterable[str]) -> _Plan:
     if not header_seen:
         raise StoreError("the file is empty; nothing was imported")
     _check_links(supersedes, {k[1] for k in seen if k[0] == "fact"})
+    for key, line in seen.items():  # a deleted message's text must not come back with an import
+        if key[0] == "deleted_source" and (turn_line := live_turns.get((key[1], key[2]))) is not None:
+            problem = _RecordError(f"message {key[2]} was deleted (line {line}) but this turn still holds its text")
+            raise StoreError(_message(turn_line, "turn", problem.inside("redacted")))
+    plan.rows["fact"] = [(line, _quarantined_if_unsure(row, turn_places)) for line, row in plan.rows["fact"]]
     if first_tombstone is not None and plan.key is None:
         raise StoreError(
             _message(
@@ -566,6 +576,23 @@ def _plan(lines: Iterable[str]) -> _Plan:
             )
         )
     return plan
+
+
+_FACT_COLUMNS = _names(_FACT)
+
+
+def _quarantined_if_unsure(row: tuple[Any, ...], turn_places: dict[int, str]) -> tuple[Any, ...]:
+    """The store's rule on import too: a fact whose source turns were said somewhere its scope does not
+    reach (another server, a DM) cannot say who may hear it, so it is kept but never recalled."""
+    values = dict(zip(_FACT_COLUMNS, row, strict=True))
+    scope = str(values["scope"])
+    places = [turn_places[t] for t in json.loads(values["sources"]) if t in turn_places]
+    if scope == "quarantine" or values["status"] == "forgotten" or all(scope_reaches(scope, p) for p in places):
+        return row
+    subjects = tuple(json.loads(values["subjects"]))
+    values["scope"] = "quarantine"
+    values["dedup_key"] = dedup_key(str(values["content"]), (*subjects, "@scope=quarantine"))
+    return tuple(values[c] for c in _FACT_COLUMNS)
 
 
 def _check_links(supersedes: dict[int, tuple[int, int]], fact_ids: set[int]) -> None:

@@ -26,6 +26,7 @@ from app.memory.policy import (
     dedup_key,
     fact_scope,
     normalize_subjects,
+    scope_reaches,
     tombstone_hash,
     valid_place,
     visible_scopes,
@@ -198,13 +199,6 @@ def _needs_live_source(fact: NewFact) -> bool:
     return fact.origin in ("extraction", "dreaming") and bool(fact.source_turn_ids)
 
 
-def _within(scope: str, place: str) -> bool:
-    """Whether a message at `place` may be heard where a fact of `scope` is recalled."""
-    if place == scope:
-        return True
-    return scope.startswith("guild:") and "/" not in scope and place.startswith(scope + "/")
-
-
 def validate(new: NewFact) -> NewFact:
     """Strict validation: every problem names the field. Returns the fact with subjects normalized."""
 
@@ -330,7 +324,7 @@ class FactBook:
         plans = []
         for fact in facts:
             scope = fact_scope(fact.place, channel_scoped=fact.channel_scoped)
-            if any(not _within(scope, source_places.get(t, scope)) for t in fact.source_turn_ids):
+            if any(not scope_reaches(scope, source_places.get(t, scope)) for t in fact.source_turn_ids):
                 # Its sources disagree about where it was said (another server, a DM): nobody can tell who
                 # may hear it, so it is kept for the owner to see and never recalled.
                 scope = "quarantine"
@@ -577,15 +571,38 @@ class FactBook:
             found.update(int(r[0]) for r in rows)
         return [i for i in ids if i in found]
 
-    async def pending(self, *, now: datetime | None = None, limit: int = 200) -> list[Fact]:
-        """The owner's queue: pending heads not snoozed, oldest first."""
-        moment = _iso(now or datetime.now(UTC))
+    async def pending(
+        self,
+        *,
+        now: datetime | None = None,
+        limit: int = 200,
+        include_snoozed: bool = False,
+        subject: str | None = None,
+    ) -> list[Fact]:
+        """The owner's queue: pending heads, oldest first; snoozed ones only with `include_snoozed`."""
+        where, params = self._pending_where(now, snoozed=None if include_snoozed else False, subject=subject)
         rows = await self._store.read_all(
-            f"SELECT {_COLUMNS} FROM facts WHERE status = 'pending' AND superseded_at IS NULL"
-            " AND (snoozed_until IS NULL OR snoozed_until <= ?) ORDER BY id LIMIT ?",
-            (moment, limit),
+            f"SELECT {_COLUMNS} FROM facts WHERE {where} ORDER BY id LIMIT ?", [*params, limit]
         )
         return [_fact(r) for r in rows]
+
+    async def snoozed_count(self, *, now: datetime | None = None, subject: str | None = None) -> int:
+        """Pending heads whose snooze has not ended (what the owner's queue leaves out)."""
+        where, params = self._pending_where(now, snoozed=True, subject=subject)
+        row = await self._store.read_one(f"SELECT COUNT(*) FROM facts WHERE {where}", params)
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _pending_where(now: datetime | None, *, snoozed: bool | None, subject: str | None) -> tuple[str, list[Any]]:
+        clauses = ["status = 'pending'", "superseded_at IS NULL"]
+        params: list[Any] = []
+        if snoozed is not None:
+            clauses.append("snoozed_until > ?" if snoozed else "(snoozed_until IS NULL OR snoozed_until <= ?)")
+            params.append(_iso(now or datetime.now(UTC)))
+        if subject is not None:
+            clauses.append("id IN (SELECT fact_id FROM fact_subjects WHERE subject = ?)")
+            params.append(subject)
+        return " AND ".join(clauses), params
 
     async def related_current(self, fact: Fact, limit: int = 5) -> list[Fact]:
         """Current facts in the same scope sharing a subject: what a pending item may duplicate or supersede."""

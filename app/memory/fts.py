@@ -193,6 +193,14 @@ class FtsIndex:
         with contextlib.suppress(ValueError):  # a file still locked is collected next time
             self._require_writer().garbage_collect_files()
 
+    def deleted_docs(self) -> int:
+        """Documents deleted but still in their segments' files (tantivy records them in meta.json)."""
+        try:
+            meta = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+            return sum(int((seg.get("deletes") or {}).get("num_deleted_docs", 0)) for seg in meta.get("segments", []))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return 0
+
     def doc_freq(self, field_name: str, word: str) -> int:
         """How many documents the index files still hold with `word` (deleted ones included until merged)."""
         if self._index is None:
@@ -422,6 +430,11 @@ class IndexCommitter:
                 watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
             )
         self._watermark = watermark
+        # Words of documents removed before a restart (the last run ended before compacting) still
+        # sit in the files: compact them away soon.
+        leftover = await self._run_blocking(self.index.deleted_docs)
+        if leftover:
+            self._schedule_compaction(leftover)
         self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
         self.notify()
 
@@ -440,6 +453,9 @@ class IndexCommitter:
             self._task = None
         await self._run_blocking(self.index.close)
         for _target, fut in self._c.waiters:
+            if not fut.done():
+                fut.cancel()
+        for fut in self._c.purge_waiters:
             if not fut.done():
                 fut.cancel()
         if self._own_executor:

@@ -83,6 +83,11 @@ def fact_scope(place: str, *, channel_scoped: bool) -> str:
     return place
 
 
+def scope_reaches(scope: str, place: str) -> bool:
+    """Whether a fact of `scope` is recalled where a message at `place` was heard."""
+    return place == scope or (scope.startswith("guild:") and "/" not in scope and place.startswith(scope + "/"))
+
+
 def visible_scopes(where: str) -> tuple[str, ...]:
     """The scopes recall may read at `where`: that place (and its guild), plus the familiar's own.
 

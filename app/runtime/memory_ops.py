@@ -20,8 +20,6 @@ from app.memory.records import IndexHealth, Turn
 from app.runtime.errors import FamiliarError
 
 OWNER_KEY = "local:owner"
-# A moment after every snooze ends: FactBook.pending() as of then is the queue with snoozed items too.
-_AFTER_EVERY_SNOOZE = datetime(9999, 12, 31, tzinfo=UTC)
 # What each index holds, counted in SQL (the rules of TurnIndexSource / FactIndexSource in
 # app.memory.history): documents with an id above a watermark.
 _INDEXABLE_AFTER = {
@@ -107,15 +105,10 @@ class MemoryOps:
         until their snooze ends, unless `include_snoozed`."""
         limit = max(1, min(limit, 10_000))
         book = self._history.facts
-        fetch = limit if subject is None else 10_000
         async with _explained():
-            everything = await book.pending(now=_AFTER_EVERY_SNOOZE, limit=fetch)
-            shown = everything if include_snoozed else await book.pending(limit=fetch)
-            hidden = len(everything) - len(shown)
-            if subject is not None:
-                shown = [f for f in shown if subject in f.subjects]
-                hidden = max(0, sum(1 for f in everything if subject in f.subjects) - len(shown))
-            return PendingQueue(facts=tuple(await self._with_sources(shown[:limit])), snoozed_hidden=hidden)
+            shown = await book.pending(limit=limit, include_snoozed=include_snoozed, subject=subject)
+            hidden = 0 if include_snoozed else await book.snoozed_count(subject=subject)
+            return PendingQueue(facts=tuple(await self._with_sources(shown)), snoozed_hidden=hidden)
 
     async def _with_sources(self, facts: Sequence[Fact]) -> list[Fact]:
         found = await self._history.facts.get_many([f.id for f in facts])
@@ -193,6 +186,21 @@ class MemoryOps:
     async def forget(self, fact_id: int, *, revision: int | None = None, redact_sources: bool = False) -> ForgetReceipt:
         async with _explained():
             return await self._history.forget_fact(fact_id, revision=revision, redact_sources=redact_sources)
+
+    async def purge_index_files(self, timeout: float = 300.0) -> dict[str, bool]:
+        """Compact now every index this process writes that holds removed documents' words, so they
+        leave the files before a one-shot command exits. Per index: True = purged here, False = the
+        running familiar owns the index and compacts it within seconds by itself."""
+        out: dict[str, bool] = {}
+        async with _explained():
+            for committer in self._history.indexes():
+                name = committer.index.spec.name
+                if not committer.index.writable:
+                    out[name] = False
+                elif committer.health().awaiting_purge:
+                    await committer.purge(timeout)
+                    out[name] = True
+        return out
 
     async def tombstones(self) -> list[Tombstone]:
         async with _explained():

@@ -14,6 +14,7 @@ from app.cli import main
 class Cli:
     def __init__(self, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
         self._capsys = capsys
+        self.home = home
         self.lorebook = home / "familiars" / "default" / "lorebook.toml"
         monkeypatch.setenv("FAMILIAR_HOME", str(home))
         for name in ("DISCORD_TOKEN", "FAMILIAR_LLM_BASE_URL", "FAMILIAR_LLM_MODEL"):

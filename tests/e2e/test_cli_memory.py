@@ -87,6 +87,14 @@ def test_forget_prints_a_receipt_and_tombstones_block_relearning(cli: Cli) -> No
     assert receipt["fact_ids"] == [fact_id]
     stores = {entry["store"] for entry in receipt["erased_from"]}
     assert {"facts", "fts/facts", "fact_embeddings"} <= stores
+    # The one-shot command wrote the index itself: the words left its files before it exited.
+    assert receipt["index_files"] == {"facts": "purged"}
+    index = FtsIndex(cli.home / "familiars" / "default" / "fts" / FACTS.name, FACTS)
+    index.open(writable=False)
+    try:
+        assert index.doc_freq("content", "hunter2") == 0
+    finally:
+        index.close()
     assert cli.json("recall", "password", "--where", "dm:7002")["facts"] == []
     code, _out, err = cli.run(
         "facts", "remember", "Bob's password is hunter2", "--where", "dm:7002", "--subject", "discord:7002"
@@ -290,6 +298,8 @@ def test_a_snoozed_fact_leaves_the_pending_queue_until_its_snooze_ends(cli: Cli,
     queue = cli.json("facts", "list", "--status", "pending")
     assert [f["id"] for f in queue["facts"]] == [a, c]
     assert queue["snoozed_hidden"] == 1
+    first = cli.json("facts", "list", "--status", "pending", "--limit", "1")  # a page shorter than the queue
+    assert ([f["id"] for f in first["facts"]], first["snoozed_hidden"]) == ([a], 1)
     alices = cli.json("facts", "list", "--status", "pending", "--subject", "discord:7001")["facts"]
     assert [f["id"] for f in alices] == [a, c]
     code, out, _err = cli.run("facts", "list", "--status", "pending")

@@ -1125,3 +1125,20 @@ async def test_a_rebuild_leaves_nothing_to_compact(folder: Folder) -> None:
         await assert_fully_indexed(history)
     finally:
         await history.close()
+
+
+@pytest.mark.asyncio
+async def test_words_left_by_a_run_that_ended_before_compacting_are_purged_after_a_restart(folder: Folder) -> None:
+    history = await folder.open(index_timing=IndexTiming(compact_after=600))
+    try:
+        kept = await with_a_deleted_message(history, "zeppelin")
+    finally:
+        await history.close()  # quits long before its compaction was due
+    reopened = await folder.open(index_timing=QUICK)
+    try:
+        await wait_for(lambda: reopened.index_health().awaiting_purge == 0)
+        assert await doc_freq(reopened, "zeppelin") == 0
+        assert await ids_for(reopened, "lantern") == kept
+        await assert_fully_indexed(reopened)
+    finally:
+        await reopened.close()

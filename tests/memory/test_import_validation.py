@@ -144,6 +144,14 @@ class Bad:
 BAD = [
     # the audit's cases
     Bad("unknown field", put(I_FACT, colour="blue"), 5, "fact", "colour", "unknown field"),
+    Bad(
+        "a deleted message's text",
+        put(I_DELETED, message_id=9001),  # the turn of message 9001 still holds its text
+        3,
+        "turn",
+        "redacted",
+        "message 9001 was deleted (line 4) but this turn still holds its text",
+    ),
     Bad("unknown kind", append({"kind": "gossip", "text": "psst"}), 8, None, "kind", "'gossip' is not a kind"),
     Bad(
         "scope everywhere",
@@ -625,3 +633,16 @@ async def test_line_separators_inside_a_message_survive_the_file_round_trip(tmp_
         assert await target.store.read_all("SELECT content FROM turns") == [(text,)]
     finally:
         await target.close()
+
+
+async def test_a_fact_whose_sources_were_said_elsewhere_is_imported_quarantined(target: History) -> None:
+    """The insert's rule holds on import: a fact scoped to one server citing a DM cannot say who may hear it."""
+    dm_turn = {**TURN, "id": 2, "place": "dm:7001", "guild_id": None, "channel_id": 0, "message_id": 9003}
+    leaky = {**FACT, "sources": [1, 2]}
+    await import_records(target.store, text_of([HEADER, KEY, TURN, dm_turn, DELETED, leaky]))
+    fact = await target.facts.get(1)
+    assert fact is not None
+    assert fact.scope == "quarantine"
+    await target.facts_index.flush(15)
+    assert await target.recall("Lisbon", PLACE) == []
+    assert await target.recall("Lisbon", "dm:7001") == []
