@@ -424,6 +424,7 @@ class DiscordAdapter:
             text = f"Discord refused the reply ({exc.status}): {exc.text or exc}"
             _log.warning("%s", text)
             self._activity(ActivityKind.ERROR, incoming.place, text)
+            self._publish_failure(text)  # e.g. a missing Send Messages permission: the owner must act
         except Exception as exc:  # noqa: BLE001 - a reply task must never end silently
             _log.exception("reply to %s failed", message.id)
             text = f"Could not answer {incoming.author_name}: {type(exc).__name__}: {' '.join(str(exc).split())}"

@@ -434,6 +434,7 @@ class FakeDiscord:
         self.unhandled: list[str] = []  # "METHOD path" of routes (or "GATEWAY op N") the fake does not know
         self.errors: list[str] = []  # exceptions inside the fake itself: tests should assert it stays empty
         self.rejected: list[str] = []  # requests answered 4xx on purpose (bad token, empty or too long message)
+        self.muted_channels: set[int] = set()  # where the bot lacks Send Messages: posts get 403 50013
         self.requests: list[str] = []  # every REST "METHOD path"
         self.gateway_queries: list[dict[str, str]] = []  # query string of every gateway connection
         self.presence_updates: list[JSON] = []
@@ -991,6 +992,8 @@ class FakeDiscord:
         channel = self._find_channel(request)
         if channel is None:
             return self._reject(request, 404, "Unknown Channel", 10003)
+        if channel.channel_id in self.muted_channels:
+            return self._reject(request, 403, "Missing Permissions", 50013)
         body, files = await self._read_message_body(request)
         content = body.get("content") or ""
         embeds = body.get("embeds") or []

@@ -380,3 +380,22 @@ async def test_without_an_os_keyring_the_familiar_says_where_secrets_go(familiar
     location = familiar.secrets_location
     assert "secrets.toml" in location
     assert "no OS keyring" in location
+
+
+async def test_a_reply_discord_refuses_is_reported_in_the_window(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    """A missing Send Messages permission: the owner must act, so it reaches the banner, not only the log."""
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    await familiar.start()
+    fake_discord.muted_channels.add(GENERAL)
+    fake_llm.script("You will not see this.")
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="can you hear me?", mentions_bot=True
+    )
+    await fake_discord.wait_until(lambda: any(isinstance(e, FailureReported) for e in events), what="a failure")
+    failure = next(e.message for e in events if isinstance(e, FailureReported))
+    assert failure.startswith("Discord refused the reply (403)")
+    assert "Missing Permissions" in failure
+    assert fake_discord.posted == []
