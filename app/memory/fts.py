@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -184,11 +185,6 @@ class FtsIndex:
         """
         self._require_writer().delete_all_documents()
 
-    def stage_adds(self, docs: Sequence[dict[str, Any]]) -> None:
-        writer = self._require_writer()
-        for doc in docs:
-            writer.add_document(tantivy.Document(**doc))
-
     def collect_garbage(self) -> None:
         with contextlib.suppress(ValueError):  # a file still locked is collected next time
             self._require_writer().garbage_collect_files()
@@ -353,7 +349,6 @@ class _Counters:
     lag: int = 0
     rebuilt_at_start: bool = False
     awaiting_purge: int = 0
-    compactions: int = 0
     waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
     purge_waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
@@ -373,9 +368,7 @@ class IndexCommitter:
         backoff: float = 0.05,
         failure_pause: float = 1.0,
         on_health: Callable[[IndexHealth], None] | None = None,
-        poll_interval: float = 1.0,
-        compact_after: float = 5.0,
-        reconcile_every: float = 300.0,
+        timing: IndexTiming | None = None,
     ) -> None:
         self.index = index
         self._source = source
@@ -398,15 +391,16 @@ class IndexCommitter:
         self._health_written = 0.0
         self._c = _Counters()
         self._closing = False
+        timing = timing or IndexTiming()
         # Another process (the CLI beside the window) writes SQL too; this one learns of it by looking.
-        self._poll_interval = poll_interval
+        self._poll_interval = timing.poll_interval
         # Removed documents are purged from the files by a compaction once removals have been quiet this long
         # (at most 12 times as long after the first one).
-        self._compact_after = compact_after
+        self._compact_after = timing.compact_after
         self._compact_due: float | None = None
         self._compact_deadline: float | None = None
         # A commit can lose its batch without an error: compare the index with SQL now and then.
-        self._reconcile_every = reconcile_every
+        self._reconcile_every = timing.reconcile_every
         self._reconciled_at = time.monotonic()
 
     async def _run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -633,7 +627,7 @@ class IndexCommitter:
                 if reached <= watermark:
                     break
                 live = [d for d in docs if int(d["id"]) <= self._watermark]  # newer rows come in the next round
-                await self._run_blocking(self.index.stage_adds, live)
+                await self._run_blocking(functools.partial(self.index.stage, live, [], upsert=False))
                 total += len(live)
                 watermark = reached
             await self._run_blocking(self.index.commit)
@@ -641,12 +635,8 @@ class IndexCommitter:
             await self._run_blocking(self._safe_rollback)
             raise
         await self._run_blocking(self.index.collect_garbage)
-        self._c.compactions += 1
         self._c.commits += 1
-        self._c.awaiting_purge = max(0, self._c.awaiting_purge - purged)
-        self._compact_due = self._compact_deadline = None
-        if self._c.awaiting_purge:  # removals landed while it ran (they were staged after the rewrite)
-            self._schedule_compaction(0)
+        self._purged(purged)
         _log.info(
             "index %s: compacted %d documents in %.2f s; %d removed ones purged from the files",
             self.index.spec.name,
@@ -655,10 +645,18 @@ class IndexCommitter:
             purged,
         )
         self._publish()
+
+    def _purged(self, count: int) -> None:
+        """`count` removed documents left the files; wake those waiting when none is left."""
+        self._c.awaiting_purge = max(0, self._c.awaiting_purge - count)
+        self._compact_due = self._compact_deadline = None
+        if self._c.awaiting_purge:  # removals landed while it ran (they were staged after the rewrite)
+            self._schedule_compaction(0)
+            return
         for fut in self._c.purge_waiters:
-            if not fut.done() and not self._c.awaiting_purge:
+            if not fut.done():
                 fut.set_result(None)
-        self._c.purge_waiters = [f for f in self._c.purge_waiters if not f.done()]
+        self._c.purge_waiters = []
 
     async def purge(self, timeout: float = 30.0) -> None:
         """Compact now (after committing what is pending) and wait until removed documents left the files."""
@@ -769,13 +767,7 @@ class IndexCommitter:
         await self._run_blocking(self._recreate)
         self._watermark = 0
         self._upsert = False
-        # A rebuilt index holds no removed document: nothing is left to compact.
-        self._c.awaiting_purge = 0
-        self._compact_due = self._compact_deadline = None
-        for fut in self._c.purge_waiters:
-            if not fut.done():
-                fut.set_result(None)
-        self._c.purge_waiters = []
+        self._purged(self._c.awaiting_purge)  # a rebuilt index holds no removed document
         total = await self._source.newest_id()
         done = 0
         while True:

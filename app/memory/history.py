@@ -137,24 +137,19 @@ class History:
         index_timing: IndexTiming | None = None,
     ) -> History:
         store = await Store.open(db_path, backups_dir)
-        timing = index_timing or IndexTiming()
         committer = IndexCommitter(
             index or FtsIndex(fts_dir / TURNS.name, TURNS),
             TurnIndexSource(store),
             on_health=on_health,
             batch_size=batch_size,
-            poll_interval=timing.poll_interval,
-            compact_after=timing.compact_after,
-            reconcile_every=timing.reconcile_every,
+            timing=index_timing,
         )
         facts_committer = IndexCommitter(
             facts_index or FtsIndex(fts_dir / FACTS.name, FACTS),
             FactIndexSource(store),
             on_health=on_health,
             batch_size=batch_size,
-            poll_interval=timing.poll_interval,
-            compact_after=timing.compact_after,
-            reconcile_every=timing.reconcile_every,
+            timing=index_timing,
             # Facts arrive in bursts (an extraction batch, an import): gather them for a second, so the
             # commit work interrupts the conversation less often. Measured at 100k facts: with 0.2 s the
             # commits beside a burst of inserts put the insert p95 at 1.3-3.4 ms, with 1 s at 0.5-0.9 ms.
