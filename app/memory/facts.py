@@ -320,7 +320,7 @@ class FactBook:
         moment = now or datetime.now(UTC)
         at = _iso(moment)
         secret = await self._secret_key()
-        source_places = await self._source_places(facts)
+        source_places = await self._store.places_of(sorted({t for f in facts for t in f.source_turn_ids}))
         plans = []
         for fact in facts:
             scope = fact_scope(fact.place, channel_scoped=fact.channel_scoped)
@@ -402,10 +402,6 @@ class FactBook:
                 )
             )
         return outcomes, changes
-
-    async def _source_places(self, facts: Sequence[NewFact]) -> dict[int, str]:
-        """The place of every source turn of `facts` (a turn's place never changes)."""
-        return await self._store.places_of(sorted({t for f in facts for t in f.source_turn_ids}))
 
     async def _has_live_source(self, turn_ids: Sequence[int]) -> bool:
         marks = ",".join("?" * len(turn_ids))

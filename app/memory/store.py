@@ -178,11 +178,8 @@ class Store:
         """The place of each turn id that exists; turns this process has seen cost no query."""
         found = {i: self._places[i] for i in turn_ids if i in self._places}
         missing = sorted({i for i in turn_ids if i not in found})
-        for start in range(0, len(missing), 500):
-            chunk = missing[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for turn_id, place in await self.read_all(f"SELECT id, place FROM turns WHERE id IN ({marks})", chunk):
-                found[int(turn_id)] = self._places[int(turn_id)] = str(place)
+        if missing:  # turns_by_ids remembers their places for next time
+            found.update((t.id, t.place) for t in await self.turns_by_ids(missing))
         return found
 
     async def append_turn(self, turn: NewTurn) -> Turn | None:
