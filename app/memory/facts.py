@@ -257,6 +257,41 @@ def validate(new: NewFact) -> NewFact:
     )
 
 
+async def _tables(conn: aiosqlite.Connection, *names: str) -> set[str]:
+    """Which of these tables exist (derived tables came with a later migration than facts)."""
+    marks = ",".join("?" * len(names))
+    async with conn.execute(f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})", names) as c:
+        return {str(r[0]) for r in await c.fetchall()}
+
+
+async def drop_projections_quoting(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> list[tuple[str, int]]:
+    """Drop the summaries that covered these turns and the reflections citing them (their projectors
+    rebuild from what is left), in the caller's transaction; returns how many of each."""
+    present = await _tables(conn, "summaries", "reflections")
+    if not turn_ids:
+        return [(name, 0) for name in ("summaries", "reflections") if name in present]
+    marks = ",".join("?" * len(turn_ids))
+    out: list[tuple[str, int]] = []
+    if "summaries" in present:
+        async with conn.execute(
+            f"SELECT place, MIN(id) FROM turns WHERE id IN ({marks}) GROUP BY place", list(turn_ids)
+        ) as cursor:
+            spans = [(str(r[0]), int(r[1])) for r in await cursor.fetchall()]
+        summaries = 0
+        for place, first in spans:
+            cursor = await conn.execute("DELETE FROM summaries WHERE place = ? AND last_turn_id >= ?", (place, first))
+            summaries += max(cursor.rowcount, 0)
+        out.append(("summaries", summaries))
+    if "reflections" in present:
+        cursor = await conn.execute(
+            "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_turn_ids) j"
+            f" WHERE j.value IN ({marks}))",
+            list(turn_ids),
+        )
+        out.append(("reflections", max(cursor.rowcount, 0)))
+    return out
+
+
 class FactBook:
     """The fact tables of one store. SQL only; the History wakes the indexes after each change."""
 
@@ -858,44 +893,31 @@ class FactBook:
         self, conn: aiosqlite.Connection, ids: list[int], subjects: list[str]
     ) -> list[tuple[str, int]]:
         """Derived rows that may quote the fact are dropped, and their projectors rebuild them from what is
-        left: the dossiers of its subjects, the reflections citing it or its source messages, and the
-        summaries that covered its source messages. Tables that do not exist yet are skipped."""
+        left: the dossiers of its subjects, the reflections citing it, and what quotes its source messages."""
         out: list[tuple[str, int]] = []
-        async with conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'"
-            " AND name IN ('people_dossiers', 'reflections', 'summaries')"
-        ) as cursor:
-            present = {r[0] for r in await cursor.fetchall()}
+        present = await _tables(conn, "people_dossiers", "reflections")
         marks = ",".join("?" * len(ids))
-        async with conn.execute(
-            f"SELECT t.place, MIN(t.id), json_group_array(t.id) FROM fact_sources s JOIN turns t ON t.id = s.turn_id"
-            f" WHERE s.fact_id IN ({marks}) GROUP BY t.place",
-            ids,
-        ) as cursor:
-            spans = [(str(r[0]), int(r[1]), [int(i) for i in json.loads(r[2])]) for r in await cursor.fetchall()]
-        source_ids = sorted({i for _p, _first, turn_ids in spans for i in turn_ids})
+        async with conn.execute(f"SELECT DISTINCT turn_id FROM fact_sources WHERE fact_id IN ({marks})", ids) as cur:
+            source_ids = [int(r[0]) for r in await cur.fetchall()]
         if "people_dossiers" in present and subjects:
             subject_marks = ",".join("?" * len(subjects))
             cursor = await conn.execute(
                 f"DELETE FROM people_dossiers WHERE canonical_key IN ({subject_marks})", subjects
             )
             out.append(("people_dossiers", max(cursor.rowcount, 0)))
+        citing = 0
         if "reflections" in present:
             cursor = await conn.execute(
                 "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_fact_ids) j"
-                f" WHERE j.value IN ({marks})) OR EXISTS (SELECT 1 FROM json_each(reflections.cited_turn_ids) j"
-                f" WHERE j.value IN ({','.join('?' * len(source_ids)) or 'NULL'}))",
-                [*ids, *source_ids],
+                f" WHERE j.value IN ({marks}))",
+                ids,
             )
-            out.append(("reflections", max(cursor.rowcount, 0)))
-        if "summaries" in present:
-            total = 0
-            for place, first, _turn_ids in spans:
-                cursor = await conn.execute(
-                    "DELETE FROM summaries WHERE place = ? AND last_turn_id >= ?", (place, first)
-                )
-                total += max(cursor.rowcount, 0)
-            out.append(("summaries", total))
+            citing = max(cursor.rowcount, 0)
+        quoting = dict(await drop_projections_quoting(conn, source_ids))
+        if "reflections" in present:
+            out.append(("reflections", citing + quoting.get("reflections", 0)))
+        if "summaries" in quoting:
+            out.append(("summaries", quoting["summaries"]))
         return out
 
     async def tombstones(self, *, include_lifted: bool = False) -> list[Tombstone]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -10,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from app.memory.errors import StoreError
-from app.memory.facts import Changes, Fact, FactBook, ForgetReceipt, InsertOutcome, NewFact
+from app.memory.facts import (
+    Changes,
+    Fact,
+    FactBook,
+    ForgetReceipt,
+    InsertOutcome,
+    NewFact,
+    drop_projections_quoting,
+)
 from app.memory.fts import FACTS, TURNS, FtsIndex, IndexCommitter, IndexTiming
 from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
@@ -253,30 +260,11 @@ class History:
             finished += 1
         return finished
 
-    async def _drop_quoting(self, turn_ids: Sequence[int]) -> list[tuple[str, int]]:
-        """Projections that may quote redacted turns: the summaries that covered them and the
-        reflections citing them are dropped (their projectors rebuild from what is left)."""
-        if not turn_ids:
-            return []
-        marks = ",".join("?" * len(turn_ids))
-        async with self.store.transaction() as conn:
-            async with conn.execute(
-                f"SELECT place, MIN(id) FROM turns WHERE id IN ({marks}) GROUP BY place", list(turn_ids)
-            ) as cursor:
-                spans = [(str(r[0]), int(r[1])) for r in await cursor.fetchall()]
-            summaries = 0
-            for place, first in spans:
-                cursor = await conn.execute(
-                    "DELETE FROM summaries WHERE place = ? AND last_turn_id >= ?", (place, first)
-                )
-                summaries += max(cursor.rowcount, 0)
-            cursor = await conn.execute(
-                "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_turn_ids) j"
-                f" WHERE j.value IN ({marks}))",
-                list(turn_ids),
-            )
-            reflections = max(cursor.rowcount, 0)
-        return [("summaries", summaries), ("reflections", reflections)]
+    async def _drop_quoting(self, turn_ids: Sequence[int]) -> None:
+        """Projections that may quote redacted turns are dropped (see `drop_projections_quoting`)."""
+        if turn_ids:
+            async with self.store.transaction() as conn:
+                await drop_projections_quoting(conn, turn_ids)
 
     async def recent_turns(self, place: str, limit: int) -> list[Turn]:
         return await self.store.recent_turns(place, limit)
@@ -320,13 +308,8 @@ class History:
         self, fact_id: int, *, revision: int | None = None, redact_sources: bool = False
     ) -> ForgetReceipt:
         """Forget, and return the receipt only once the indexes no longer hold the text."""
+        # The forget itself drops what quotes its source messages, redacted or not.
         receipt, changes = await self.facts.forget(fact_id, revision=revision, redact_sources=redact_sources)
-        if receipt.redacted_turn_ids:
-            dropped = await self._drop_quoting(receipt.redacted_turn_ids)
-            totals = dict(receipt.stores)  # one line per store: add what the redaction dropped as well
-            for store, count in dropped:
-                totals[store] = totals.get(store, 0) + count
-            receipt = dataclasses.replace(receipt, stores=tuple(totals.items()))
         await self.store.checkpoint()  # the erased text must not linger in the write-ahead log either
         self._wake(changes)
         for committer, touched in ((self.facts_index, changes.facts_index), (self.turns_index, changes.turns_index)):
