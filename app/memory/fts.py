@@ -326,6 +326,10 @@ class IndexSource(Protocol):
 
     async def indexable_ids(self) -> set[int]: ...
 
+    async def backlog(self, watermark: int) -> tuple[int, int]:
+        """(documents SQL has past `watermark` for the index, removals waiting), counted now."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class IndexTiming:
@@ -793,6 +797,11 @@ class IndexCommitter:
         self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
         self.notify()
         return done
+
+    async def backlog(self, watermark: int | None = None) -> tuple[int, int]:
+        """(documents to add, documents to remove) for this index, counted in SQL now; from the
+        committer's own watermark unless another is given."""
+        return await self._source.backlog(self._watermark if watermark is None else watermark)
 
     async def status(self) -> IndexHealth:
         """Health with lag measured from SQL now (meaningful in a process that is not the writer too)."""

@@ -29,6 +29,8 @@ _log = logging.getLogger(__name__)
 class TurnIndexSource:
     """Reads what the turn index should hold from SQL."""
 
+    _INDEXABLE = "superseded = 0 AND redacted = 0"  # the latest revision of each message, text still there
+
     def __init__(self, store: Store) -> None:
         self._store = store
 
@@ -61,8 +63,13 @@ class TurnIndexSource:
         return [_doc((t.id, t.place, t.author_name, t.content)) for t in turns if not t.redacted]
 
     async def indexable_ids(self) -> set[int]:
-        rows = await self._store.read_all("SELECT id FROM turns WHERE superseded = 0 AND redacted = 0")
+        rows = await self._store.read_all(f"SELECT id FROM turns WHERE {self._INDEXABLE}")
         return {int(r[0]) for r in rows}
+
+    async def backlog(self, watermark: int) -> tuple[int, int]:
+        return await _backlog(
+            self._store, TURNS.name, f"SELECT COUNT(*) FROM turns WHERE id > ? AND {self._INDEXABLE}", watermark
+        )
 
 
 def _doc(row: tuple[int, str, str, str]) -> dict[str, Any]:
@@ -72,6 +79,8 @@ def _doc(row: tuple[int, str, str, str]) -> dict[str, Any]:
 class FactIndexSource:
     """Reads what the fact index should hold from SQL: every fact with text (any status; recall
     filters status, scope and time in SQL). Forgotten facts leave through the outbox."""
+
+    _INDEXABLE = "status != 'forgotten'"
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -111,14 +120,26 @@ class FactIndexSource:
             chunk = list(ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
             rows = await self._store.read_all(
-                f"SELECT id, scope, content FROM facts WHERE id IN ({marks}) AND status != 'forgotten'", chunk
+                f"SELECT id, scope, content FROM facts WHERE id IN ({marks}) AND {self._INDEXABLE}", chunk
             )
             out.extend({"id": int(r[0]), "place": str(r[1]), "content": str(r[2])} for r in rows)
         return out
 
     async def indexable_ids(self) -> set[int]:
-        rows = await self._store.read_all("SELECT id FROM facts WHERE status != 'forgotten'")
+        rows = await self._store.read_all(f"SELECT id FROM facts WHERE {self._INDEXABLE}")
         return {int(r[0]) for r in rows}
+
+    async def backlog(self, watermark: int) -> tuple[int, int]:
+        return await _backlog(
+            self._store, FACTS.name, f"SELECT COUNT(*) FROM facts WHERE id > ? AND {self._INDEXABLE}", watermark
+        )
+
+
+async def _backlog(store: Store, name: str, count_after: str, watermark: int) -> tuple[int, int]:
+    """(documents past the watermark to add, removals waiting in the outbox), counted in SQL."""
+    added = await store.read_one(count_after, (watermark,))
+    removed = await store.read_one("SELECT COUNT(*) FROM index_outbox WHERE name = ?", (name,))
+    return (int(added[0]) if added else 0, int(removed[0]) if removed else 0)
 
 
 class History:

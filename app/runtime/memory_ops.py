@@ -20,12 +20,6 @@ from app.memory.records import IndexHealth, Turn
 from app.runtime.errors import FamiliarError
 
 OWNER_KEY = "local:owner"
-# What each index holds, counted in SQL (the rules of TurnIndexSource / FactIndexSource in
-# app.memory.history): documents with an id above a watermark.
-_INDEXABLE_AFTER = {
-    "turns": "SELECT COUNT(*) FROM turns WHERE id > ? AND superseded = 0 AND redacted = 0",
-    "facts": "SELECT COUNT(*) FROM facts WHERE id > ? AND status != 'forgotten'",
-}
 
 
 @asynccontextmanager
@@ -267,22 +261,10 @@ class MemoryOps:
         async with _explained():
             for committer in self._history.indexes():
                 health = await committer.status()
-                name = committer.index.spec.name
-                to_add = await self._indexable_after(name, health.watermark)
-                row = await self._history.store.read_one("SELECT COUNT(*) FROM index_outbox WHERE name = ?", (name,))
-                to_remove = int(row[0]) if row else 0
-                if to_add is None:  # an index this module cannot count: the rows behind stand in
-                    to_add = health.lag
+                to_add, to_remove = await committer.backlog(health.watermark)
                 pending = max(health.pending, to_add + to_remove)
                 out.append(IndexStatus(replace(health, pending=pending), to_add=to_add, to_remove=to_remove))
         return out
-
-    async def _indexable_after(self, name: str, watermark: int) -> int | None:
-        sql = _INDEXABLE_AFTER.get(name)
-        if sql is None:
-            return None
-        row = await self._history.store.read_one(sql, (watermark,))
-        return int(row[0]) if row else 0
 
     async def rebuild_indexes(self, progress: Callable[[RebuildProgress], None] | None = None) -> dict[str, int]:
         """Rebuild each index from SQL; `progress` gets a start event, one event per commit, and a
@@ -296,7 +278,7 @@ class MemoryOps:
         async with _explained():
             for committer in self._history.indexes():
                 name = committer.index.spec.name
-                total = await self._indexable_after(name, 0) or 0
+                total, _removals = await committer.backlog(0)
                 send(RebuildProgress("start", name, 0, total, 0.0 if total else 100.0))
                 last: list[int] = []
 
