@@ -446,20 +446,22 @@ class DiscordAdapter:
     def _where(self, channel_id: int) -> str:
         """A channel in words for the activity log, from its id alone (raw events carry no objects)."""
         channel = self._client.get_channel(channel_id) if self._client is not None else None
-        if isinstance(channel, discord.abc.GuildChannel):
-            return f"{channel.guild.name} #{channel.name}"
-        if isinstance(channel, discord.DMChannel) and channel.recipient is not None:
-            return f"DM with {channel.recipient.display_name}"
-        return f"channel {channel_id}"
+        return (_describe(channel) if channel is not None else None) or f"channel {channel_id}"
+
+
+def _describe(channel: object) -> str | None:
+    """A channel in words for the activity log ("Lantern Club #general", "DM with alice"), if it says."""
+    guild = getattr(channel, "guild", None)
+    if isinstance(guild, discord.Guild):  # a text channel or a thread
+        return f"{guild.name} #{getattr(channel, 'name', None) or getattr(channel, 'id', '?')}"
+    if isinstance(channel, discord.DMChannel) and channel.recipient is not None:
+        return f"DM with {channel.recipient.display_name}"
+    return None
 
 
 def _describe_channel(message: discord.Message) -> str:
-    """Where a message was, in words for the activity log ("Lantern Club #general", "DM with alice")."""
-    channel = message.channel
-    if message.guild is not None:
-        name = getattr(channel, "name", None) or str(channel.id)
-        return f"{message.guild.name} #{name}"
-    return f"DM with {message.author.display_name}"
+    """Where a message was, in words for the activity log."""
+    return _describe(message.channel) or f"DM with {message.author.display_name}"
 
 
 # A familiar's reply must never ping @everyone or roles because a model wrote them.
