@@ -47,7 +47,7 @@ def is_canonical_key(value: object) -> TypeGuard[str]:
 _ORIGINS = ("extraction", "remember", "edit", "import", "dreaming", "supersede")
 _COLUMNS = (
     "id, content, type, importance, confidence, subjects, speaker, scope, status, revision, origin,"
-    " created_at, superseded_at, superseded_by, valid_from, valid_to, snoozed_until"
+    " created_at, superseded_at, superseded_by, valid_from, valid_to, snoozed_until, sources"
 )
 FactStatus = Literal["pending", "active", "rejected", "archived", "forgotten"]
 
@@ -151,7 +151,7 @@ def _dt(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
-def _fact(row: Sequence[Any], sources: tuple[int, ...] = ()) -> Fact:
+def _fact(row: Sequence[Any]) -> Fact:
     return Fact(
         id=int(row[0]),
         content=str(row[1]),
@@ -170,7 +170,8 @@ def _fact(row: Sequence[Any], sources: tuple[int, ...] = ()) -> Fact:
         valid_from=_dt(row[14]),
         valid_to=_dt(row[15]),
         snoozed_until=_dt(row[16]),
-        source_turn_ids=sources,
+        # The sources column is what fact_sources was filled from (by trigger) and never changes.
+        source_turn_ids=tuple(sorted(int(t) for t in json.loads(row[17]))),
     )
 
 
@@ -472,27 +473,16 @@ class FactBook:
     # -- reads -----------------------------------------------------------------------------------
     async def get(self, fact_id: int) -> Fact | None:
         row = await self._store.read_one(f"SELECT {_COLUMNS} FROM facts WHERE id = ?", (fact_id,))
-        if row is None:
-            return None
-        sources = await self._store.read_all(
-            "SELECT turn_id FROM fact_sources WHERE fact_id = ? ORDER BY turn_id", (fact_id,)
-        )
-        return _fact(row, tuple(int(r[0]) for r in sources))
+        return _fact(row) if row is not None else None
 
     async def get_many(self, ids: Sequence[int]) -> dict[int, Fact]:
-        """Facts by id in two queries per 500 (rows, then sources); missing ids are left out."""
+        """Facts by id, one query per 500; missing ids are left out."""
         out: dict[int, Fact] = {}
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            rows = await self._store.read_all(f"SELECT {_COLUMNS} FROM facts WHERE id IN ({marks})", chunk)
-            sources: dict[int, list[int]] = {}
-            for fact_id, turn_id in await self._store.read_all(
-                f"SELECT fact_id, turn_id FROM fact_sources WHERE fact_id IN ({marks}) ORDER BY turn_id", chunk
-            ):
-                sources.setdefault(int(fact_id), []).append(int(turn_id))
-            for row in rows:
-                out[int(row[0])] = _fact(row, tuple(sources.get(int(row[0]), ())))
+            for row in await self._store.read_all(f"SELECT {_COLUMNS} FROM facts WHERE id IN ({marks})", chunk):
+                out[int(row[0])] = _fact(row)
         return out
 
     async def chain(self, fact_id: int) -> FactChain:
@@ -723,7 +713,7 @@ class FactBook:
             old = await self._current(conn, fact_id, revision)
             if old.status not in ("pending", "active"):
                 raise FactError(f"fact {fact_id} is {old.status}; only pending or active facts can be edited")
-            sources = await self._sources(conn, fact_id)
+            sources = old.source_turn_ids
             replacement = validate(
                 NewFact(
                     content=text,
@@ -792,10 +782,6 @@ class FactBook:
                 (_iso(moment), new_id, old_id, new_id),
             )
             return "superseded" if cursor.rowcount else "skipped"
-
-    async def _sources(self, conn: aiosqlite.Connection, fact_id: int) -> tuple[int, ...]:
-        async with conn.execute("SELECT turn_id FROM fact_sources WHERE fact_id = ?", (fact_id,)) as cursor:
-            return tuple(int(r[0]) for r in await cursor.fetchall())
 
     async def _require(self, fact_id: int) -> Fact:
         fact = await self.get(fact_id)

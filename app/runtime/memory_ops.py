@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -87,10 +87,9 @@ class MemoryOps:
     ) -> list[Fact]:
         """Current truth, or the bi-temporal slice (FactBook.list_facts), each fact with its sources."""
         async with _explained():
-            facts = await self._history.facts.list_facts(
+            return await self._history.facts.list_facts(
                 status=status, subject=subject, world_at=world_at, recorded_at=recorded_at, limit=limit
             )
-            return await self._with_sources(facts)
 
     async def pending(
         self, *, include_snoozed: bool = False, subject: str | None = None, limit: int = 200
@@ -102,14 +101,7 @@ class MemoryOps:
         async with _explained():
             shown = await book.pending(limit=limit, include_snoozed=include_snoozed, subject=subject)
             hidden = 0 if include_snoozed else await book.snoozed_count(subject=subject)
-            return PendingQueue(facts=tuple(await self._with_sources(shown)), snoozed_hidden=hidden)
-
-    async def _with_sources(self, facts: Sequence[Fact]) -> list[Fact]:
-        found = await self._history.facts.get_many([f.id for f in facts])
-        return [
-            replace(f, source_turn_ids=found[f.id].source_turn_ids) if f.id in found and not f.source_turn_ids else f
-            for f in facts
-        ]
+            return PendingQueue(facts=tuple(shown), snoozed_hidden=hidden)
 
     async def show(self, fact_id: int) -> FactDetail:
         async with _explained():
