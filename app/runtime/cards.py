@@ -484,8 +484,11 @@ def write_card(paths: FamiliarPaths, target: Path) -> CardExport:
         fmt = "png"
         image = list(current.image) if current.image is not None else placeholder(current.fields["name"])
         described = "the card's own image" if current.image is not None else "a placeholder image"
+        came_as_v2 = current.original is not None and current.original.get("spec") == "chara_card_v2"
+        # SillyTavern writes the same card in both chunks, the spec aside; a V2 card gives back its own form.
+        v2 = _card_of(current, 2) if came_as_v2 else {**card, "spec": "chara_card_v2", "spec_version": "2.0"}
         texts = [
-            ("chara", base64.b64encode(_json_bytes(_card_of(current, 2))).decode("ascii")),
+            ("chara", base64.b64encode(_json_bytes(v2)).decode("ascii")),
             ("ccv3", base64.b64encode(_json_bytes(card)).decode("ascii")),
         ]
         payload = with_text(image, texts, drop=CARD_CHUNKS)
@@ -548,7 +551,7 @@ def _kept_image(path: Path) -> tuple[Chunk, ...] | None:
 def _card_of(current: _Current, version: int) -> dict[str, Any]:
     """The card of `version`: the original (if any) with the familiar's current state laid over it."""
     original = current.original
-    card = copy.deepcopy(original) if original is not None else {}
+    card = _copy_without_book(original) if original is not None else {}
     spec = "chara_card_v3" if version == 3 else "chara_card_v2"
     if card.get("spec") != spec:
         card["spec"] = spec
@@ -572,6 +575,16 @@ def _card_of(current: _Current, version: int) -> dict[str, Any]:
             raise CardError(f"the lorebook cannot be written into the card: {exc}") from None
         data["character_book"] = exported["data"] if version == 3 else exported
     return card
+
+
+def _copy_without_book(card: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a card but for its character_book (rebuilt from lorebook.toml, and slow to copy when
+    big), whose key keeps its place with a None."""
+
+    def data(value: dict[str, Any]) -> dict[str, Any]:
+        return {key: None if key == "character_book" else copy.deepcopy(item) for key, item in value.items()}
+
+    return {key: data(value) if key == "data" else copy.deepcopy(value) for key, value in card.items()}
 
 
 def _write_atomically(target: Path, payload: bytes) -> None:

@@ -154,11 +154,11 @@ def test_a_bad_card_is_one_line_and_creates_nothing(cli: Cli, tmp_path: Path) ->
     assert err == (
         f"error: {wrong}: a lorebook_v3 file, not a character card (`familiar lore import` reads lorebooks)\n"
     )
-    garbage = tmp_path / "garbage.png"
-    garbage.write_bytes(b"\x89PNG\r\n\x1a\n" + base64.b64decode("AAAADUlIRFIAAAABAAAAAQgCAAAAkHdT3g=="))
-    code, _out, err = cli.run("card", "import", str(garbage))
-    assert code == 1
-    assert err.count("\n") == 1
+    unfinished = tmp_path / "unfinished.png"  # a well-formed 1x1 header, then nothing
+    unfinished.write_bytes(b"\x89PNG\r\n\x1a\n" + base64.b64decode("AAAADUlIRFIAAAABAAAAAQgCAAAAkHdT3g=="))
+    code, out, err = cli.run("card", "import", str(unfinished))
+    assert (code, out) == (1, "")
+    assert err == f"error: {unfinished}: damaged PNG: it ends before its IEND chunk\n"
     assert folders(cli) == []
 
 
