@@ -692,7 +692,7 @@ def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]
 # -- creating familiars, and character cards: files only, no store ------------------------------------
 def _create(args: argparse.Namespace) -> int:
     """`familiar new NAME` and `familiar card import FILE [--as NAME]`."""
-    from app.runtime.cards import CardError, create_familiar_from_card
+    from app.runtime.cards import CardError, CardNameError, create_familiar_from_card
 
     root = data_root()
     try:
@@ -721,7 +721,7 @@ def _create(args: argparse.Namespace) -> int:
         error(f"{exc}; nothing was changed{hint}")
         return EXIT_CONFIG
     except CardError as exc:
-        error(str(exc))
+        error(f"{exc} with --as NAME" if isinstance(exc, CardNameError) else str(exc))
         return EXIT_FAILURE
     except OSError as exc:
         error(f"cannot create the familiar under {root}: {exc.strerror or exc}")

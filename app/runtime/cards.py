@@ -111,6 +111,10 @@ class CardError(FamiliarError):
     """A file that is not a character card this reads, or a card that cannot be written, in one line."""
 
 
+class CardNameError(CardError):
+    """The card's name gives no usable familiar name: the caller must choose one."""
+
+
 @dataclass(frozen=True, slots=True)
 class Card:
     document: dict[str, Any]  # the card's JSON, as read
@@ -364,7 +368,9 @@ def create_familiar_from_card(path: Path, root: Path, name: str | None = None) -
     if name is None:
         name = familiar_name_for(card.name)
         if not name:
-            raise CardError(f"the card's name {card.name!r} has no letters a folder name can use; choose a name")
+            raise CardNameError(
+                f"{path}: the card's name {card.name!r} has no letters a folder name can use; choose a name"
+            )
     paths = FamiliarPaths(root=root, name=name)
     try:
         files, lore = _familiar_files(card, paths)
@@ -610,6 +616,7 @@ __all__ = [
     "CardError",
     "CardExport",
     "CardImport",
+    "CardNameError",
     "check_card",
     "create_familiar_from_card",
     "familiar_card",

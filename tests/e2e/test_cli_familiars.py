@@ -154,12 +154,24 @@ def test_a_bad_card_is_one_line_and_creates_nothing(cli: Cli, tmp_path: Path) ->
     assert err == (
         f"error: {wrong}: a lorebook_v3 file, not a character card (`familiar lore import` reads lorebooks)\n"
     )
+    nameless = tmp_path / "yuki.json"
+    card = json.loads((CARDS / "rook_v3.json").read_text(encoding="utf-8"))
+    card["data"]["name"] = "ユキ"
+    nameless.write_text(json.dumps(card), encoding="utf-8")
+    code, out, err = cli.run("card", "import", str(nameless))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {nameless}: the card's name 'ユキ' has no letters a folder name can use; "
+        "choose a name with --as NAME\n"
+    )
+    assert cli.json("card", "import", str(nameless), "--as", "yuki")["display_name"] == "ユキ"
+    assert folders(cli) == ["yuki"]
     unfinished = tmp_path / "unfinished.png"  # a well-formed 1x1 header, then nothing
     unfinished.write_bytes(b"\x89PNG\r\n\x1a\n" + base64.b64decode("AAAADUlIRFIAAAABAAAAAQgCAAAAkHdT3g=="))
     code, out, err = cli.run("card", "import", str(unfinished))
     assert (code, out) == (1, "")
     assert err == f"error: {unfinished}: damaged PNG: it ends before its IEND chunk\n"
-    assert folders(cli) == []
+    assert folders(cli) == ["yuki"]
 
 
 @pytest.mark.slow

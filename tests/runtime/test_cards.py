@@ -32,6 +32,7 @@ from app.runtime.cards import (
     IMAGE_FILE,
     SECTIONS,
     CardError,
+    CardNameError,
     create_familiar_from_card,
     familiar_card,
     familiar_name_for,
@@ -410,8 +411,12 @@ def test_a_card_name_without_usable_letters_needs_a_name(tmp_path: Path) -> None
     card = sample("rook_v3.json")
     card["data"]["name"] = "ユキ"
     (tmp_path / "yuki.json").write_text(json.dumps(card, ensure_ascii=False), encoding="utf-8")
-    with pytest.raises(CardError, match="has no letters a folder name can use"):
+    with pytest.raises(CardNameError) as caught:
         create_familiar_from_card(tmp_path / "yuki.json", tmp_path / "home")
+    assert (
+        str(caught.value)
+        == f"{tmp_path / 'yuki.json'}: the card's name 'ユキ' has no letters a folder name can use; choose a name"
+    )
     made = create_familiar_from_card(tmp_path / "yuki.json", tmp_path / "home", "yuki")
     assert made.display_name == "ユキ"
     with pytest.raises(ConfigError, match="a familiar's name may use"):
