@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "new" or (args.command == "card" and args.card_command == "import"):
             return _create(args)
-        paths = familiar_paths(args.familiar or "default")
+        paths = familiar_paths("default" if args.familiar is None else args.familiar)
         if window and args.familiar is None and not list_familiars(paths.root):
             # The very first launch: "default" is created to open (an unwritable data folder is
             # explained by the window's own check, in a dialog too).
