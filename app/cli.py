@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -20,7 +21,15 @@ from typing import Any
 from app import __version__
 from app.bootstrap import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, open_or_explain
 from app.config.errors import ConfigError
-from app.config.paths import FamiliarPaths, familiar_paths
+from app.config.paths import (
+    FamiliarExistsError,
+    FamiliarPaths,
+    create_familiar,
+    data_root,
+    familiar_paths,
+    list_familiars,
+    require_familiar,
+)
 from app.console import error, output
 from app.runtime.errors import FamiliarError
 from app.runtime.memory_ops import RebuildProgress
@@ -80,13 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="familiar", description="An AI character for your Discord server, with a window onto its memory."
     )
     parser.add_argument("--version", action="version", version=f"familiar {__version__}")
-    parser.add_argument("--familiar", default="default", metavar="NAME", help="which familiar (default: default)")
+    parser.add_argument("--familiar", metavar="NAME", help="which familiar (default: default); it must exist")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def sub(group: Any, name: str, help_text: str) -> argparse.ArgumentParser:
         command: argparse.ArgumentParser = group.add_parser(name, help=help_text)
         command.add_argument("--json", action="store_true", help="print one JSON document")
         return command
+
+    new = sub(commands, "new", "create a familiar from the template")
+    new.add_argument("name", metavar="NAME")
+    card = commands.add_parser("card", help="character cards (Character Card V2 / V3, PNG or JSON)").add_subparsers(
+        dest="card_command", metavar="ACTION", required=True
+    )
+    card_import = sub(card, "import", "create a familiar from a Character Card V2 or V3 (PNG or JSON)")
+    card_import.add_argument("file", type=Path)
+    card_import.add_argument("--as", dest="name", metavar="NAME", help="its name (default: from the card's name)")
+    card_export = sub(card, "export", "write the familiar as a Character Card V3 (PNG if FILE ends in .png)")
+    card_export.add_argument("file", type=Path)
 
     run = commands.add_parser("run", help="run the familiar")
     run.add_argument("--headless", action="store_true", help="without a window (SIGTERM or Ctrl-C stops it)")
@@ -191,12 +211,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    window = args.command is None or (args.command == "run" and not args.headless)
     try:
-        paths = familiar_paths(args.familiar)
+        if args.command == "new" or (args.command == "card" and args.card_command == "import"):
+            return _create(args)
+        paths = familiar_paths("default" if args.familiar is None else args.familiar)
+        if window and args.familiar is None and not list_familiars(paths.root):
+            # The very first launch: "default" is created to open (an unwritable data folder is
+            # explained by the window's own check, in a dialog too).
+            with contextlib.suppress(OSError):
+                create_familiar(paths)
+        else:
+            require_familiar(paths)
     except ConfigError as exc:
         error(str(exc))
         return EXIT_CONFIG
-    if args.command is None or (args.command == "run" and not args.headless):
+    if window:
         from app.bootstrap import run_window  # imports Qt only when a window is wanted
 
         return run_window(paths)
@@ -207,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_headless(paths)
     if args.command == "lore":
         return _lore(paths, args)
+    if args.command == "card":
+        return _card_export(paths, args)
     action = getattr(args, f"{args.command}_command", None)
     handler = _COMMANDS[(args.command, action)]
     return asyncio.run(_with_familiar(paths, args, handler))
@@ -655,3 +687,64 @@ def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]
         for m in matches
     ]
     return document, "\n".join((lines or ["no entry fires"]) + problem_lines)
+
+
+# -- creating familiars, and character cards: files only, no store ------------------------------------
+def _create(args: argparse.Namespace) -> int:
+    """`familiar new NAME` and `familiar card import FILE [--as NAME]`."""
+    from app.runtime.cards import CardError, CardNameError, create_familiar_from_card
+
+    root = data_root()
+    try:
+        if args.command == "new":
+            paths = familiar_paths(args.name)
+            create_familiar(paths)
+            document: dict[str, Any] = {"name": paths.name, "folder": str(paths.folder)}
+            text = f"created familiar '{paths.name}' in {paths.folder}"
+        else:
+            made = create_familiar_from_card(args.file, root, args.name)
+            document = {
+                "name": made.name,
+                "folder": str(made.folder),
+                "source": made.source,
+                "display_name": made.display_name,
+                "lore_entries": made.entries,
+                "greeting": made.has_greeting,
+                "image": made.has_image,
+            }
+            text = (
+                f"created familiar '{made.name}' from {made.source} {args.file}: {made.display_name}'s persona "
+                f"in character.md, {made.entries} lore entries in lorebook.toml, under {made.folder}"
+            )
+    except FamiliarExistsError as exc:
+        hint = " (--as NAME gives it another name)" if args.command == "card" else ""
+        error(f"{exc}; nothing was changed{hint}")
+        return EXIT_CONFIG
+    except CardError as exc:
+        error(f"{exc} with --as NAME" if isinstance(exc, CardNameError) else str(exc))
+        return EXIT_FAILURE
+    except OSError as exc:
+        error(f"cannot create the familiar under {root}: {exc.strerror or exc}")
+        return EXIT_FAILURE
+    name = document["name"]
+    hint = "" if name == "default" else f" --familiar {name}"
+    output(json.dumps(document, ensure_ascii=False) if args.json else f"{text}\nopen it with: familiar{hint}")
+    return EXIT_OK
+
+
+def _card_export(paths: FamiliarPaths, args: argparse.Namespace) -> int:
+    from app.runtime.cards import CardError, write_card
+
+    try:
+        done = write_card(paths, args.file)
+    except ConfigError as exc:  # character.toml, character.md or lorebook.toml, naming the line
+        error(str(exc))
+        return EXIT_CONFIG
+    except CardError as exc:
+        error(str(exc))
+        return EXIT_FAILURE
+    document = {"file": str(done.file), "format": done.format, "lore_entries": done.entries, "spec": "chara_card_v3"}
+    chunks = f" (chara and ccv3 chunks, in {done.image})" if done.format == "png" else ""
+    text = f"wrote '{paths.name}' as a Character Card V3 to {done.file}{chunks}, with {done.entries} lore entries"
+    output(json.dumps(document, ensure_ascii=False) if args.json else text)
+    return EXIT_OK

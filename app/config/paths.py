@@ -6,6 +6,8 @@ import importlib.resources
 import os
 import re
 import shutil
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +33,14 @@ def template_dir() -> Path:
     if source_tree.is_dir():
         return source_tree
     return Path(str(importlib.resources.files("app._resources"))) / "default_familiar"
+
+
+class FamiliarExistsError(ConfigError):
+    """A familiar of that name exists already; creating one never overwrites it."""
+
+    def __init__(self, paths: FamiliarPaths) -> None:
+        super().__init__(paths.folder, None, None, f"a familiar named '{paths.name}' already exists")
+        self.name = paths.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +82,88 @@ class FamiliarPaths:
         return self.root / "secrets.toml"
 
 
-def familiar_paths(name: str = "default", env: dict[str, str] | None = None) -> FamiliarPaths:
+def check_name(name: str) -> None:
+    """Raise ConfigError unless `name` can name a familiar (its folder name)."""
     if not _NAME.fullmatch(name):  # match() would let a trailing newline through `$`
         raise ConfigError(Path(name), None, None, "a familiar's name may use letters, digits, '-' and '_' (at most 64)")
+
+
+def familiar_paths(name: str = "default", env: dict[str, str] | None = None) -> FamiliarPaths:
+    check_name(name)
     return FamiliarPaths(root=data_root(env), name=name)
 
 
+def familiars_folder(root: Path) -> Path:
+    return root / "familiars"
+
+
+def list_familiars(root: Path) -> list[str]:
+    """The names of the familiars under `root`, sorted (an unreadable or missing folder has none)."""
+    try:
+        children = list(familiars_folder(root).iterdir())
+    except OSError:
+        return []
+    return sorted(child.name for child in children if _NAME.fullmatch(child.name) and child.is_dir())
+
+
+def familiar_exists(paths: FamiliarPaths) -> bool:
+    return paths.folder.is_dir()
+
+
+def require_familiar(paths: FamiliarPaths) -> None:
+    """Raise ConfigError, listing the familiars there are, unless this one exists.
+
+    Opening a familiar never creates it: a mistyped name must not become a new, empty familiar.
+    """
+    if familiar_exists(paths):
+        return
+    existing = list_familiars(paths.root)
+    there = f"the familiars here are: {', '.join(existing)}" if existing else "there are no familiars here yet"
+    raise ConfigError(
+        familiars_folder(paths.root),
+        None,
+        None,
+        f"no familiar named '{paths.name}' ({there}); create it with `familiar new {paths.name}`, "
+        "`familiar card import FILE`, or the window's New familiar",
+    )
+
+
+def create_familiar(paths: FamiliarPaths, fill: Callable[[Path], None] | None = None) -> None:
+    """Create a new familiar from the template; `fill(folder)` may then write its own files into it.
+
+    The folder is built under a hidden temporary name beside the others and renamed into place only once
+    complete, so a failure (in `fill` too, whose exception propagates) leaves no half-made familiar.
+    Raises ConfigError if a familiar of that name exists; OSError if the data folder cannot be written.
+    """
+    check_name(paths.name)
+    if familiar_exists(paths):
+        raise FamiliarExistsError(paths)
+    parent = familiars_folder(paths.root)
+    parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(dir=parent, prefix=f".new-{paths.name}-"))
+    try:
+        source = template_dir()
+        for filename in _TEMPLATE_FILES:
+            shutil.copyfile(source / filename, building / filename)
+        if fill is not None:
+            fill(building)
+        if familiar_exists(paths):  # created meanwhile by another process
+            raise FamiliarExistsError(paths)
+        try:
+            building.rename(paths.folder)
+        except OSError:
+            if familiar_exists(paths):
+                raise FamiliarExistsError(paths) from None
+            raise
+    finally:
+        if building.exists():
+            shutil.rmtree(building, ignore_errors=True)
+
+
 def ensure_familiar(paths: FamiliarPaths) -> bool:
-    """Create the familiar's folder from the template if needed. Returns True when it was created.
+    """Fill in the familiar's missing template files (the folder too). Returns True when something was copied.
+
+    Commands check first that the familiar exists (require_familiar); this only completes one.
 
     Files already present are never overwritten: they are the owner's.
     """

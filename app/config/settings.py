@@ -25,6 +25,10 @@ def _doc(text: str) -> dict[str, str]:
 @dataclass(frozen=True, slots=True)
 class FamiliarSection:
     display_name: str = field(default="Familiar", metadata=_doc("The name the familiar goes by in prompts."))
+    greeting: str = field(
+        default="",
+        metadata=_doc("An opening message in the familiar's voice (a character card's first message); blank = none."),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,17 @@ from hypothesis import strategies as st
 
 from app.config.editing import set_values
 from app.config.errors import ConfigError
-from app.config.paths import FamiliarPaths, data_root, ensure_familiar, familiar_paths, template_dir
+from app.config.paths import (
+    FamiliarExistsError,
+    FamiliarPaths,
+    create_familiar,
+    data_root,
+    ensure_familiar,
+    familiar_paths,
+    list_familiars,
+    require_familiar,
+    template_dir,
+)
 from app.config.secrets import SecretStore
 from app.config.settings import Settings, load_settings
 
@@ -352,3 +362,62 @@ def test_set_values_on_invalid_toml_names_the_line(tmp_path: Path) -> None:
     assert caught.value.line == 3
     assert "not valid TOML" in caught.value.problem
     assert target.read_bytes() == before
+
+
+# -- listing, requiring and creating familiars --------------------------------------------------------
+
+
+def test_list_familiars_names_folders_with_valid_names_only(tmp_path: Path) -> None:
+    assert list_familiars(tmp_path / "nowhere") == []
+    folder = tmp_path / "familiars"
+    for name in ("wisp", "Rook", ".new-half-built", "not a name"):
+        (folder / name).mkdir(parents=True)
+    (folder / "stray.txt").write_text("x", encoding="utf-8")
+    assert list_familiars(tmp_path) == ["Rook", "wisp"]
+
+
+def test_require_familiar_lists_the_familiars_there_are(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        require_familiar(FamiliarPaths(tmp_path, "default"))
+    assert "no familiar named 'default' (there are no familiars here yet)" in str(caught.value)
+    assert str(caught.value).startswith(str(tmp_path / "familiars"))
+    create_familiar(FamiliarPaths(tmp_path, "wisp"))
+    create_familiar(FamiliarPaths(tmp_path, "Rook"))
+    with pytest.raises(ConfigError) as caught:
+        require_familiar(FamiliarPaths(tmp_path, "wsp"))
+    assert "no familiar named 'wsp' (the familiars here are: Rook, wisp); create it with `familiar new wsp`" in str(
+        caught.value
+    )
+    require_familiar(FamiliarPaths(tmp_path, "wisp"))
+    assert not (tmp_path / "familiars" / "wsp").exists(), "asking never creates"
+
+
+def test_create_familiar_copies_the_template_and_never_overwrites(tmp_path: Path) -> None:
+    paths = FamiliarPaths(tmp_path, "wisp")
+    create_familiar(paths)
+    for filename in ("character.md", "character.toml", "lorebook.toml"):
+        assert (paths.folder / filename).read_bytes() == (template_dir() / filename).read_bytes()
+    paths.character_md.write_text("mine\n", encoding="utf-8")
+    with pytest.raises(FamiliarExistsError, match="a familiar named 'wisp' already exists"):
+        create_familiar(paths)
+    assert paths.character_md.read_text(encoding="utf-8") == "mine\n"
+    with pytest.raises(ConfigError, match="a familiar's name may use"):
+        create_familiar(FamiliarPaths(tmp_path, "../escape"))
+    assert sorted(p.name for p in (tmp_path / "familiars").iterdir()) == ["wisp"]
+
+
+def test_a_failed_creation_leaves_no_half_made_familiar(tmp_path: Path) -> None:
+    def fill(folder: Path) -> None:
+        (folder / "character.md").write_text("half", encoding="utf-8")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        create_familiar(FamiliarPaths(tmp_path, "wisp"), fill)
+    assert list((tmp_path / "familiars").iterdir()) == []
+
+
+def test_create_familiar_lets_fill_write_its_own_files(tmp_path: Path) -> None:
+    paths = FamiliarPaths(tmp_path, "rook")
+    create_familiar(paths, lambda folder: (folder / "character.md").write_text("# Rook\n", encoding="utf-8"))
+    assert paths.character_md.read_text(encoding="utf-8") == "# Rook\n"
+    assert paths.character_toml.is_file()

@@ -52,6 +52,15 @@ def test_empty_file_gives_defaults() -> None:
     assert parse_settings("", PATH) == Settings()
 
 
+def test_the_greeting_is_text_and_blank_by_default() -> None:
+    assert parse_settings("", PATH).familiar.greeting == ""
+    text = '[familiar]\ngreeting = """\n*waves*\n\nHello, "traveller".\n"""\n'
+    assert parse_settings(text, PATH).familiar.greeting == '*waves*\n\nHello, "traveller".\n'
+    error = parse_error("[familiar]\ngreeting = 3\n")
+    assert (error.line, error.key) == (2, "familiar.greeting")
+    assert "expected a string" in error.problem
+
+
 def test_values_are_typed() -> None:
     settings = parse_settings(
         """

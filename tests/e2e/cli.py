@@ -12,10 +12,21 @@ from app.cli import main
 
 
 class Cli:
-    def __init__(self, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(
+        self,
+        home: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+        *,
+        familiar: bool = True,
+    ) -> None:
+        """`familiar`: the "default" familiar's folder exists (commands never create a familiar; opening one
+        fills in the template's missing files), empty, so its lorebook.toml does not exist yet."""
         self._capsys = capsys
         self.home = home
         self.lorebook = home / "familiars" / "default" / "lorebook.toml"
+        if familiar:
+            self.lorebook.parent.mkdir(parents=True, exist_ok=True)
         monkeypatch.setenv("FAMILIAR_HOME", str(home))
         for name in ("DISCORD_TOKEN", "FAMILIAR_LLM_BASE_URL", "FAMILIAR_LLM_MODEL"):
             monkeypatch.delenv(name, raising=False)

@@ -102,7 +102,7 @@ def test_errors_print_one_line_and_change_nothing(cli: Cli, tmp_path: Path) -> N
 
 
 def test_a_broken_lorebook_is_a_config_error(cli: Cli, tmp_path: Path) -> None:
-    cli.lorebook.parent.mkdir(parents=True)
+    cli.lorebook.parent.mkdir(parents=True, exist_ok=True)
     cli.lorebook.write_text('[[entries]]\ntitle = "Owl"\nkeys = ["owl"]\npriority = "high"\n', encoding="utf-8")
     expected = f"error: {cli.lorebook}, line 4, key 'entries[0].priority': expected a whole number, got string\n"
     for argv in (
@@ -117,7 +117,7 @@ def test_a_broken_lorebook_is_a_config_error(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_try_reports_problems_and_quiet_books(cli: Cli) -> None:
-    cli.lorebook.parent.mkdir(parents=True)
+    cli.lorebook.parent.mkdir(parents=True, exist_ok=True)
     cli.lorebook.write_text(
         '[[entries]]\ntitle = "Owl"\nkeys = ["owl", "/(/"]\nsecondary_keys = ["night"]\nlogic = "and_any"\n',
         encoding="utf-8",
@@ -136,7 +136,7 @@ def test_try_reports_problems_and_quiet_books(cli: Cli) -> None:
 
 def test_lore_commands_need_no_character_settings(cli: Cli) -> None:
     """They read and write lorebook.toml only: a broken character.toml does not stop them."""
-    cli.lorebook.parent.mkdir(parents=True)
+    cli.lorebook.parent.mkdir(parents=True, exist_ok=True)
     (cli.lorebook.parent / "character.toml").write_text("this is not toml [", encoding="utf-8")
     assert cli.json("lore", "import", str(SAMPLES / "lorebook_v3.json"))["entries"] == 2
     assert [m["title"] for m in cli.json("lore", "try", "a kraken!")["matches"]] == ["Kraken"]

@@ -149,6 +149,7 @@ def test_export_then_import_reproduces_the_as_of_answers(
     assert "1234" not in export.read_text(encoding="utf-8")  # a forgotten fact leaves no text behind
 
     monkeypatch.setenv("FAMILIAR_HOME", str(tmp_path / "other"))
+    cli.json("new", "default")  # an import goes into an empty familiar, made first
     imported = cli.json("import", str(export))["records"]
     assert imported["fact"] == 4
     after = [cli.json("facts", "list", "--status", "all", *probe)["facts"] for probe in probes]
