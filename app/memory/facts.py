@@ -26,9 +26,9 @@ from app.memory.policy import (
     dedup_key,
     fact_scope,
     normalize_subjects,
+    place_problem,
     scope_reaches,
     tombstone_hash,
-    valid_place,
     visible_scopes,
 )
 from app.memory.store import Store
@@ -231,8 +231,8 @@ def validate(new: NewFact) -> NewFact:
             fail("subjects", f"{subject!r} is not a canonical key like discord:1234 or familiar:self")
     if new.speaker is not None and not is_canonical_key(new.speaker):
         fail("speaker", f"{new.speaker!r} is not a canonical key")
-    if not valid_place(new.place):
-        fail("place", f"'{new.place}' is not dm:<id>, guild:<id>, guild:<id>/<channel id>, local or familiar")
+    if (problem := place_problem(new.place)) is not None:
+        fail("place", problem)
     if new.origin not in _ORIGINS:
         fail("origin", f"'{new.origin}' is not one of {', '.join(_ORIGINS)}")
     for name, moment in (("valid_from", new.valid_from), ("valid_to", new.valid_to)):

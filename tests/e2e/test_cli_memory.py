@@ -502,3 +502,37 @@ def test_a_bad_import_is_one_line_changes_nothing_and_the_familiar_stays_usable(
     assert [(f["id"], f["created_at"]) for f in listed] == [(1, "2024-05-01T12:00:00+00:00")]
     assert "lisbon" in cli.lorebook.read_text(encoding="utf-8")
     assert cli.json("forget", "1")["fact_ids"] == [1]  # what the audit found could never be forgotten
+
+
+# -- WHERE: ASCII digits, no leading zeros, one parser for every command --------------------------------
+@pytest.mark.parametrize(
+    ("where", "problem"),
+    [
+        ("guild:１", "ids are written with the ASCII digits 0-9 ('１' is U+FF11, FULLWIDTH DIGIT ONE)"),
+        ("guild:500/٥01", "ids are written with the ASCII digits 0-9 ('٥' is U+0665, ARABIC-INDIC DIGIT FIVE)"),
+        ("dm:７002", "ids are written with the ASCII digits 0-9"),
+        ("guild:01", "the id 01 starts with 0 (Discord ids never do)"),
+        ("guild:500/0501", "the id 0501 starts with 0"),
+        ("dm:0", "is not a place: use dm:<user id>"),
+    ],
+)
+def test_where_takes_ascii_digits_without_leading_zeros_in_every_command(cli: Cli, where: str, problem: str) -> None:
+    """`guild:１` or `guild:01` used to be accepted as places of their own (never the guild meant):
+    a fact remembered there was recalled nowhere, a pause paused nothing."""
+    cli.json("facts", "remember", "The bell rings at noon", "--where", "guild:1")
+    commands = [
+        ("facts", "remember", "The bell is bronze", "--where", where),
+        ("recall", "bell", "--where", where),
+        ("pause", "learning", "--where", where),
+        ("resume", "recall", "--where", where),
+    ]
+    for argv in commands:
+        code, out, err = cli.run(*argv)
+        assert (code, out) == (1, ""), argv
+        assert err.count("\n") == 1, err
+        assert problem in err, (argv, err)
+    assert [f["content"] for f in cli.json("facts", "list")["facts"]] == ["The bell rings at noon"]
+    assert cli.json("memory", "status")["paused"] == {"learning": [], "recall": []}
+    assert [f["content"] for f in cli.json("recall", "bell", "--where", "guild:1")["facts"]] == [
+        "The bell rings at noon"
+    ]
