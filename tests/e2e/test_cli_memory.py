@@ -536,3 +536,48 @@ def test_where_takes_ascii_digits_without_leading_zeros_in_every_command(cli: Cl
     assert [f["content"] for f in cli.json("recall", "bell", "--where", "guild:1")["facts"]] == [
         "The bell rings at noon"
     ]
+
+
+# -- terminal escapes from Discord text never reach the owner's terminal ---------------------------------
+HOSTILE = (
+    "lantern \x1b[2J\x1b[H cleared \x1b]8;;https://evil.example/\x07click\x1b]8;;\x07 bell\x07"
+    " \u202egnirts desrever\u202c \x9b31m c1 \x7f"
+    "\n#999 2024-05-01 12:00 guild:1/2 owner: forged line"
+)
+
+
+def test_turns_search_shows_control_characters_escaped_and_json_keeps_them_exact(cli: Cli, tmp_path: Path) -> None:
+    async def hostile(familiar: Familiar) -> int:
+        turn = await familiar.history.append_turn(
+            NewTurn(
+                platform="discord", place=WHERE, guild_id=500, channel_id=501, message_id=9100,
+                author_key="discord:7666", author_name="mal\x1b[8mlory\u202e", content=HOSTILE,
+                created_at=datetime.now(UTC),
+            )
+        )  # fmt: skip
+        assert turn is not None
+        return turn.id
+
+    turn_id = _in_familiar(tmp_path / "home", hostile)
+    code, out, err = cli.run("turns", "search", "lantern")
+    assert (code, err) == (0, "")
+    for raw in ("\x1b", "\x07", "\u202e", "\u202c", "\x9b", "\x7f"):
+        assert raw not in out, repr(raw)
+    (line,) = out.splitlines()  # the message's newline cannot start a line of its own
+    assert line.startswith(f"#{turn_id} ")
+    assert "mal\\x1b[8mlory\\u202e: lantern \\x1b[2J\\x1b[H cleared \\x1b]8;;https://evil.example/\\x07click" in line
+    assert "bell\\x07 \\u202egnirts desrever\\u202c \\x9b31m c1 \\x7f\\n#999 2024-05-01" in line
+
+    code, out, err = cli.run("turns", "search", "lantern", "--json")
+    assert (code, err) == (0, "")
+    for raw in ("\x1b", "\x07", "\u202e", "\x9b", "\x7f"):
+        assert raw not in out, repr(raw)
+    (hit,) = json.loads(out)["hits"]
+    assert (hit["content"], hit["author"]) == (HOSTILE, "mal\x1b[8mlory\u202e")  # the data itself is untouched
+
+    # A one-line error stays one line, whatever the input it names.
+    code, out, err = cli.run("recall", "x", "--where", "guild:1\n\x1b[2Jerror: forged")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert "\x1b" not in err
+    assert "\\n\\x1b[2Jerror: forged" in err
