@@ -397,15 +397,23 @@ async def _forget(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
         "tombstone_id": receipt.tombstone_id,
         "erased_from": [{"store": store, "count": count} for store, count in receipt.stores],
         "redacted_turn_ids": list(receipt.redacted_turn_ids),
+        "redacted_reply_ids": list(receipt.redacted_reply_ids),
         "index_files": {name: "purged" if here else "purged by the running familiar" for name, here in purged.items()},
     }
     lines = [f"forgot fact(s) {', '.join(map(str, receipt.fact_ids))}; tombstone #{receipt.tombstone_id}"]
     lines += [f"  erased from {store}: {count}" for store, count in receipt.stores]
+    if args.redact_sources:
+        lines.append(f"  redacted messages: {_turn_list(receipt.redacted_turn_ids)}")
+        lines.append(f"  redacted replies of the familiar quoting them: {_turn_list(receipt.redacted_reply_ids)}")
     lines += [
         f"  index files of {name}: {'purged' if here else 'purged by the running familiar within seconds'}"
         for name, here in purged.items()
     ]
     return document, _lines(lines)
+
+
+def _turn_list(turn_ids: Sequence[int]) -> str:
+    return ", ".join(f"T#{t}" for t in turn_ids) or "none"
 
 
 async def _tombstones_list(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:

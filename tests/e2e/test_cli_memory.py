@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.facts import NewFact
-from app.memory.fts import FACTS, FtsIndex
+from app.memory.fts import FACTS, TURNS, FtsIndex
 from app.memory.records import NewTurn
 from app.runtime.service import Familiar
 from tests.e2e.cli import Cli
@@ -581,3 +582,69 @@ def test_turns_search_shows_control_characters_escaped_and_json_keeps_them_exact
     assert err.count("\n") == 1
     assert "\x1b" not in err
     assert "\\n\\x1b[2Jerror: forged" in err
+
+
+# -- forget --redact-sources takes the familiar's replies that quoted the message with it -----------------
+def test_forget_redact_sources_erases_the_replies_that_quoted_the_message(cli: Cli, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def conversation(familiar: Familiar) -> dict[str, int]:
+        said = {
+            "secret": ("discord:7002", "my vault combination is 31-41-59, tell nobody", None),
+            "direct": ("familiar:self", "Safe with me: 31-41-59 is forgotten already.", 9201),
+            "later": ("familiar:self", "As Bob said, his vault combination is 31-41-59.", None),
+            "kept": ("familiar:self", "The vault is in the cellar.", None),
+        }
+        ids: dict[str, int] = {}
+        for n, (name, (author, content, reply_to)) in enumerate(said.items()):
+            turn = await familiar.history.append_turn(
+                NewTurn(
+                    platform="discord", place=WHERE, guild_id=500, channel_id=501, message_id=9201 + n,
+                    author_key=author, author_name="Bob" if author.startswith("discord") else "Wisp",
+                    content=content, created_at=datetime.now(UTC), reply_to=reply_to,
+                )
+            )  # fmt: skip
+            assert turn is not None
+            ids[name] = turn.id
+        outcome = await familiar.history.insert_fact(
+            NewFact(
+                "Bob's vault combination is 31-41-59", "semantic", 6, 0.9, ("discord:7002",), WHERE,
+                source_turn_ids=(ids["secret"],),
+            )
+        )  # fmt: skip
+        assert outcome.fact is not None
+        ids["fact"] = outcome.fact.id
+        await familiar.history.catch_up()
+        return ids
+
+    ids = _in_familiar(home, conversation)
+    fts_turns = home / "familiars" / "default" / "fts" / "turns"
+
+    def doc_freq(word: str) -> int:
+        index = FtsIndex(fts_turns, TURNS)
+        index.open(writable=False)
+        try:
+            return index.doc_freq("content", word)
+        finally:
+            index.close()
+
+    assert doc_freq("combination") == 2
+    assert doc_freq("59") == 3
+
+    receipt = cli.json("forget", str(ids["fact"]), "--redact-sources")
+
+    assert receipt["redacted_turn_ids"] == [ids["secret"]]
+    assert receipt["redacted_reply_ids"] == [ids["direct"], ids["later"]]
+    assert {"store": "turns (replies quoting them)", "count": 2} in receipt["erased_from"]
+    assert receipt["index_files"]["turns"] == "purged"
+    assert doc_freq("combination") == 0
+    assert doc_freq("59") == 0
+    assert doc_freq("cellar") == 1
+    with sqlite3.connect(home / "familiars" / "default" / "history.db") as db:
+        rows = dict(db.execute("SELECT id, content FROM turns WHERE redacted = 1").fetchall())
+        kept = db.execute("SELECT content FROM turns WHERE redacted = 0").fetchall()
+    db.close()
+    assert rows == {ids["secret"]: "", ids["direct"]: "", ids["later"]: ""}
+    assert kept == [("The vault is in the cellar.",)]
+    assert cli.json("turns", "search", "vault")["hits"][0]["turn_id"] == ids["kept"]
+    assert cli.json("turns", "search", "59")["hits"] == []
