@@ -180,6 +180,7 @@ class Familiar:
             raise FamiliarError(str(exc)) from exc
         familiar = cls(loaded, history, secret_store, env)
         holder.append(familiar)
+        await familiar.memory.finish_interrupted_import()  # an import killed after its commit is finished
         return familiar
 
     async def close(self) -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -648,3 +652,113 @@ def test_forget_redact_sources_erases_the_replies_that_quoted_the_message(cli: C
     assert kept == [("The vault is in the cellar.",)]
     assert cli.json("turns", "search", "vault")["hits"][0]["turn_id"] == ids["kept"]
     assert cli.json("turns", "search", "59")["hits"] == []
+
+
+# -- an import killed right after its database commit is finished, and can be run again -----------------
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _familiar_process(home: Path, *argv: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAMILIAR_", "DISCORD_"))}
+    env.update({"FAMILIAR_HOME": str(home), "PYTHONPATH": str(REPO)})
+    if crash_at is not None:
+        env["FAMILIAR_TEST_CRASH_AT"] = crash_at
+    return subprocess.run(
+        [sys.executable, "-m", "app", *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _end_state(cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setenv("FAMILIAR_HOME", str(home))
+    folder = home / "familiars" / "default"
+    return {
+        "facts": cli.json("facts", "list", "--status", "all")["facts"],
+        "hits": cli.json("turns", "search", "lighthouse")["hits"],
+        "recall": cli.json("recall", "lighthouse", "--where", WHERE)["facts"],
+        "lorebook": (folder / "lorebook.toml").read_text(encoding="utf-8"),
+        "lorebook.bak": (folder / "lorebook.toml.bak").read_text(encoding="utf-8"),
+        "indexes": [(i["name"], i["pending"], i["lag"]) for i in cli.json("index", "status")["indexes"]],
+    }
+
+
+def test_an_import_killed_after_its_commit_is_finished_and_a_rerun_ends_as_an_uninterrupted_one(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the lorebook stayed the template and the rerun said "needs an empty familiar"."""
+
+    async def conversation(familiar: Familiar) -> None:
+        turn = await familiar.history.append_turn(
+            NewTurn(
+                platform="discord", place=WHERE, guild_id=500, channel_id=501, message_id=9301,
+                author_key="discord:7001", author_name="Alice", content="the lighthouse keeper waves",
+                created_at=datetime.now(UTC),
+            )
+        )  # fmt: skip
+        assert turn is not None
+
+    _in_familiar(cli.home, conversation)
+    cli.json("facts", "remember", "The lighthouse is red and white", "--where", WHERE)
+    cli.lorebook.write_text('[[entries]]\nkeys = ["lighthouse"]\ncontent = "It guards the bay."\n', encoding="utf-8")
+    export = tmp_path / "memory.jsonl"
+    cli.json("export", str(export))
+
+    uninterrupted = tmp_path / "uninterrupted"
+    expected_counts = _familiar_process(uninterrupted, "import", str(export), "--json")
+    assert expected_counts.returncode == 0, expected_counts.stderr
+    expected = _end_state(cli, uninterrupted, monkeypatch)
+    assert "guards the bay" in expected["lorebook"]
+    assert [h["content"] for h in expected["hits"]] == ["the lighthouse keeper waves"]
+
+    killed = tmp_path / "killed"
+    crashed = _familiar_process(killed, "import", str(export), "--json", crash_at="import-committed")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    lorebook = killed / "familiars" / "default" / "lorebook.toml"
+    assert "guards the bay" not in lorebook.read_text(encoding="utf-8")  # killed before the lorebook
+
+    rerun = _familiar_process(killed, "import", str(export), "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["records"] == json.loads(expected_counts.stdout)["records"]
+    assert "finishing the import of memory.jsonl" in rerun.stderr
+    assert _end_state(cli, killed, monkeypatch) == expected
+
+    # Once whole, the same file again is refused, naming why.
+    again = _familiar_process(killed, "import", str(export))
+    assert again.returncode == 1
+    assert "is already imported into this familiar" in again.stderr
+    assert "needs an empty familiar" in again.stderr
+
+
+def test_an_interrupted_import_is_finished_by_the_next_command_of_any_kind(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = tmp_path / "good.jsonl"
+    _import_file(good, created_at="2024-05-01T14:00:00+02:00")
+    home = tmp_path / "killed"
+    crashed = _familiar_process(home, "import", str(good), crash_at="import-committed")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    monkeypatch.setenv("FAMILIAR_HOME", str(home))
+    assert [f["content"] for f in cli.json("facts", "list")["facts"]] == ["Alice lives in Lisbon"]
+    assert "lisbon" in (home / "familiars" / "default" / "lorebook.toml").read_text(encoding="utf-8")
+    assert [f["content"] for f in cli.json("recall", "Lisbon", "--where", WHERE)["facts"]] == ["Alice lives in Lisbon"]
+    code, _out, err = cli.run("import", str(good))  # finished by another command: refused, saying why
+    assert code == 1
+    assert "is already imported into this familiar" in err
+
+
+def test_an_import_whose_lorebook_cannot_be_written_says_so_and_is_finished_once_it_can(
+    cli: Cli, tmp_path: Path
+) -> None:
+    good = tmp_path / "good.jsonl"
+    _import_file(good, created_at="2024-05-01T14:00:00+02:00")
+    cli.json("facts", "list")  # the familiar exists (from the template)
+    cli.lorebook.unlink()
+    cli.lorebook.mkdir()  # a folder where the file should be: unwritable, even for root
+    code, out, err = cli.run("import", str(good))
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert f"the import of good.jsonl is in the database, but {cli.lorebook} cannot be written" in err
+    assert "run any familiar command to finish it" in err
+    cli.lorebook.rmdir()
+    imported = cli.json("import", str(good))  # finished first, then reported as one whole run
+    assert imported["records"] == {"fact": 1, "lore": 1}
+    assert "lisbon" in cli.lorebook.read_text(encoding="utf-8")

@@ -581,7 +581,9 @@ async def answers(history: History) -> list[Any]:
         ("fact_status_log", "fact_id, rowid"),
         ("store_meta", "key"),
     ):
-        out.append(await history.store.read_all(f"SELECT * FROM {table} ORDER BY {order}"))
+        # (the target's store_meta also records the import itself: app.memory.export.ImportMarker)
+        where = " WHERE key != 'import'" if table == "store_meta" else ""
+        out.append(await history.store.read_all(f"SELECT * FROM {table}{where} ORDER BY {order}"))
     return out
 
 
