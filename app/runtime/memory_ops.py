@@ -14,8 +14,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TextIO
 
+from app.config.paths import PRIVATE_FILE
 from app.memory.errors import StoreError
 from app.memory.export import (
     ImportMarker,
@@ -215,7 +216,7 @@ class MemoryOps:
         tmp = target.with_name(target.name + ".tmp")
         async with _explained():
             try:
-                handle = await asyncio.to_thread(tmp.open, "w", encoding="utf-8")
+                handle = await asyncio.to_thread(_private_text_file, tmp)
                 try:
                     chunk: list[str] = []
                     async for record in export_records(self._history.store):
@@ -358,6 +359,14 @@ def _replace_lorebook(path: Path, text: str) -> None:
     if current is not None:
         _write_atomically(path.with_name("lorebook.toml.bak"), current)
     _write_atomically(path, text)
+
+
+def _private_text_file(path: Path) -> TextIO:
+    """A new file for writing, readable by the owner only (an export holds every message): a leftover
+    file of that name, whatever its mode, is replaced, never reused."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def _write_atomically(path: Path, text: str) -> None:
