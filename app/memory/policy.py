@@ -33,7 +33,7 @@ _CREDENTIAL = re.compile(
 # Discord ids in ASCII digits without a leading zero: `\d` would also take other scripts' digits
 # ("guild:１" is not guild:1 but would be stored as a different place), and "01" would be a second
 # spelling of 1. Matched with fullmatch, so no anchors (a `$` would let a trailing newline through).
-_ID = r"[1-9][0-9]{0,19}"
+_ID = r"(?:0|[1-9][0-9]{0,19})"
 _PLACE = re.compile(rf"local|familiar|dm:{_ID}|guild:{_ID}(/{_ID})?")
 _PLACE_SHAPE = re.compile(r"(?:dm|guild):(?P<first>[^/]*)(?:/(?P<second>.*))?", re.DOTALL)
 PLACE_FORMS = "dm:<user id>, guild:<guild id>, guild:<guild id>/<channel id> or local"
@@ -98,7 +98,7 @@ def place_problem(place: object) -> str | None:
                     f" ({odd!r} is U+{ord(odd):04X}, {unicodedata.name(odd, 'a digit of another script')})"
                 )
             if len(part) > 1 and part.startswith("0") and part.isascii() and part.isdigit():
-                return f"{shown} is not a place: the id {part} starts with 0 (Discord ids never do)"
+                return f"{shown} is not a place: the id {part} starts with 0 (write it without leading zeros)"
     return f"{shown} is not a place: use {PLACE_FORMS}"
 
 

@@ -516,9 +516,10 @@ def test_a_bad_import_is_one_line_changes_nothing_and_the_familiar_stays_usable(
         ("guild:１", "ids are written with the ASCII digits 0-9 ('１' is U+FF11, FULLWIDTH DIGIT ONE)"),
         ("guild:500/٥01", "ids are written with the ASCII digits 0-9 ('٥' is U+0665, ARABIC-INDIC DIGIT FIVE)"),
         ("dm:７002", "ids are written with the ASCII digits 0-9"),
-        ("guild:01", "the id 01 starts with 0 (Discord ids never do)"),
+        ("guild:01", "the id 01 starts with 0 (write it without leading zeros)"),
         ("guild:500/0501", "the id 0501 starts with 0"),
-        ("dm:0", "is not a place: use dm:<user id>"),
+        ("dm:00", "the id 00 starts with 0"),
+        ("guild:", "is not a place: use dm:<user id>"),
     ],
 )
 def test_where_takes_ascii_digits_without_leading_zeros_in_every_command(cli: Cli, where: str, problem: str) -> None:
