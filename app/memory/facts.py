@@ -7,6 +7,7 @@ tombstones block re-learning, and every owner operation carries the revision it 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -390,7 +391,9 @@ class _QuotingScan:
                 if not rows:
                     break
                 last = int(rows[-1][0])
-                found.update(int(r[0]) for r in rows if self.finder.quotes(str(r[1]), r[2]))
+                # Comparing texts is CPU work: off the event loop (the window's thread under qasync).
+                batch = [(int(r[0]), str(r[1]), None if r[2] is None else int(r[2])) for r in rows]
+                found.update(await asyncio.to_thread(self.finder.quoting, batch))
         return found
 
 

@@ -35,7 +35,8 @@ _WORD = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 
 def words(text: str) -> tuple[str, ...]:
     """The words of a text, as the quoting rule compares them."""
-    return tuple(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
+    folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
+    return tuple(_WORD.findall(folded))
 
 
 def _runs(sequence: tuple[str, ...], size: int) -> set[tuple[str, ...]]:
@@ -56,10 +57,12 @@ class QuoteFinder:
 
     def __init__(self, messages: Iterable[tuple[int | None, str]]) -> None:
         self._messages: list[_Quotable] = []
+        self._vocabulary: set[str] = set()  # a reply sharing none of these words quotes nothing
         for message_id, text in messages:
             said = words(text)
             if not said:
                 continue
+            self._vocabulary.update(said)
             size = min(MIN_RUN, len(said))
             long_enough = len(said) >= MIN_RUN or sum(len(w) for w in said) >= MIN_SHORT_CHARS
             direct = min(MIN_RUN_DIRECT, len(said))
@@ -76,9 +79,15 @@ class QuoteFinder:
     def __bool__(self) -> bool:
         return bool(self._messages)
 
+    def quoting(self, replies: Iterable[tuple[int, str, int | None]]) -> list[int]:
+        """The ids of the replies (id, text, the message id it answered) that quote one of the messages."""
+        return [turn_id for turn_id, text, reply_to in replies if self.quotes(text, reply_to)]
+
     def quotes(self, reply: str, reply_to: int | None) -> bool:
         """Whether a reply (its text, and the message id it answered) quotes one of the messages."""
         said = words(reply)
+        if self._vocabulary.isdisjoint(said):
+            return False
         cache: dict[int, set[tuple[str, ...]]] = {}
 
         def runs(size: int) -> set[tuple[str, ...]]:
