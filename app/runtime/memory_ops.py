@@ -262,6 +262,7 @@ class MemoryOps:
             last = await import_marker(store)
             if last is not None and last.sha256 == digest and await unchanged_since(store, last):
                 if digest in self._finished_imports:  # the retry of an import a crash cut short
+                    await self._index_imported(wait=True)
                     return dict(last.counts)
                 raise FamiliarError(
                     f"{source} is already imported into this familiar (on {last.at[:19].replace('T', ' ')} UTC);"
@@ -272,7 +273,7 @@ class MemoryOps:
         _crash_point("import-committed")
         await store.checkpoint()
         assert marker is not None
-        await self._finish_import(marker)
+        await self._finish_import(marker, wait=True)
         return dict(marker.counts)
 
     async def finish_interrupted_import(self, *, raise_errors: bool = False) -> bool:
@@ -285,7 +286,7 @@ class MemoryOps:
             if marker is None or marker.state != "pending":
                 return False
             _log.warning("finishing the import of %s, which was interrupted after writing the database", marker.file)
-            await self._finish_import(marker)
+            await self._finish_import(marker, wait=False)
             self._finished_imports.add(marker.sha256)
         except FamiliarError as exc:
             if raise_errors:
@@ -294,7 +295,9 @@ class MemoryOps:
             return False
         return True
 
-    async def _finish_import(self, marker: ImportMarker) -> None:
+    async def _finish_import(self, marker: ImportMarker, *, wait: bool) -> None:
+        """The steps after the commit: the lorebook, then the indexes (waited for by the import command;
+        at start-up they catch up from SQL in the background, as after any crash), then done."""
         if marker.lore is not None:
             try:
                 await asyncio.to_thread(_replace_lorebook, self._lorebook, marker.lore)
@@ -303,12 +306,18 @@ class MemoryOps:
                     f"the import of {marker.file} is in the database, but {self._lorebook} cannot be written"
                     f" ({exc.strerror or exc}); fix that and run any familiar command to finish it"
                 ) from exc
-        for committer in self._history.indexes():
-            committer.notify()
-            if committer.index.writable:
-                await committer.flush(300)
+        await self._index_imported(wait=wait)
         async with _explained():
             await mark_import_done(self._history.store, marker)
+
+    async def _index_imported(self, *, wait: bool) -> None:
+        for committer in self._history.indexes():
+            committer.notify()
+            if wait and committer.index.writable:
+                try:
+                    await committer.flush(300)
+                except TimeoutError:  # the rows are in SQL; the index keeps catching up from its watermark
+                    _log.warning("the %s index is still catching up with the import", committer.index.spec.name)
 
     async def index_status(self) -> list[IndexStatus]:
         out: list[IndexStatus] = []

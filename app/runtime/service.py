@@ -191,7 +191,11 @@ class Familiar:
             raise FamiliarError(f"{where}: cannot be used ({exc.strerror or exc}); check its permissions") from exc
         familiar = cls(loaded, history, secret_store, env)
         holder.append(familiar)
-        await familiar.memory.finish_interrupted_import()  # an import killed after its commit is finished
+        try:
+            await familiar.memory.finish_interrupted_import()  # an import killed after its commit is finished
+        except BaseException:
+            await familiar.close()
+            raise
         return familiar
 
     async def close(self) -> None:
