@@ -13,7 +13,7 @@ import dataclasses
 import json
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from app.config.paths import (
     list_familiars,
     require_familiar,
 )
-from app.console import error, output
+from app.console import EscapingFormatter, error, escape, output, output_json
 from app.runtime.errors import FamiliarError
 from app.runtime.memory_ops import RebuildProgress
 from app.runtime.service import Familiar
@@ -229,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if window:
         from app.bootstrap import run_window  # imports Qt only when a window is wanted
 
+        _configure_logging(logging.WARNING)  # the window shows the rest; warnings still reach a terminal, escaped
         return run_window(paths)
     _configure_logging()
     if args.command == "run":
@@ -244,8 +245,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return asyncio.run(_with_familiar(paths, args, handler))
 
 
-def _configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+def _configure_logging(level: int = logging.INFO) -> None:
+    # Log lines carry Discord text (who said what, server names): escaped, one line per record.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     logging.getLogger("discord").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -265,10 +269,16 @@ async def _with_familiar(paths: FamiliarPaths, args: argparse.Namespace, handler
     finally:
         await familiar.close()
     if getattr(args, "json", False):
-        output(json.dumps(document, ensure_ascii=False, default=_json_default))
+        output_json(json.dumps(document, ensure_ascii=False, default=_json_default))
     else:
         output(text)
     return EXIT_OK
+
+
+def _lines(lines: Iterable[str]) -> str:
+    """A human-readable result, one line per item: each line escaped whole (app.console), so text from
+    Discord, an LLM or an imported file can neither drive the terminal nor start a line of its own."""
+    return "\n".join(escape(line) for line in lines)
 
 
 def _json_default(value: object) -> object:
@@ -303,7 +313,7 @@ def _fact_line(fact: Any) -> str:
     if _snoozed(fact):
         retired += f" (snoozed until {fact.snoozed_until.isoformat()})"
     head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope:<20}"
-    return f"{head} {fact.content}{time_axis}{retired}"
+    return escape(f"{head} {fact.content}{time_axis}{retired}")
 
 
 # -- handlers ---------------------------------------------------------------------------------------
@@ -325,7 +335,7 @@ async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[A
         ],
     }
     lines = [f"#{h.turn_id} {h.created_at:%Y-%m-%d %H:%M} {h.where} {h.author}: {h.content}" for h in hits]
-    return document, "\n".join(lines) if lines else "no turns found"
+    return document, _lines(lines) if lines else "no turns found"
 
 
 async def _facts_list(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -354,7 +364,7 @@ async def _facts_list(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
         )
     document["facts"] = [_fact_dict(f) for f in facts]
     lines = [_fact_line(f) for f in facts] or ["no facts"]
-    return document, "\n".join([*lines, note] if note else lines)
+    return document, _lines([*lines, note] if note else lines)
 
 
 async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -374,7 +384,7 @@ async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
     lines = [_fact_line(f) for f in detail.chain.facts]
     lines += [f"  source #{t.id} {t.author_name}: {t.content or '(redacted)'}" for t in detail.sources]
     lines += [f"  may duplicate or supersede: {_fact_line(f)}" for f in detail.related]
-    return document, "\n".join(lines)
+    return document, _lines(lines)
 
 
 async def _facts_remember(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -419,22 +429,30 @@ async def _forget(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
         "tombstone_id": receipt.tombstone_id,
         "erased_from": [{"store": store, "count": count} for store, count in receipt.stores],
         "redacted_turn_ids": list(receipt.redacted_turn_ids),
+        "redacted_reply_ids": list(receipt.redacted_reply_ids),
         "index_files": {name: "purged" if here else "purged by the running familiar" for name, here in purged.items()},
     }
     lines = [f"forgot fact(s) {', '.join(map(str, receipt.fact_ids))}; tombstone #{receipt.tombstone_id}"]
     lines += [f"  erased from {store}: {count}" for store, count in receipt.stores]
+    if args.redact_sources:
+        lines.append(f"  redacted messages: {_turn_list(receipt.redacted_turn_ids)}")
+        lines.append(f"  redacted replies of the familiar quoting them: {_turn_list(receipt.redacted_reply_ids)}")
     lines += [
         f"  index files of {name}: {'purged' if here else 'purged by the running familiar within seconds'}"
         for name, here in purged.items()
     ]
-    return document, "\n".join(lines)
+    return document, _lines(lines)
+
+
+def _turn_list(turn_ids: Sequence[int]) -> str:
+    return ", ".join(f"T#{t}" for t in turn_ids) or "none"
 
 
 async def _tombstones_list(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
     stones = await familiar.memory.tombstones()
     document = {"tombstones": [dataclasses.asdict(t) for t in stones]}
     lines = [f"#{t.id} {t.created_at:%Y-%m-%d %H:%M} {t.reason} ({t.hash[:12]}…)" for t in stones]
-    return document, "\n".join(lines) or "no tombstones"
+    return document, _lines(lines) or "no tombstones"
 
 
 async def _tombstones_lift(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -457,7 +475,7 @@ async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
             for s in scored
         ],
     }
-    return document, "\n".join(f"{s.score:.3f} {_fact_line(s.fact)}" for s in scored) or "nothing to recall"
+    return document, _lines(f"{s.score:.3f} {_fact_line(s.fact)}" for s in scored) or "nothing to recall"
 
 
 async def _explain(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -476,7 +494,7 @@ async def _explain(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, s
     for dropped in found["dropped"]:
         what = ", ".join(f"{k}={v}" for k, v in dropped.items() if k not in ("layer", "reason", "signals"))
         lines.append(f"  dropped from {dropped['layer']} ({dropped['reason']}): {what}")
-    return found, "\n".join(lines)
+    return found, _lines(lines)
 
 
 def _pause_action(paused: bool) -> Handler:
@@ -521,7 +539,7 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
             for w in failed
         ),
     ]
-    return document, "\n".join(lines)
+    return document, _lines(lines)
 
 
 async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
@@ -544,7 +562,7 @@ async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[
         for r in reports
         for h in (r.health,)
     ]
-    return document, "\n".join(lines)
+    return document, _lines(lines)
 
 
 async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -553,7 +571,7 @@ async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[
 
     def progress(step: RebuildProgress) -> None:
         if args.json:
-            output(json.dumps(dataclasses.asdict(step)))
+            output_json(json.dumps(dataclasses.asdict(step)))
         elif step.event == "start":
             sys.stderr.write(f"rebuilding {step.index} index: {step.total} documents\n")
         else:
@@ -567,14 +585,14 @@ async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[
 
 async def _export(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     counts = await familiar.memory.export(args.file)
-    return {"file": str(args.file), "records": counts}, f"exported to {args.file}: " + ", ".join(
+    return {"file": str(args.file), "records": counts}, escape(f"exported to {args.file}: ") + ", ".join(
         f"{n} {kind}" for kind, n in counts.items()
     )
 
 
 async def _import(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     counts = await familiar.memory.import_(args.file)
-    return {"file": str(args.file), "records": counts}, f"imported {args.file}: " + ", ".join(
+    return {"file": str(args.file), "records": counts}, escape(f"imported {args.file}: ") + ", ".join(
         f"{n} {kind}" for kind, n in counts.items()
     )
 
@@ -618,7 +636,10 @@ def _lore(paths: FamiliarPaths, args: argparse.Namespace) -> int:
     except LorebookFormatError as exc:
         error(str(exc))
         return EXIT_FAILURE
-    output(json.dumps(document, ensure_ascii=False) if args.json else text)
+    if args.json:
+        output_json(json.dumps(document, ensure_ascii=False))
+    else:
+        output(text)
     return EXIT_OK
 
 
@@ -649,7 +670,7 @@ def _lore_import(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, s
         f"{verb} {added} entries from {args.file} ({report.imported.source}); "
         f"{paths.lorebook_toml} now has {len(report.book.entries)}"
     )
-    return document, "\n".join([text, *problem_lines])
+    return document, _lines([text, *problem_lines])
 
 
 def _lore_export(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
@@ -657,7 +678,7 @@ def _lore_export(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, s
 
     count = export_file(paths.lorebook_toml, args.file, args.format)
     document = {"file": str(args.file), "format": args.format, "entries": count}
-    return document, f"exported {count} entries to {args.file} ({args.format})"
+    return document, escape(f"exported {count} entries to {args.file} ({args.format})")
 
 
 def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
@@ -686,7 +707,7 @@ def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]
         + (f', secondary "{m.secondary}"' if m.secondary is not None else "")
         for m in matches
     ]
-    return document, "\n".join((lines or ["no entry fires"]) + problem_lines)
+    return document, _lines((lines or ["no entry fires"]) + problem_lines)
 
 
 # -- creating familiars, and character cards: files only, no store ------------------------------------
@@ -728,7 +749,10 @@ def _create(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     name = document["name"]
     hint = "" if name == "default" else f" --familiar {name}"
-    output(json.dumps(document, ensure_ascii=False) if args.json else f"{text}\nopen it with: familiar{hint}")
+    if args.json:
+        output_json(json.dumps(document, ensure_ascii=False))
+    else:
+        output(f"{text}\nopen it with: familiar{hint}")
     return EXIT_OK
 
 
@@ -746,5 +770,8 @@ def _card_export(paths: FamiliarPaths, args: argparse.Namespace) -> int:
     document = {"file": str(done.file), "format": done.format, "lore_entries": done.entries, "spec": "chara_card_v3"}
     chunks = f" (chara and ccv3 chunks, in {done.image})" if done.format == "png" else ""
     text = f"wrote '{paths.name}' as a Character Card V3 to {done.file}{chunks}, with {done.entries} lore entries"
-    output(json.dumps(document, ensure_ascii=False) if args.json else text)
+    if args.json:
+        output_json(json.dumps(document, ensure_ascii=False))
+    else:
+        output(text)
     return EXIT_OK

@@ -1,8 +1,9 @@
 """Fact store figures (issue 3): insert with duplicate check at 10k vs 100k facts, an as_of slice and
-forget-with-receipt at 100k facts, and turn ingest with 30% of index commits failing transiently
-against the fault-free figure measured in the same run.
+forget-with-receipt at 100k facts, forget --redact-sources among 50k replies of the familiar against
+forget alone, and turn ingest with 30% of index commits failing transiently against the fault-free
+figure measured in the same run.
 
-    python -m bench.bench_facts [--facts N]
+    python -m bench.bench_facts [--facts N] [--replies N] [--turns N]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import random
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -157,6 +159,55 @@ async def facts_figures(folder: Path, total: int) -> None:
         await history.close()
 
 
+async def redaction_figures(folder: Path, replies: int) -> None:
+    """forget --redact-sources in a server where the familiar has said `replies` things (half of all
+    turns), against forget alone in the same store: what looking for the replies that quote the
+    redacted message costs, and how long the writer is held."""
+    history = await History.open(folder / "redact.db", folder / "redact-fts", folder / "backups")
+    try:
+        rng = random.Random(5)
+        vocabulary = [
+            f"{rng.choice('bdfgklmnprstvz')}{rng.choice('aeiou')}{rng.randrange(10**6):x}" for _ in range(20_000)
+        ]
+        rows = []
+        for i in range(replies * 2):
+            said = replace(turn(i), content=" ".join(rng.choices(vocabulary, k=12)))
+            if i % 2:  # every other turn is the familiar's reply to the one before, echoing two of its words
+                echo = " ".join(rows[-1].content.split()[3:5])
+                said = replace(
+                    said,
+                    content=f"{echo} {said.content}",
+                    author_key="familiar:self",
+                    author_name="Wisp",
+                    reply_to=said.message_id - 1,
+                )
+            rows.append(said)
+        ids = await history.append_turns(rows)
+        await history.turns_index.flush(600)
+        timings: dict[bool, list[float]] = {False: [], True: []}
+        found = 0
+        for k in range(20):
+            redact = k % 2 == 1
+            source = ids[(k * 4099) % len(ids) // 2 * 2]  # a message of someone else, not a reply
+            outcome = await history.insert_fact(
+                NewFact(f"fact {k} about the harbor", "semantic", 5, 1.0, (), "guild:1", source_turn_ids=(source,),
+                        origin="remember")
+            )  # fmt: skip
+            assert outcome.fact is not None
+            started = time.perf_counter()
+            receipt = await history.forget_fact(outcome.fact.id, redact_sources=redact)
+            timings[redact].append((time.perf_counter() - started) * 1000)
+            found += len(receipt.redacted_reply_ids)
+        alone, redacting = _pct(timings[False], 0.5), _pct(timings[True], 0.5)
+        print(
+            f"forget at {replies:,} replies of the familiar in the server: p50 {alone:.1f} ms;"
+            f" with --redact-sources (every reply compared, {found} quoting replies redacted over 10 forgets):"
+            f" p50 {redacting:.1f} ms = {redacting / alone:.1f}x"
+        )
+    finally:
+        await history.close()
+
+
 class FlakyIndex(FtsIndex):
     """The real index, with a share of commits failing the way an antivirus lock makes them fail."""
 
@@ -199,10 +250,12 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--turns", type=int, default=5_000)
+    parser.add_argument("--replies", type=int, default=50_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         await facts_figures(folder, args.facts)
+        await redaction_figures(folder, args.replies)
         clean, clean_lost, _ = await ingest(folder, "clean", 0.0, args.turns)
         flaky, flaky_lost, injected = await ingest(folder, "flaky", 0.3, args.turns)
     print(f"turn ingest, fault-free: {clean:.0f} turns/s, lost documents {clean_lost}")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
+import logging
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +18,7 @@ import platformdirs
 
 from app.config.errors import ConfigError
 
+_log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _TEMPLATE_FILES = ("character.md", "character.toml", "lorebook.toml")
 
@@ -139,7 +143,7 @@ def create_familiar(paths: FamiliarPaths, fill: Callable[[Path], None] | None = 
     if familiar_exists(paths):
         raise FamiliarExistsError(paths)
     parent = familiars_folder(paths.root)
-    parent.mkdir(parents=True, exist_ok=True)
+    private_folder(parent)
     building = Path(tempfile.mkdtemp(dir=parent, prefix=f".new-{paths.name}-"))
     try:
         source = template_dir()
@@ -179,3 +183,91 @@ def ensure_familiar(paths: FamiliarPaths) -> bool:
         tmp.replace(target)
         created = True
     return created
+
+
+# -- owner-only files and folders, and files Familiar cannot use ----------------------------------
+# What a familiar keeps (every message, what it learnt, the search index, exports) is readable by the
+# owner only on POSIX: folders 0700, files 0600, like the secrets file. SQLite gives history.db's -wal
+# and -shm the database file's mode; tantivy's files sit inside fts/, which only the owner can enter.
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
+
+
+def _restrict(path: Path, mode: int) -> None:
+    """Take away what `mode` does not allow (group and others); never adds a permission."""
+    if os.name != "posix":
+        return  # Windows: the user's profile folder is private already; chmod only sets read-only there
+    try:
+        current = stat.S_IMODE(path.lstat().st_mode)
+        if current & ~mode:
+            path.chmod(current & mode)
+    except FileNotFoundError:
+        pass
+    except PermissionError:  # not ours (a shared FAMILIAR_HOME): leave it, reading still works
+        _log.warning("cannot make %s private (not its owner)", path)
+
+
+def private_folder(path: Path) -> None:
+    """Create `path` (a folder, and any missing parents) readable by the owner only, or make an existing
+    one so."""
+    path.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
+    _restrict(path, PRIVATE_FOLDER)
+
+
+def private_file(path: Path, *, create: bool = False) -> None:
+    """Make a file readable by the owner only; with `create`, create it empty first if it is missing
+    (so whatever writes it next, SQLite for one, keeps that mode)."""
+    if create:
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    if path.is_file():  # a folder in its place is reported by whoever opens it
+        _restrict(path, PRIVATE_FILE)
+
+
+def secure_familiar(paths: FamiliarPaths) -> None:
+    """The familiar's folders (familiars/, its own, backups/, and fts/, created if missing) private;
+    history.db, its -wal and -shm too (a familiar made by an older Familiar had them readable by all)."""
+    for folder in (paths.root / "familiars", paths.folder, paths.backups):
+        if folder.is_dir():
+            _restrict(folder, PRIVATE_FOLDER)
+    if not paths.fts.exists() or paths.fts.is_dir():  # a file there is check_familiar_files' to report
+        private_folder(paths.fts)
+    for name in ("history.db", "history.db-wal", "history.db-shm"):
+        if (paths.folder / name).is_file():
+            _restrict(paths.folder / name, PRIVATE_FILE)
+
+
+def check_familiar_files(paths: FamiliarPaths) -> None:
+    """Refuse, in one line naming the file and what to do, a character.md, history.db or fts/ that is
+    there but cannot be used (a folder where a file belongs, or the reverse, or no permission), instead
+    of failing later with a traceback. Missing ones are fine: they are created."""
+    md, history, fts = paths.character_md, paths.history_db, paths.fts
+    if md.exists() and not md.is_file():
+        raise ConfigError(md, None, None, "is a folder, not a file: move it away (a new one is made from the template)")
+    if history.exists() and not history.is_file():
+        raise ConfigError(history, None, None, "is a folder, not the database: move it away or put history.db back")
+    if fts.exists() and not fts.is_dir():
+        raise ConfigError(fts, None, None, "is a file, not the search index folder: delete it (the index is rebuilt)")
+    try:
+        if md.is_file():
+            with md.open("rb") as handle:
+                handle.read(1)
+    except OSError as exc:
+        raise ConfigError(md, None, None, _unusable(exc, "read", "u+r")) from None
+    try:
+        if history.is_file():
+            os.close(os.open(history, os.O_RDWR))
+    except OSError as exc:
+        raise ConfigError(history, None, None, _unusable(exc, "read and written", "u+rw")) from None
+    try:
+        if fts.is_dir():
+            os.listdir(fts)
+    except OSError as exc:
+        problem = _unusable(exc, "read", "u+rwx") + ", or delete it (the index is rebuilt from history.db)"
+        raise ConfigError(fts, None, None, problem) from None
+
+
+def _unusable(exc: OSError, verb: str, chmod: str) -> str:
+    return (
+        f"cannot be {verb} ({exc.strerror or exc}): give yourself access (chmod {chmod}) or run Familiar as its owner"
+    )

@@ -17,6 +17,7 @@ import keyring
 import keyring.errors
 from keyring.backends import fail as keyring_fail
 
+from app.config.paths import private_file, private_folder
 from app.config.settings import Secrets
 
 _log = logging.getLogger(__name__)
@@ -53,6 +54,10 @@ class SecretStore:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             _log.warning("ignoring unreadable secrets file %s", self._file)
             return {}
+        try:
+            private_file(self._file)  # written by an older Familiar or by hand: owner-only from now on
+        except OSError as exc:
+            _log.warning("cannot make %s private: %s", self._file, exc.strerror or exc)
         section = data.get(self._familiar, {})
         return {k: str(v) for k, v in section.items() if k in _KEYS} if isinstance(section, dict) else {}
 
@@ -99,9 +104,12 @@ class SecretStore:
             lines.append(f"[{_quote(name)}]")
             lines.extend(f"{k} = {_quote(str(v))}" for k, v in sorted(values.items()))
             lines.append("")
-        self._file.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(self._file.parent)
         tmp = self._file.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
+        # A leftover temporary file (a crash, another tool) keeps its own mode if opened again, and the
+        # rename would give it to secrets.toml: it is removed and created anew, owner-only, or not at all.
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR | stat.S_IWUSR)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write("\n".join(lines))
         tmp.replace(self._file)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import aiosqlite
 
 from app.memory.errors import StoreError
-from app.memory.policy import valid_place
+from app.memory.policy import place_problem
 from app.memory.store import Store
 
 PauseKind = Literal["learning", "recall"]
@@ -263,8 +263,8 @@ class Projections:
         """Pause or resume learning or recall, everywhere (place "*") or in one place."""
         if kind not in ("learning", "recall"):
             raise StoreError(f"cannot pause {kind!r}: choose learning or recall")
-        if place != EVERYWHERE and not valid_place(place):
-            raise StoreError(f"{place!r} is not a place: use dm:<user id>, guild:<guild id>[/<channel id>], local or *")
+        if place != EVERYWHERE and (problem := place_problem(place)) is not None:
+            raise StoreError(f"{problem} (or * for everywhere)")
         if paused:
             sql = "INSERT OR IGNORE INTO memory_pause (kind, place, since) VALUES (?, ?, ?)"
             await self._store.write([(sql, (kind, place, _now()))])

@@ -472,6 +472,7 @@ class _Plan:
     status_log: list[tuple[int, str, str]] = field(default_factory=list)
     key: bytes | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    lore: str | None = None  # the lorebook's text, for the caller to write
 
 
 def _message(line: int, kind: str | None, problem: _RecordError) -> str:
@@ -553,6 +554,8 @@ def _plan(lines: Iterable[str]) -> _Plan:
         plan.counts[counted] = plan.counts.get(counted, 0) + 1
         if kind == "tombstone_key":
             plan.key = bytes.fromhex(values["value"])
+        elif kind == "lore":
+            plan.lore = values["text"]
         elif kind == "fact":
             values["subjects"] = json.dumps(values["subjects"])
             values["sources"] = json.dumps(values["sources"])
@@ -636,18 +639,108 @@ _HAS_DATA = "SELECT EXISTS (SELECT 1 FROM turns) OR EXISTS (SELECT 1 FROM facts)
 _NOT_EMPTY = "import needs an empty familiar (this one already has turns or facts); nothing was changed"
 
 
-async def import_records(store: Store, lines: Iterable[str]) -> dict[str, int]:
+@dataclass(frozen=True, slots=True)
+class ImportMarker:
+    """The last import, as recorded in the import's own transaction (store_meta key `import`).
+
+    `pending` means the database holds the import but the lorebook write and the index catch-up that
+    follow may not have happened (the process died right after the commit): whoever opens the
+    familiar next finishes them (app.runtime.memory_ops) and marks it done, dropping the lorebook
+    text. `fingerprint` is the store as the import left it, so a re-run of the same file can tell
+    whether the familiar is still exactly that import.
+    """
+
+    sha256: str  # of the file's bytes
+    file: str  # its name, for messages
+    counts: dict[str, int]  # what the import command reports (lore: 1 when the file has a lorebook)
+    lore: str | None
+    state: str  # "pending" or "done"
+    fingerprint: str
+    at: str
+
+
+_MARKER_KEY = "import"
+# Changes with any turn added or redacted, any fact added or changed (every change bumps a revision),
+# any tombstone added or lifted.
+_FINGERPRINT = (
+    "SELECT (SELECT COUNT(*) || ':' || COALESCE(MAX(id), 0) || ':' || COALESCE(SUM(redacted), 0) FROM turns)"
+    " || '/' || (SELECT COUNT(*) || ':' || COALESCE(MAX(id), 0) || ':' || COALESCE(SUM(revision), 0) FROM facts)"
+    " || '/' || (SELECT COUNT(*) || ':' || COUNT(lifted_at) FROM tombstones)"
+)
+
+
+def _marker_json(marker: ImportMarker) -> str:
+    return json.dumps(
+        {
+            "sha256": marker.sha256,
+            "file": marker.file,
+            "counts": marker.counts,
+            "lore": marker.lore,
+            "state": marker.state,
+            "fingerprint": marker.fingerprint,
+            "at": marker.at,
+        },
+        ensure_ascii=False,
+    )
+
+
+async def import_marker(store: Store) -> ImportMarker | None:
+    """The last import's marker, or None when this familiar never imported (or the row is unreadable)."""
+    row = await store.read_one("SELECT value FROM store_meta WHERE key = ?", (_MARKER_KEY,))
+    if row is None:
+        return None
+    try:
+        raw = row[0].decode("utf-8") if isinstance(row[0], bytes) else str(row[0])
+        data = json.loads(raw)
+        return ImportMarker(
+            sha256=str(data["sha256"]),
+            file=str(data["file"]),
+            counts={str(k): int(v) for k, v in data["counts"].items()},
+            lore=None if data["lore"] is None else str(data["lore"]),
+            state=str(data["state"]),
+            fingerprint=str(data["fingerprint"]),
+            at=str(data["at"]),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StoreError(f"the record of the last import in {store.path} is damaged ({exc})") from exc
+
+
+async def mark_import_done(store: Store, marker: ImportMarker) -> None:
+    """The lorebook is written and the indexes told: the import is whole. The lorebook text is dropped."""
+    done = ImportMarker(marker.sha256, marker.file, marker.counts, None, "done", marker.fingerprint, marker.at)
+    await store.write(
+        [
+            (
+                "UPDATE store_meta SET value = ? WHERE key = ?"
+                " AND json_extract(value, '$.sha256') = ? AND json_extract(value, '$.at') = ?",
+                (_marker_json(done), _MARKER_KEY, marker.sha256, marker.at),
+            )
+        ]
+    )
+
+
+async def unchanged_since(store: Store, marker: ImportMarker) -> bool:
+    """Whether the store still holds exactly what that import wrote (nothing added or changed since)."""
+    row = await store.read_one(_FINGERPRINT)
+    return row is not None and str(row[0]) == marker.fingerprint
+
+
+async def import_records(store: Store, lines: Iterable[str], *, sha256: str = "", file: str = "") -> dict[str, int]:
     """Replay exported records into an empty store. Returns counts per kind (lore, which the caller
-    writes itself, as `skipped:lore`).
+    writes itself, as `skipped:lore`); `import_marker` reads the marker written with them.
 
     The whole file is checked first (each line against its kind's schema, then the links between
-    lines); only then is it written, in one transaction. Any problem raises StoreError naming the
-    line, the kind and the field, and nothing is changed.
+    lines); only then is it written, in one transaction, with a `pending` ImportMarker holding the
+    lorebook text, so a process killed after the commit leaves what is needed to finish. Any problem
+    raises StoreError naming the line, the kind and the field, and nothing is changed.
     """
     row = await store.read_one(_HAS_DATA)
     if row is not None and row[0]:
         raise StoreError(_NOT_EMPTY)
     plan = await asyncio.to_thread(_plan, list(lines))
+    reported = {k: v for k, v in plan.counts.items() if k != "skipped:lore"}
+    if plan.lore is not None:
+        reported["lore"] = 1
     try:
         async with store.transaction() as conn:
             async with conn.execute(_HAS_DATA) as cursor:
@@ -667,6 +760,20 @@ async def import_records(store: Store, lines: Iterable[str]) -> dict[str, int]:
             await conn.execute("DELETE FROM fact_status_log")
             await conn.executemany(
                 "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, ?, ?)", plan.status_log
+            )
+            async with conn.execute(_FINGERPRINT) as cursor:
+                printed = await cursor.fetchone()
+            marker = ImportMarker(
+                sha256=sha256,
+                file=file,
+                counts=reported,
+                lore=plan.lore,
+                state="pending",
+                fingerprint=str(printed[0]) if printed else "",
+                at=datetime.now(UTC).isoformat(),
+            )
+            await conn.execute(
+                "INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)", (_MARKER_KEY, _marker_json(marker))
             )
     except sqlite3.Error as exc:  # the commit itself (a deferred reference) was refused
         raise StoreError(f"the database refused the import ({exc}); nothing was imported") from exc

@@ -7,12 +7,13 @@ tombstones block re-learning, and every owner operation carries the revision it 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
 import re
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeGuard
@@ -26,11 +27,12 @@ from app.memory.policy import (
     dedup_key,
     fact_scope,
     normalize_subjects,
+    place_problem,
     scope_reaches,
     tombstone_hash,
-    valid_place,
     visible_scopes,
 )
+from app.memory.quoting import FAMILIAR_SELF, QuoteFinder
 from app.memory.store import Store
 
 _log = logging.getLogger(__name__)
@@ -110,7 +112,8 @@ class ForgetReceipt:
     fact_ids: tuple[int, ...]
     tombstone_id: int
     stores: tuple[tuple[str, int], ...]  # (store, rows or documents touched)
-    redacted_turn_ids: tuple[int, ...] = ()
+    redacted_turn_ids: tuple[int, ...] = ()  # the source messages (every revision of each)
+    redacted_reply_ids: tuple[int, ...] = ()  # the familiar's replies that quoted them (app.memory.quoting)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +234,8 @@ def validate(new: NewFact) -> NewFact:
             fail("subjects", f"{subject!r} is not a canonical key like discord:1234 or familiar:self")
     if new.speaker is not None and not is_canonical_key(new.speaker):
         fail("speaker", f"{new.speaker!r} is not a canonical key")
-    if not valid_place(new.place):
-        fail("place", f"'{new.place}' is not dm:<id>, guild:<id>, guild:<id>/<channel id>, local or familiar")
+    if (problem := place_problem(new.place)) is not None:
+        fail("place", problem)
     if new.origin not in _ORIGINS:
         fail("origin", f"'{new.origin}' is not one of {', '.join(_ORIGINS)}")
     for name, moment in (("valid_from", new.valid_from), ("valid_to", new.valid_to)):
@@ -291,6 +294,107 @@ async def drop_projections_quoting(conn: aiosqlite.Connection, turn_ids: Sequenc
         )
         out.append(("reflections", max(cursor.rowcount, 0)))
     return out
+
+
+Query = Callable[[str, Sequence[Any]], Awaitable[list[tuple[Any, ...]]]]
+
+# The turns a forget with --redact-sources erases: the facts' source turns and every other revision
+# of the same Discord messages (an edit keeps the old text in the earlier revision's row).
+_SOURCE_REVISIONS = (
+    "SELECT t.id FROM fact_sources s JOIN turns t ON t.id = s.turn_id WHERE s.fact_id IN ({marks})"
+    " UNION SELECT r.id FROM fact_sources s JOIN turns t ON t.id = s.turn_id"
+    " JOIN turns r ON r.platform = t.platform AND r.message_id = t.message_id"
+    " WHERE s.fact_id IN ({marks}) AND t.message_id IS NOT NULL ORDER BY 1"
+)
+_SCAN_CHUNK = 2000
+
+
+def _reader_query(store: Store) -> Query:
+    return store.read_all
+
+
+def _conn_query(conn: aiosqlite.Connection) -> Query:
+    async def run(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        async with conn.execute(sql, params) as cursor:
+            return [tuple(r) for r in await cursor.fetchall()]
+
+    return run
+
+
+async def _redact_turns(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> list[int]:
+    """Clear these turns' text (those not redacted already) and queue their index documents' removal;
+    returns the ids redacted now."""
+    done: list[int] = []
+    for start in range(0, len(turn_ids), 500):
+        chunk = list(turn_ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        async with conn.execute(
+            f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks}) AND redacted = 0 RETURNING id", chunk
+        ) as cursor:
+            now = sorted(int(r[0]) for r in await cursor.fetchall())
+        await conn.executemany("INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(t,) for t in now])
+        done.extend(now)
+    return sorted(done)
+
+
+@dataclass(slots=True)
+class _QuotingScan:
+    """The familiar's replies that quote the messages a forget redacts (the rule: app.memory.quoting),
+    looked for where those messages could have been seen or recalled: every channel of their server,
+    or their DM (or the local chat)."""
+
+    finder: QuoteFinder
+    exact: tuple[str, ...]  # places looked at whole
+    guilds: tuple[str, ...]  # "guild:<id>/" prefixes: every channel of the server
+    boundary: int  # the newest turn id the first pass has seen
+    found: set[int]
+
+    @classmethod
+    async def prepare(cls, query: Query, fact_ids: Sequence[int]) -> _QuotingScan:
+        marks = ",".join("?" * len(fact_ids))
+        boundary = int((await query("SELECT COALESCE(MAX(id), 0) FROM turns", ()))[0][0])
+        rows = await query(
+            f"SELECT id, place, message_id, content FROM turns WHERE id IN ({_SOURCE_REVISIONS.format(marks=marks)})",
+            [*fact_ids, *fact_ids],
+        )
+        finder = QuoteFinder((None if r[2] is None else int(r[2]), str(r[3])) for r in rows)
+        places = {str(r[1]) for r in rows}
+        guilds = tuple(sorted({p.split("/", 1)[0] + "/" for p in places if p.startswith("guild:")}))
+        exact = tuple(sorted(p for p in places if not p.startswith("guild:")))
+        scan = cls(finder, exact, guilds, boundary, set())
+        if finder:
+            scan.found = await scan._scan(query, after=0, upto=boundary)
+        return scan
+
+    async def finish(self, query: Query, *, exclude: set[int]) -> list[int]:
+        """In the write transaction: the replies found before plus those stored since."""
+        if self.finder:
+            self.found |= await self._scan(query, after=self.boundary, upto=None)
+        return sorted(self.found - exclude)
+
+    async def _scan(self, query: Query, *, after: int, upto: int | None) -> set[int]:
+        places = list(self.exact)
+        for prefix in self.guilds:  # "guild:5/" up to "guild:50": exactly the channels of guild 5
+            rows = await query(
+                "SELECT DISTINCT place FROM turns WHERE place >= ? AND place < ?", (prefix, prefix[:-1] + "0")
+            )
+            places.extend(str(r[0]) for r in rows)
+        found: set[int] = set()
+        for place in places:
+            last = after
+            while True:
+                rows = await query(
+                    "SELECT id, content, reply_to FROM turns WHERE place = ? AND id > ? AND author_key = ?"
+                    " AND redacted = 0" + ("" if upto is None else " AND id <= ?") + " ORDER BY id LIMIT ?",
+                    (place, last, FAMILIAR_SELF, *(() if upto is None else (upto,)), _SCAN_CHUNK),
+                )
+                if not rows:
+                    break
+                last = int(rows[-1][0])
+                # Comparing texts is CPU work: off the event loop (the window's thread under qasync).
+                batch = [(int(r[0]), str(r[1]), None if r[2] is None else int(r[2])) for r in rows]
+                found.update(await asyncio.to_thread(self.finder.quoting, batch))
+        return found
 
 
 class FactBook:
@@ -815,6 +919,13 @@ class FactBook:
         changes = Changes(facts_index=True, fact_ids=ids)
         stores: list[tuple[str, int]] = []
         redacted: list[int] = []
+        replies: list[int] = []
+        quoting: _QuotingScan | None = None
+        if redact_sources:
+            # The familiar's replies are read and compared before the write transaction, so a long
+            # history does not hold up the writer; the transaction then looks only at replies newer
+            # than this scan.
+            quoting = await _QuotingScan.prepare(_reader_query(self._store), ids)
         async with self._store.transaction() as conn:
             # Overwrite freed bytes with zeros: SQLite builds without SQLITE_SECURE_DELETE (python.org's
             # Windows and macOS builds) would otherwise leave the erased text in the database file.
@@ -853,25 +964,26 @@ class FactBook:
             cursor = await conn.execute(f"DELETE FROM fact_embeddings WHERE fact_id IN ({marks})", ids)
             stores.append(("fact_embeddings", max(cursor.rowcount, 0)))
             stores.extend(await self._drop_derived(conn, ids, subjects))
-            if redact_sources:
-                async with conn.execute(
-                    f"SELECT DISTINCT turn_id FROM fact_sources WHERE fact_id IN ({marks})", ids
-                ) as cur:
-                    turn_ids = [int(r[0]) for r in await cur.fetchall()]
-                if turn_ids:
-                    turn_marks = ",".join("?" * len(turn_ids))
-                    await conn.execute(
-                        f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({turn_marks})", turn_ids
-                    )
-                    await conn.executemany(
-                        "INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(t,) for t in turn_ids]
-                    )
-                    redacted = turn_ids
-                    changes.turns_index = True
+            if quoting is not None:
+                query = _conn_query(conn)
+                turn_ids = [int(r[0]) for r in await query(_SOURCE_REVISIONS.format(marks=marks), [*ids, *ids])]
+                reply_ids = await quoting.finish(query, exclude=set(turn_ids))
+                redacted = await _redact_turns(conn, turn_ids)
+                replies = await _redact_turns(conn, reply_ids)
+                changes.turns_index = bool(redacted or replies)
                 stores.append(("turns", len(redacted)))
-                stores.append(("fts/turns", len(redacted)))
+                stores.append(("turns (replies quoting them)", len(replies)))
+                stores.append(("fts/turns", len(redacted) + len(replies)))
+                # What quoted the replies goes too (their sources' summaries and reflections went above).
+                dropped = dict(await drop_projections_quoting(conn, replies))
+                stores = [(name, count + dropped.pop(name, 0)) for name, count in stores]
+                stores.extend(dropped.items())
         receipt = ForgetReceipt(
-            fact_ids=tuple(ids), tombstone_id=tombstone_id, stores=tuple(stores), redacted_turn_ids=tuple(redacted)
+            fact_ids=tuple(ids),
+            tombstone_id=tombstone_id,
+            stores=tuple(stores),
+            redacted_turn_ids=tuple(redacted),
+            redacted_reply_ids=tuple(replies),
         )
         return receipt, changes
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from app.config.paths import private_file, private_folder
 from app.memory.errors import MigrationError
 
 _log = logging.getLogger(__name__)
@@ -345,9 +346,10 @@ def _has_data(conn: sqlite3.Connection) -> bool:
 
 
 def backup(conn: sqlite3.Connection, backups_dir: Path, from_version: int) -> Path:
-    backups_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(backups_dir)  # a copy of every message: readable by the owner only, like history.db
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     target = backups_dir / f"history-v{from_version}-{stamp}.db"
+    private_file(target, create=True)
     dest = sqlite3.connect(target)
     try:
         conn.backup(dest)

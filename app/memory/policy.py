@@ -30,7 +30,13 @@ _CREDENTIAL = re.compile(
     r"|\b[A-Za-z0-9+/]{40,}={0,2})",  # long base64 blobs
     re.IGNORECASE,
 )
-_PLACE = re.compile(r"^(local|familiar|dm:\d{1,20}|guild:\d{1,20}(/\d{1,20})?)$")
+# Discord ids in ASCII digits without a leading zero: `\d` would also take other scripts' digits
+# ("guild:１" is not guild:1 but would be stored as a different place), and "01" would be a second
+# spelling of 1. Matched with fullmatch, so no anchors (a `$` would let a trailing newline through).
+_ID = r"(?:0|[1-9][0-9]{0,19})"
+_PLACE = re.compile(rf"local|familiar|dm:{_ID}|guild:{_ID}(/{_ID})?")
+_PLACE_SHAPE = re.compile(r"(?:dm|guild):(?P<first>[^/]*)(?:/(?P<second>.*))?", re.DOTALL)
+PLACE_FORMS = "dm:<user id>, guild:<guild id>, guild:<guild id>/<channel id> or local"
 
 
 def normalize_text(text: str) -> str:
@@ -70,6 +76,32 @@ def valid_place(place: str) -> bool:
     return isinstance(place, str) and _PLACE.fullmatch(place) is not None
 
 
+def place_problem(place: object) -> str | None:
+    """What is wrong with a place (WHERE), in words; None when it is one.
+
+    Every command that takes WHERE and every stored place goes through `valid_place`; this says why
+    one was refused: an id written with other digits than ASCII 0-9, an id with a leading zero, or
+    not the shape of a place at all.
+    """
+    if isinstance(place, str) and _PLACE.fullmatch(place):
+        return None
+    shown = repr(place) if not isinstance(place, str) else "'" + place.encode("unicode_escape").decode("ascii") + "'"
+    shape = _PLACE_SHAPE.fullmatch(place) if isinstance(place, str) else None
+    if shape is not None:
+        for part in (shape["first"], shape["second"]):
+            if part is None:
+                continue
+            odd = next((ch for ch in part if ch.isdigit() and ch not in "0123456789"), None)
+            if odd is not None:
+                return (
+                    f"{shown} is not a place: ids are written with the ASCII digits 0-9"
+                    f" ({odd!r} is U+{ord(odd):04X}, {unicodedata.name(odd, 'a digit of another script')})"
+                )
+            if len(part) > 1 and part.startswith("0") and part.isascii() and part.isdigit():
+                return f"{shown} is not a place: the id {part} starts with 0 (write it without leading zeros)"
+    return f"{shown} is not a place: use {PLACE_FORMS}"
+
+
 def fact_scope(place: str, *, channel_scoped: bool) -> str:
     """Where a fact learned at `place` may be recalled.
 
@@ -93,10 +125,11 @@ def visible_scopes(where: str) -> tuple[str, ...]:
 
     A quarantined fact is never visible; a DM never sees a guild's facts and the reverse.
     """
-    if not valid_place(where) or where == "familiar":
-        raise ValueError(
-            f"'{where}' is not a place: use dm:<user id>, guild:<guild id>, guild:<guild id>/<channel id> or local"
-        )
+    if where == "familiar":  # the familiar's own scope is not a place anyone speaks in
+        raise ValueError(f"'{where}' is not a place: use {PLACE_FORMS}")
+    problem = place_problem(where)
+    if problem is not None:
+        raise ValueError(problem)
     if where.startswith("guild:") and "/" in where:
         return (where, where.split("/", 1)[0], "familiar")
     return (where, "familiar")

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import aiosqlite
 
+from app.config.paths import private_file
 from app.memory.errors import StoreError
 from app.memory.migrations import migrate
 from app.memory.records import NewTurn, Turn
@@ -111,6 +112,12 @@ class Store:
     @classmethod
     async def open(cls, path: Path, backups_dir: Path) -> Store:
         path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # Readable by the owner only; SQLite gives the -wal and -shm files the database's mode.
+            private_file(path, create=True)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise StoreError(f"{path} cannot be created ({reason}); check its folder's permissions") from exc
         backup_written = await asyncio.to_thread(_migrate_sync, path, backups_dir)
         writer = await aiosqlite.connect(path, isolation_level=None)
         reader = await aiosqlite.connect(path, isolation_level=None)
@@ -414,7 +421,10 @@ class _Transaction:
 
 
 def _migrate_sync(path: Path, backups_dir: Path) -> Path | None:
-    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path} cannot be opened ({exc}); check it and its folder's permissions") from exc
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA busy_timeout = 5000")

@@ -4,22 +4,35 @@ recall, export and import, index status and rebuild. Store errors become one-lin
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TextIO
 
+from app.config.paths import PRIVATE_FILE
 from app.memory.errors import StoreError
-from app.memory.export import export_records, import_records
+from app.memory.export import (
+    ImportMarker,
+    export_records,
+    import_marker,
+    import_records,
+    mark_import_done,
+    unchanged_since,
+)
 from app.memory.facts import Fact, FactChain, ForgetReceipt, NewFact, Tombstone
 from app.memory.history import History
 from app.memory.records import IndexHealth, Turn
 from app.runtime.errors import FamiliarError
 
 OWNER_KEY = "local:owner"
+_log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -75,6 +88,7 @@ class MemoryOps:
     def __init__(self, history: History, lorebook: Path) -> None:
         self._history = history
         self._lorebook = lorebook
+        self._finished_imports: set[str] = set()  # imports (file digests) an interruption left, finished here
 
     async def list_facts(
         self,
@@ -202,7 +216,7 @@ class MemoryOps:
         tmp = target.with_name(target.name + ".tmp")
         async with _explained():
             try:
-                handle = await asyncio.to_thread(tmp.open, "w", encoding="utf-8")
+                handle = await asyncio.to_thread(_private_text_file, tmp)
                 try:
                     chunk: list[str] = []
                     async for record in export_records(self._history.store):
@@ -227,26 +241,83 @@ class MemoryOps:
         return counts
 
     async def import_(self, source: Path) -> dict[str, int]:
-        """Read an export into this (empty) familiar; the lorebook is replaced, the old one kept as .bak."""
+        """Read an export into this (empty) familiar; the lorebook is replaced, the old one kept as .bak.
+
+        All or nothing: the database rows and a marker holding the lorebook text commit together;
+        the lorebook write and the index catch-up follow, then the marker is marked done. A process
+        killed in between leaves the marker, and the next open (or this command run again) finishes
+        the import. Re-running the command with the same file after such an interruption reports the
+        import as an uninterrupted run would; otherwise a familiar that already holds that file says so.
+        """
         try:
+            data = await asyncio.to_thread(source.read_bytes)
             # JSON lines end in "\n" only: a message may hold U+2028 or U+0085, which splitlines() would cut at.
-            lines = (await asyncio.to_thread(source.read_text, encoding="utf-8")).split("\n")
+            lines = data.decode("utf-8").split("\n")
         except (OSError, UnicodeDecodeError) as exc:
             raise FamiliarError(f"cannot read {source}: {exc}") from exc
-        lore = [r for r in _records(lines) if r.get("kind") == "lore"]
+        digest = hashlib.sha256(data).hexdigest()
+        store = self._history.store
+        await self.finish_interrupted_import(raise_errors=True)
         async with _explained():
-            counts = await import_records(self._history.store, lines)
-            await self._history.store.checkpoint()
-        counts.pop("skipped:lore", None)
-        if lore:
-            text = str(lore[-1].get("text", ""))
-            await asyncio.to_thread(_replace_lorebook, self._lorebook, text)
-            counts["lore"] = 1
+            last = await import_marker(store)
+            if last is not None and last.sha256 == digest and await unchanged_since(store, last):
+                if digest in self._finished_imports:  # the retry of an import a crash cut short
+                    await self._index_imported(wait=True)
+                    return dict(last.counts)
+                raise FamiliarError(
+                    f"{source} is already imported into this familiar (on {last.at[:19].replace('T', ' ')} UTC);"
+                    " import needs an empty familiar; nothing was changed"
+                )
+            await import_records(store, lines, sha256=digest, file=source.name)
+            marker = await import_marker(store)
+        _crash_point("import-committed")
+        await store.checkpoint()
+        assert marker is not None
+        await self._finish_import(marker, wait=True)
+        return dict(marker.counts)
+
+    async def finish_interrupted_import(self, *, raise_errors: bool = False) -> bool:
+        """An import whose process died after its database commit: write its lorebook, let the indexes
+        catch up, mark it done. Returns True when there was one. At start-up a failure is logged (the
+        marker stays for the next time); `raise_errors` makes it a FamiliarError instead."""
+        try:
+            async with _explained():
+                marker = await import_marker(self._history.store)
+            if marker is None or marker.state != "pending":
+                return False
+            _log.warning("finishing the import of %s, which was interrupted after writing the database", marker.file)
+            await self._finish_import(marker, wait=False)
+            self._finished_imports.add(marker.sha256)
+        except FamiliarError as exc:
+            if raise_errors:
+                raise
+            _log.warning("%s", exc)
+            return False
+        return True
+
+    async def _finish_import(self, marker: ImportMarker, *, wait: bool) -> None:
+        """The steps after the commit: the lorebook, then the indexes (waited for by the import command;
+        at start-up they catch up from SQL in the background, as after any crash), then done."""
+        if marker.lore is not None:
+            try:
+                await asyncio.to_thread(_replace_lorebook, self._lorebook, marker.lore)
+            except OSError as exc:
+                raise FamiliarError(
+                    f"the import of {marker.file} is in the database, but {self._lorebook} cannot be written"
+                    f" ({exc.strerror or exc}); fix that and run any familiar command to finish it"
+                ) from exc
+        await self._index_imported(wait=wait)
+        async with _explained():
+            await mark_import_done(self._history.store, marker)
+
+    async def _index_imported(self, *, wait: bool) -> None:
         for committer in self._history.indexes():
             committer.notify()
-            if committer.index.writable:
-                await committer.flush(300)
-        return counts
+            if wait and committer.index.writable:
+                try:
+                    await committer.flush(300)
+                except TimeoutError:  # the rows are in SQL; the index keeps catching up from its watermark
+                    _log.warning("the %s index is still catching up with the import", committer.index.spec.name)
 
     async def index_status(self) -> list[IndexStatus]:
         out: list[IndexStatus] = []
@@ -289,9 +360,35 @@ class MemoryOps:
 
 
 def _replace_lorebook(path: Path, text: str) -> None:
-    if path.exists():
-        path.replace(path.with_name("lorebook.toml.bak"))
-    path.write_text(text, encoding="utf-8")
+    """Put the imported lorebook in place, the old one kept as lorebook.toml.bak; each file is written
+    whole or not at all, and doing it again after it was done changes nothing."""
+    current = _read_if_exists(path)
+    if current == text:
+        return
+    if current is not None:
+        _write_atomically(path.with_name("lorebook.toml.bak"), current)
+    _write_atomically(path, text)
+
+
+def _private_text_file(path: Path) -> TextIO:
+    """A new file for writing, readable by the owner only (an export holds every message): a leftover
+    file of that name, whatever its mode, is replaced, never reused."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _crash_point(name: str) -> None:
+    """For tests only: FAMILIAR_TEST_CRASH_AT=<name> kills the process here the way kill -9 would, to
+    prove what an interrupted operation leaves behind is finished later. Never set in normal use."""
+    if os.environ.get("FAMILIAR_TEST_CRASH_AT") == name:
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
 def _read_if_exists(path: Path) -> str | None:
@@ -299,13 +396,3 @@ def _read_if_exists(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-
-
-def _records(lines: list[str]) -> Iterator[dict[str, Any]]:
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            yield record

@@ -17,7 +17,7 @@ import discord
 
 from app.config.editing import set_values
 from app.config.errors import ConfigError
-from app.config.paths import FamiliarPaths, ensure_familiar
+from app.config.paths import FamiliarPaths, check_familiar_files, ensure_familiar, secure_familiar
 from app.config.secrets import SecretStore
 from app.config.settings import BudgetTier, Secrets, Settings, apply_environment, config_error_at, load_settings
 from app.memory.derived import PauseKind, PauseState, Projections, change_counters
@@ -73,13 +73,21 @@ def load_familiar(paths: FamiliarPaths, secret_store: SecretStore, env: dict[str
 
     Raises ConfigError (file, line, key) without writing anything but the template copy.
     """
-    ensure_familiar(paths)
+    try:
+        ensure_familiar(paths)
+        secure_familiar(paths)
+    except OSError as exc:
+        where = Path(exc.filename) if exc.filename else paths.folder
+        raise ConfigError(where, None, None, f"cannot be created or changed ({exc.strerror or exc})") from None
+    check_familiar_files(paths)
     settings = apply_environment(load_settings(paths.character_toml), env)
     _check_names(settings, paths.character_toml)
     try:
         persona = paths.character_md.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ConfigError(paths.character_md, None, None, "not valid UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(paths.character_md, None, None, f"cannot be read ({exc.strerror or exc})") from None
     return Loaded(paths=paths, settings=settings, secrets=secret_store.load(env), persona=persona)
 
 
@@ -178,8 +186,16 @@ class Familiar:
             history = await History.open(paths.history_db, paths.fts, paths.backups, on_health=on_health)
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc
+        except OSError as exc:  # a file of the familiar's folder it cannot use: name it, no traceback
+            where = exc.filename or paths.folder
+            raise FamiliarError(f"{where}: cannot be used ({exc.strerror or exc}); check its permissions") from exc
         familiar = cls(loaded, history, secret_store, env)
         holder.append(familiar)
+        try:
+            await familiar.memory.finish_interrupted_import()  # an import killed after its commit is finished
+        except BaseException:
+            await familiar.close()
+            raise
         return familiar
 
     async def close(self) -> None:

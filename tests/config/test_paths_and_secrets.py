@@ -173,6 +173,35 @@ def test_secret_file_stays_private_after_rewrites(tmp_path: Path) -> None:
     assert _store(tmp_path).get("discord_token") == "two"
 
 
+posix_only = pytest.mark.skipif(os.name != "posix", reason="owner-only modes are POSIX permissions")
+
+
+@posix_only
+def test_a_leftover_temporary_file_with_loose_permissions_does_not_loosen_the_secrets(tmp_path: Path) -> None:
+    """Before, the write reopened the leftover secrets.tmp (keeping its 0644) and renamed it over
+    secrets.toml: the bot token became readable by everyone."""
+    store = _store(tmp_path)
+    store.set("discord_token", "one")
+    leftover = tmp_path / "home" / "secrets.tmp"
+    leftover.write_text("stale", encoding="utf-8")
+    leftover.chmod(0o644)
+    store.set("discord_token", "two")
+    secrets_file = tmp_path / "home" / "secrets.toml"
+    assert stat.S_IMODE(secrets_file.stat().st_mode) == 0o600
+    assert not leftover.exists()
+    assert _store(tmp_path).get("discord_token") == "two"
+
+
+@posix_only
+def test_a_secrets_file_left_readable_by_others_is_made_private_when_read(tmp_path: Path) -> None:
+    secrets_file = tmp_path / "home" / "secrets.toml"
+    secrets_file.parent.mkdir()
+    secrets_file.write_text('[default]\ndiscord_token = "tok"\n', encoding="utf-8")
+    secrets_file.chmod(0o644)
+    assert _store(tmp_path).get("discord_token") == "tok"
+    assert stat.S_IMODE(secrets_file.stat().st_mode) == 0o600
+
+
 def test_environment_wins_over_stored_secrets(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.set("discord_token", "stored-token")

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +19,7 @@ import pytest
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.facts import NewFact
-from app.memory.fts import FACTS, FtsIndex
+from app.memory.fts import FACTS, TURNS, FtsIndex
 from app.memory.records import NewTurn
 from app.runtime.service import Familiar
 from tests.e2e.cli import Cli
@@ -503,3 +508,259 @@ def test_a_bad_import_is_one_line_changes_nothing_and_the_familiar_stays_usable(
     assert [(f["id"], f["created_at"]) for f in listed] == [(1, "2024-05-01T12:00:00+00:00")]
     assert "lisbon" in cli.lorebook.read_text(encoding="utf-8")
     assert cli.json("forget", "1")["fact_ids"] == [1]  # what the audit found could never be forgotten
+
+
+# -- WHERE: ASCII digits, no leading zeros, one parser for every command --------------------------------
+@pytest.mark.parametrize(
+    ("where", "problem"),
+    [
+        ("guild:１", "ids are written with the ASCII digits 0-9 ('１' is U+FF11, FULLWIDTH DIGIT ONE)"),
+        ("guild:500/٥01", "ids are written with the ASCII digits 0-9 ('٥' is U+0665, ARABIC-INDIC DIGIT FIVE)"),
+        ("dm:７002", "ids are written with the ASCII digits 0-9"),
+        ("guild:01", "the id 01 starts with 0 (write it without leading zeros)"),
+        ("guild:500/0501", "the id 0501 starts with 0"),
+        ("dm:00", "the id 00 starts with 0"),
+        ("guild:", "is not a place: use dm:<user id>"),
+    ],
+)
+def test_where_takes_ascii_digits_without_leading_zeros_in_every_command(cli: Cli, where: str, problem: str) -> None:
+    """`guild:１` or `guild:01` used to be accepted as places of their own (never the guild meant):
+    a fact remembered there was recalled nowhere, a pause paused nothing."""
+    cli.json("facts", "remember", "The bell rings at noon", "--where", "guild:1")
+    commands = [
+        ("facts", "remember", "The bell is bronze", "--where", where),
+        ("recall", "bell", "--where", where),
+        ("pause", "learning", "--where", where),
+        ("resume", "recall", "--where", where),
+    ]
+    for argv in commands:
+        code, out, err = cli.run(*argv)
+        assert (code, out) == (1, ""), argv
+        assert err.count("\n") == 1, err
+        assert problem in err, (argv, err)
+    assert [f["content"] for f in cli.json("facts", "list")["facts"]] == ["The bell rings at noon"]
+    assert cli.json("memory", "status")["paused"] == {"learning": [], "recall": []}
+    assert [f["content"] for f in cli.json("recall", "bell", "--where", "guild:1")["facts"]] == [
+        "The bell rings at noon"
+    ]
+
+
+# -- terminal escapes from Discord text never reach the owner's terminal ---------------------------------
+HOSTILE = (
+    "lantern \x1b[2J\x1b[H cleared \x1b]8;;https://evil.example/\x07click\x1b]8;;\x07 bell\x07"
+    " \u202egnirts desrever\u202c \x9b31m c1 \x7f"
+    "\n#999 2024-05-01 12:00 guild:1/2 owner: forged line"
+)
+
+
+def test_turns_search_shows_control_characters_escaped_and_json_keeps_them_exact(cli: Cli, tmp_path: Path) -> None:
+    async def hostile(familiar: Familiar) -> int:
+        turn = await familiar.history.append_turn(
+            NewTurn(
+                platform="discord", place=WHERE, guild_id=500, channel_id=501, message_id=9100,
+                author_key="discord:7666", author_name="mal\x1b[8mlory\u202e", content=HOSTILE,
+                created_at=datetime.now(UTC),
+            )
+        )  # fmt: skip
+        assert turn is not None
+        return turn.id
+
+    turn_id = _in_familiar(tmp_path / "home", hostile)
+    code, out, err = cli.run("turns", "search", "lantern")
+    assert (code, err) == (0, "")
+    for raw in ("\x1b", "\x07", "\u202e", "\u202c", "\x9b", "\x7f"):
+        assert raw not in out, repr(raw)
+    (line,) = out.splitlines()  # the message's newline cannot start a line of its own
+    assert line.startswith(f"#{turn_id} ")
+    assert "mal\\x1b[8mlory\\u202e: lantern \\x1b[2J\\x1b[H cleared \\x1b]8;;https://evil.example/\\x07click" in line
+    assert "bell\\x07 \\u202egnirts desrever\\u202c \\x9b31m c1 \\x7f\\n#999 2024-05-01" in line
+
+    code, out, err = cli.run("turns", "search", "lantern", "--json")
+    assert (code, err) == (0, "")
+    for raw in ("\x1b", "\x07", "\u202e", "\x9b", "\x7f"):
+        assert raw not in out, repr(raw)
+    (hit,) = json.loads(out)["hits"]
+    assert (hit["content"], hit["author"]) == (HOSTILE, "mal\x1b[8mlory\u202e")  # the data itself is untouched
+
+    # A one-line error stays one line, whatever the input it names.
+    code, out, err = cli.run("recall", "x", "--where", "guild:1\n\x1b[2Jerror: forged")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert "\x1b" not in err
+    assert "\\n\\x1b[2Jerror: forged" in err
+
+
+# -- forget --redact-sources takes the familiar's replies that quoted the message with it -----------------
+def test_forget_redact_sources_erases_the_replies_that_quoted_the_message(cli: Cli, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def conversation(familiar: Familiar) -> dict[str, int]:
+        said = {
+            "secret": ("discord:7002", "my vault combination is 31-41-59, tell nobody", None),
+            "direct": ("familiar:self", "Safe with me: 31-41-59 is forgotten already.", 9201),
+            "later": ("familiar:self", "As Bob said, his vault combination is 31-41-59.", None),
+            "kept": ("familiar:self", "The vault is in the cellar.", None),
+        }
+        ids: dict[str, int] = {}
+        for n, (name, (author, content, reply_to)) in enumerate(said.items()):
+            turn = await familiar.history.append_turn(
+                NewTurn(
+                    platform="discord", place=WHERE, guild_id=500, channel_id=501, message_id=9201 + n,
+                    author_key=author, author_name="Bob" if author.startswith("discord") else "Wisp",
+                    content=content, created_at=datetime.now(UTC), reply_to=reply_to,
+                )
+            )  # fmt: skip
+            assert turn is not None
+            ids[name] = turn.id
+        outcome = await familiar.history.insert_fact(
+            NewFact(
+                "Bob's vault combination is 31-41-59", "semantic", 6, 0.9, ("discord:7002",), WHERE,
+                source_turn_ids=(ids["secret"],),
+            )
+        )  # fmt: skip
+        assert outcome.fact is not None
+        ids["fact"] = outcome.fact.id
+        await familiar.history.catch_up()
+        return ids
+
+    ids = _in_familiar(home, conversation)
+    fts_turns = home / "familiars" / "default" / "fts" / "turns"
+
+    def doc_freq(word: str) -> int:
+        index = FtsIndex(fts_turns, TURNS)
+        index.open(writable=False)
+        try:
+            return index.doc_freq("content", word)
+        finally:
+            index.close()
+
+    assert doc_freq("combination") == 2
+    assert doc_freq("59") == 3
+
+    receipt = cli.json("forget", str(ids["fact"]), "--redact-sources")
+
+    assert receipt["redacted_turn_ids"] == [ids["secret"]]
+    assert receipt["redacted_reply_ids"] == [ids["direct"], ids["later"]]
+    assert {"store": "turns (replies quoting them)", "count": 2} in receipt["erased_from"]
+    assert receipt["index_files"]["turns"] == "purged"
+    assert doc_freq("combination") == 0
+    assert doc_freq("59") == 0
+    assert doc_freq("cellar") == 1
+    with sqlite3.connect(home / "familiars" / "default" / "history.db") as db:
+        rows = dict(db.execute("SELECT id, content FROM turns WHERE redacted = 1").fetchall())
+        kept = db.execute("SELECT content FROM turns WHERE redacted = 0").fetchall()
+    db.close()
+    assert rows == {ids["secret"]: "", ids["direct"]: "", ids["later"]: ""}
+    assert kept == [("The vault is in the cellar.",)]
+    assert cli.json("turns", "search", "vault")["hits"][0]["turn_id"] == ids["kept"]
+    assert cli.json("turns", "search", "59")["hits"] == []
+
+
+# -- an import killed right after its database commit is finished, and can be run again -----------------
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _familiar_process(home: Path, *argv: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAMILIAR_", "DISCORD_"))}
+    env.update({"FAMILIAR_HOME": str(home), "PYTHONPATH": str(REPO)})
+    if crash_at is not None:
+        env["FAMILIAR_TEST_CRASH_AT"] = crash_at
+    return subprocess.run(
+        [sys.executable, "-m", "app", *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _end_state(cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setenv("FAMILIAR_HOME", str(home))
+    folder = home / "familiars" / "default"
+    return {
+        "facts": cli.json("facts", "list", "--status", "all")["facts"],
+        "hits": cli.json("turns", "search", "lighthouse")["hits"],
+        "recall": cli.json("recall", "lighthouse", "--where", WHERE)["facts"],
+        "lorebook": (folder / "lorebook.toml").read_text(encoding="utf-8"),
+        "lorebook.bak": (folder / "lorebook.toml.bak").read_text(encoding="utf-8"),
+        "indexes": [(i["name"], i["pending"], i["lag"]) for i in cli.json("index", "status")["indexes"]],
+    }
+
+
+def test_an_import_killed_after_its_commit_is_finished_and_a_rerun_ends_as_an_uninterrupted_one(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the lorebook stayed the template and the rerun said "needs an empty familiar"."""
+
+    async def conversation(familiar: Familiar) -> None:
+        turn = await familiar.history.append_turn(
+            NewTurn(
+                platform="discord", place=WHERE, guild_id=500, channel_id=501, message_id=9301,
+                author_key="discord:7001", author_name="Alice", content="the lighthouse keeper waves",
+                created_at=datetime.now(UTC),
+            )
+        )  # fmt: skip
+        assert turn is not None
+
+    _in_familiar(cli.home, conversation)
+    cli.json("facts", "remember", "The lighthouse is red and white", "--where", WHERE)
+    cli.lorebook.write_text('[[entries]]\nkeys = ["lighthouse"]\ncontent = "It guards the bay."\n', encoding="utf-8")
+    export = tmp_path / "memory.jsonl"
+    cli.json("export", str(export))
+
+    uninterrupted = tmp_path / "uninterrupted"
+    expected_counts = _familiar_process(uninterrupted, "import", str(export), "--json")
+    assert expected_counts.returncode == 0, expected_counts.stderr
+    expected = _end_state(cli, uninterrupted, monkeypatch)
+    assert "guards the bay" in expected["lorebook"]
+    assert [h["content"] for h in expected["hits"]] == ["the lighthouse keeper waves"]
+
+    killed = tmp_path / "killed"
+    crashed = _familiar_process(killed, "import", str(export), "--json", crash_at="import-committed")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    lorebook = killed / "familiars" / "default" / "lorebook.toml"
+    assert "guards the bay" not in lorebook.read_text(encoding="utf-8")  # killed before the lorebook
+
+    rerun = _familiar_process(killed, "import", str(export), "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["records"] == json.loads(expected_counts.stdout)["records"]
+    assert "finishing the import of memory.jsonl" in rerun.stderr
+    assert _end_state(cli, killed, monkeypatch) == expected
+
+    # Once whole, the same file again is refused, naming why.
+    again = _familiar_process(killed, "import", str(export))
+    assert again.returncode == 1
+    assert "is already imported into this familiar" in again.stderr
+    assert "needs an empty familiar" in again.stderr
+
+
+def test_an_interrupted_import_is_finished_by_the_next_command_of_any_kind(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = tmp_path / "good.jsonl"
+    _import_file(good, created_at="2024-05-01T14:00:00+02:00")
+    home = tmp_path / "killed"
+    crashed = _familiar_process(home, "import", str(good), crash_at="import-committed")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    monkeypatch.setenv("FAMILIAR_HOME", str(home))
+    assert [f["content"] for f in cli.json("facts", "list")["facts"]] == ["Alice lives in Lisbon"]
+    assert "lisbon" in (home / "familiars" / "default" / "lorebook.toml").read_text(encoding="utf-8")
+    assert [f["content"] for f in cli.json("recall", "Lisbon", "--where", WHERE)["facts"]] == ["Alice lives in Lisbon"]
+    code, _out, err = cli.run("import", str(good))  # finished by another command: refused, saying why
+    assert code == 1
+    assert "is already imported into this familiar" in err
+
+
+def test_an_import_whose_lorebook_cannot_be_written_says_so_and_is_finished_once_it_can(
+    cli: Cli, tmp_path: Path
+) -> None:
+    good = tmp_path / "good.jsonl"
+    _import_file(good, created_at="2024-05-01T14:00:00+02:00")
+    cli.json("facts", "list")  # the familiar exists (from the template)
+    cli.lorebook.unlink()
+    cli.lorebook.mkdir()  # a folder where the file should be: unwritable, even for root
+    code, out, err = cli.run("import", str(good))
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert f"the import of good.jsonl is in the database, but {cli.lorebook} cannot be written" in err
+    assert "run any familiar command to finish it" in err
+    cli.lorebook.rmdir()
+    imported = cli.json("import", str(good))  # finished first, then reported as one whole run
+    assert imported["records"] == {"fact": 1, "lore": 1}
+    assert "lisbon" in cli.lorebook.read_text(encoding="utf-8")

@@ -35,12 +35,14 @@ class Headless:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self.lines: list[str] = []
+        self.raw = bytearray()  # stderr as the terminal would have received it
         self._reader = asyncio.create_task(self._read())
         self._changed = asyncio.Event()
 
     async def _read(self) -> None:
         assert self.process.stderr is not None
         while line := await self.process.stderr.readline():
+            self.raw += line
             self.lines.append(line.decode("utf-8", "replace").rstrip())
             self._changed.set()
 
@@ -193,3 +195,34 @@ async def test_an_llm_lost_while_running_is_logged_and_the_familiar_keeps_going(
     assert "Cannot reach the LLM endpoint" in line
     process.process.send_signal(signal.SIGTERM)
     assert await process.wait() == 0
+
+
+async def test_terminal_escapes_in_discord_text_reach_the_log_escaped(
+    home: Path, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    """A message (and a display name) full of terminal controls: the headless log shows them as
+    escapes, one line per record; before, ESC [2J cleared the owner's terminal."""
+    mallory = 7666
+    fake_discord.add_user(mallory, "mal\x1b[8mlory\u202e")
+    hostile = (  # the activity log keeps the first 120 characters of a message
+        "lantern \x1b[2J\x1b[H\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07\x07 \u202eesrever \x9b31m"
+        "\n2024-05-01 12:00:00,000 ERROR familiar: forged"
+    )
+    process = await _start(home)
+    await process.wait_for_line("is running")
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=mallory, content=hostile, mentions_bot=True
+    )
+    await fake_discord.wait_for_posted(1, timeout=20)
+    incoming = await process.wait_for_line("INFO familiar: message_in")
+    await process.wait_for_line("INFO familiar: reply_out")
+    process.process.send_signal(signal.SIGTERM)
+    assert await process.wait() == 0
+    log = bytes(process.raw).decode("utf-8")
+    for raw in ("\x1b", "\x07", "\u202e", "\x9b"):
+        assert raw not in log, repr(raw)
+    assert (
+        "mal\\x1b[8mlory\\u202e: lantern \\x1b[2J\\x1b[H\\x1b]8;;https://evil.example/\\x07click\\x1b]8;;\\x07\\x07"
+        " \\u202eesrever \\x9b31m\\n2024-05-01 12:00:00,000 ERROR familiar: forged"
+    ) in incoming
+    assert not any(line.startswith("2024-05-01") for line in process.lines)  # no forged line

@@ -10,6 +10,7 @@ import asyncio
 import re
 import shutil
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from app.memory.errors import RevisionConflictError
 from app.memory.facts import Fact, FactError, NewFact
 from app.memory.fts import IndexTiming
 from app.memory.history import History
+from app.memory.records import NewTurn
 from tests.memory.helpers import PLACE, T0, turn
 
 pytestmark = pytest.mark.asyncio
@@ -218,6 +220,76 @@ async def test_forget_can_redact_the_source_turns(history: History) -> None:
     assert await fact_hits(history, "locker") == []
     # a backfill of the redacted messages is not refused by forget alone, but the text stays gone
     assert (await history.store.turns_by_ids([ids[0]]))[0].content == ""
+
+
+def reply(content: str, *, message_id: int, reply_to: int | None, place: str = PLACE, minutes: float = 1) -> NewTurn:
+    """A reply of the familiar, as the Discord adapter stores it once sent."""
+    said = turn(content, message_id=message_id, place=place, minutes=minutes)
+    return replace(said, author_key="familiar:self", author_name="Wisp", reply_to=reply_to)
+
+
+async def test_redacting_the_sources_also_redacts_the_familiars_replies_that_quoted_them(tmp_path: Path) -> None:
+    """Before, the familiar's own replies kept the redacted words in history.db and in search."""
+    timing = IndexTiming(poll_interval=0.05, compact_after=0.2)
+    history = await History.open(*paths(tmp_path), index_timing=timing)
+    try:
+        other_channel = "guild:500/777"
+        ids = await history.append_turns(
+            [
+                turn("Bob said his locker code is 4417, keep it quiet", message_id=11),
+                reply("Got it: code is 4417.", message_id=12, reply_to=11),  # the reply to it: two words do
+                reply("Reminder, his locker code is 4417!", message_id=13, reply_to=None, minutes=5),
+                reply("Lanterns are lit at dusk", message_id=14, reply_to=11, minutes=6),  # quotes nothing
+                reply("Bob's locker code is 4417", message_id=15, reply_to=None, place=other_channel, minutes=7),
+                reply("The locker code is 4417", message_id=16, reply_to=None, place="guild:600/601", minutes=8),
+                turn("the locker code is 4417?", message_id=17, minutes=9),  # not the familiar: not a reply
+            ]
+        )
+        source, direct, later, unrelated, elsewhere, other_server, by_alice = ids
+        fact = await inserted(
+            history, new_fact("Bob's locker code is 4417", subjects=(BOB,), place=PLACE, source_turn_ids=(source,))
+        )
+        await history.turns_index.flush(FLUSH)
+        index = history.turns_index.index
+        assert await asyncio.to_thread(index.doc_freq, "content", "4417") == 6
+
+        receipt = await history.forget_fact(fact.id, redact_sources=True)
+
+        assert receipt.redacted_turn_ids == (source,)
+        assert receipt.redacted_reply_ids == (direct, later, elsewhere)
+        stores = dict(receipt.stores)
+        assert (stores["turns"], stores["turns (replies quoting them)"], stores["fts/turns"]) == (1, 3, 4)
+        rows = {t.id: (t.content, t.redacted) for t in await history.store.turns_by_ids(ids)}
+        assert {i for i, (content, gone) in rows.items() if gone and content == ""} == {
+            source,
+            direct,
+            later,
+            elsewhere,
+        }
+        assert rows[unrelated] == ("Lanterns are lit at dusk", False)
+        assert rows[other_server] == ("The locker code is 4417", False)  # another server never saw it
+        assert rows[by_alice] == ("the locker code is 4417?", False)
+        # out of search at once, and out of the index files once compacted
+        assert sorted(h.turn.id for h in await history.search_turns("4417")) == [other_server, by_alice]
+        assert not {source, direct, later, elsewhere} & await all_index_ids(history, "turns")
+        await history.turns_index.purge(FLUSH)
+        assert await asyncio.to_thread(index.doc_freq, "content", "4417") == 2
+    finally:
+        await history.close()
+
+
+async def test_redacting_a_source_covers_every_revision_of_the_message(history: History) -> None:
+    (first,) = await history.append_turns([turn("my locker code is 4417", message_id=21)])
+    edited = await history.edit_message("discord", 21, "my locker code is 4418", T0 + timedelta(minutes=1))
+    assert edited is not None
+    (answer,) = await history.append_turns([reply("So the locker code is 4417", message_id=22, reply_to=None)])
+    fact = await inserted(history, new_fact("Alice's locker code is 4418", place=PLACE, source_turn_ids=(edited.id,)))
+
+    receipt = await history.forget_fact(fact.id, redact_sources=True)
+
+    assert receipt.redacted_turn_ids == (first, edited.id)  # the old revision kept the old text
+    assert receipt.redacted_reply_ids == (answer,)
+    assert [t.content for t in await history.store.turns_by_ids([first, edited.id, answer])] == ["", "", ""]
 
 
 async def test_a_forgotten_fact_is_refused_until_its_tombstone_is_lifted(history: History) -> None:

@@ -206,6 +206,7 @@ BAD = [
     Bad("content blank", put(I_FACT, content="   "), 5, "fact", "content", "non-empty"),
     Bad("missing field", drop(I_FACT, "scope"), 5, "fact", "scope", "missing"),
     Bad("scope with a newline", put(I_FACT, scope="local\n"), 5, "fact", "scope", "is not a scope"),
+    Bad("scope with a leading zero", put(I_FACT, scope="dm:07001"), 5, "fact", "scope", "is not a scope"),
     Bad("key with a newline", put(I_FACT, subjects=[ALICE + "\n"]), 5, "fact", "subjects[0]", "canonical key"),
     Bad(
         "forgotten fact with text",
@@ -273,6 +274,8 @@ BAD = [
     Bad("turn author not a key", put(I_TURN, author_key="Alice"), 3, "turn", "author_key", "canonical key"),
     Bad("turn place everywhere", put(I_TURN, place="everywhere"), 3, "turn", "place", "'everywhere' is not a place"),
     Bad("turn at the familiar's scope", put(I_TURN, place="familiar"), 3, "turn", "place", "is not a place"),
+    Bad("turn place fullwidth id", put(I_TURN, place="guild:５00/501"), 3, "turn", "place", "is not a place"),
+    Bad("turn place leading zero", put(I_TURN, place="guild:0500/501"), 3, "turn", "place", "is not a place"),
     Bad("turn platform irc", put(I_TURN, platform="irc"), 3, "turn", "platform", "'irc' is not one of"),
     Bad("turn redacted 2", put(I_TURN, redacted=2), 3, "turn", "redacted", "2 is not 0 or 1"),
     Bad("redacted turn with text", put(I_TURN, redacted=1), 3, "turn", "content", "a redacted turn keeps no text"),
@@ -578,7 +581,9 @@ async def answers(history: History) -> list[Any]:
         ("fact_status_log", "fact_id, rowid"),
         ("store_meta", "key"),
     ):
-        out.append(await history.store.read_all(f"SELECT * FROM {table} ORDER BY {order}"))
+        # (the target's store_meta also records the import itself: app.memory.export.ImportMarker)
+        where = " WHERE key != 'import'" if table == "store_meta" else ""
+        out.append(await history.store.read_all(f"SELECT * FROM {table}{where} ORDER BY {order}"))
     return out
 
 
