@@ -670,6 +670,12 @@ def _familiar_process(home: Path, *argv: str, crash_at: str | None = None) -> su
     )
 
 
+def _new_default(home: Path) -> None:
+    """An import goes into an existing, empty familiar: make one, as a user would."""
+    made = _familiar_process(home, "new", "default")
+    assert made.returncode == 0, made.stderr
+
+
 def _end_state(cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setenv("FAMILIAR_HOME", str(home))
     folder = home / "familiars" / "default"
@@ -705,6 +711,7 @@ def test_an_import_killed_after_its_commit_is_finished_and_a_rerun_ends_as_an_un
     cli.json("export", str(export))
 
     uninterrupted = tmp_path / "uninterrupted"
+    _new_default(uninterrupted)
     expected_counts = _familiar_process(uninterrupted, "import", str(export), "--json")
     assert expected_counts.returncode == 0, expected_counts.stderr
     expected = _end_state(cli, uninterrupted, monkeypatch)
@@ -712,6 +719,7 @@ def test_an_import_killed_after_its_commit_is_finished_and_a_rerun_ends_as_an_un
     assert [h["content"] for h in expected["hits"]] == ["the lighthouse keeper waves"]
 
     killed = tmp_path / "killed"
+    _new_default(killed)
     crashed = _familiar_process(killed, "import", str(export), "--json", crash_at="import-committed")
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     lorebook = killed / "familiars" / "default" / "lorebook.toml"
@@ -736,6 +744,7 @@ def test_an_interrupted_import_is_finished_by_the_next_command_of_any_kind(
     good = tmp_path / "good.jsonl"
     _import_file(good, created_at="2024-05-01T14:00:00+02:00")
     home = tmp_path / "killed"
+    _new_default(home)
     crashed = _familiar_process(home, "import", str(good), crash_at="import-committed")
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     monkeypatch.setenv("FAMILIAR_HOME", str(home))
