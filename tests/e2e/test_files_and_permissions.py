@@ -199,6 +199,8 @@ def test_a_file_without_permission_is_one_line_naming_it_and_what_to_do(
     unprivileged: tuple[Path, list[str]], name: str, problem: str
 ) -> None:
     home, prefix = unprivileged
+    created = _familiar(home, prefix, "new", "default")
+    assert created.returncode == 0, created.stderr
     made = _familiar(home, prefix, "facts", "remember", "The lighthouse is red", "--where", WHERE)
     assert made.returncode == 0, made.stderr
     folder = home / "familiars" / "default"
