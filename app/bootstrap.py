@@ -118,11 +118,13 @@ def run_window(paths: FamiliarPaths) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.ui.dialogs.startup_error import show_startup_error
+    from app.ui.icons import app_icon
     from app.ui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv)
     assert isinstance(app, QApplication)
     app.setApplicationName("Familiar")
+    app.setWindowIcon(app_icon())  # every window and dialog, and the task bar
     app.setQuitOnLastWindowClosed(False)  # the loop must outlive the window to close the store cleanly
     exit_code = EXIT_OK
     probe = os.environ.get("FAMILIAR_BENCH_EXIT_WHEN_SHOWN") == "1"
