@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"familiar {__version__}")
     parser.add_argument("--familiar", default="default", metavar="NAME", help="which familiar (default: default)")
+    parser.add_argument(
+        "--self-test", action="store_true", help="check this installation offscreen in a temporary familiar, then exit"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def sub(group: Any, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -191,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.self_test:
+        from app.self_test import run_self_test
+
+        return run_self_test()
     try:
         paths = familiar_paths(args.familiar)
     except ConfigError as exc:
