@@ -125,6 +125,7 @@ def run_window(paths: FamiliarPaths) -> int:
     assert isinstance(app, QApplication)
     app.setApplicationName("Familiar")
     app.setWindowIcon(app_icon())  # every window and dialog, and the task bar
+    app.setDesktopFileName("familiar")  # Wayland shows the icon of familiar.desktop (installers/linux)
     app.setQuitOnLastWindowClosed(False)  # the loop must outlive the window to close the store cleanly
     exit_code = EXIT_OK
     probe = os.environ.get("FAMILIAR_BENCH_EXIT_WHEN_SHOWN") == "1"
