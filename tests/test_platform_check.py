@@ -98,7 +98,8 @@ def test_a_hidden_xcb_library_is_named_with_its_packages(tmp_path: Path) -> None
     hidden.mkdir()
     (hidden / "libxcb-cursor.so.0").write_bytes(b"not a shared object")
     with x_display() as display:
-        result = launch(desktop_env(tmp_path, DISPLAY=display, LD_LIBRARY_PATH=str(hidden)))
+        search = os.pathsep.join(filter(None, [str(hidden), os.environ.get("LD_LIBRARY_PATH", "")]))
+        result = launch(desktop_env(tmp_path, DISPLAY=display, LD_LIBRARY_PATH=search))
     line = assert_one_clear_line(result)
     assert line.startswith("error: cannot open a window: Qt's xcb plugin needs")
     assert "libxcb-cursor.so.0" in line
@@ -168,3 +169,20 @@ def test_a_wayland_session_without_a_compositor_falls_back_to_x(tmp_path: Path) 
     alone = window_problem({"WAYLAND_DISPLAY": str(tmp_path / "wayland-9"), "QT_QPA_PLATFORM": "wayland"})
     assert alone is not None
     assert f"no Wayland compositor answers at {tmp_path / 'wayland-9'}" in alone
+
+
+@linux_only
+@pytest.mark.parametrize("form", ["unix:{n}", ":{n}.0", "localhost:{n}"])
+def test_local_display_forms_are_probed(form: str) -> None:
+    number = silent_display().lstrip(":")
+    display = form.format(n=number)
+    problem = window_problem({"DISPLAY": display, "QT_QPA_PLATFORM": "xcb"})
+    assert problem is not None
+    assert f"no X server answers at DISPLAY={display}" in problem
+
+
+@linux_only
+def test_a_remote_display_is_not_probed() -> None:
+    # A remote X server could take a network timeout to answer: left to Qt (here: only the libraries are checked).
+    problem = window_problem({"DISPLAY": "far-away.invalid:0", "QT_QPA_PLATFORM": "xcb"})
+    assert problem is None or "xcb plugin needs" in problem
