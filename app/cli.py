@@ -198,17 +198,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.self_test import run_self_test
 
         return run_self_test()
+    if args.command is None or (args.command == "run" and not args.headless):
+        from app.platform_check import window_problem  # before anything loads Qt, or creates a familiar
+
+        if (problem := window_problem()) is not None:
+            error(problem)
+            return EXIT_FAILURE
     try:
         paths = familiar_paths(args.familiar)
     except ConfigError as exc:
         error(str(exc))
         return EXIT_CONFIG
     if args.command is None or (args.command == "run" and not args.headless):
-        from app.platform_check import window_problem  # before anything loads Qt: a clear line, never an abort
-
-        if (problem := window_problem()) is not None:
-            error(problem)
-            return EXIT_FAILURE
         from app.bootstrap import run_window  # imports Qt only when a window is wanted
 
         return run_window(paths)
