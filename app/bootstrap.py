@@ -115,14 +115,16 @@ def run_headless(paths: FamiliarPaths) -> int:
 def run_window(paths: FamiliarPaths) -> int:
     os.environ.setdefault("QT_API", "pyside6")  # qasync picks its binding from this
     import qasync
-    from PySide6.QtWidgets import QApplication
 
     from app.ui.dialogs.startup_error import show_startup_error
+    from app.ui.icons import app_icon
     from app.ui.main_window import MainWindow
+    from app.ui.platform_guard import start_application
 
-    app = QApplication.instance() or QApplication(sys.argv)
-    assert isinstance(app, QApplication)
+    app = start_application(sys.argv)  # a platform plugin that cannot start: one line and exit 1, not an abort
     app.setApplicationName("Familiar")
+    app.setWindowIcon(app_icon())  # every window and dialog, and the task bar
+    app.setDesktopFileName("familiar")  # Wayland shows the icon of familiar.desktop (installers/linux)
     app.setQuitOnLastWindowClosed(False)  # the loop must outlive the window to close the store cleanly
     exit_code = EXIT_OK
     probe = os.environ.get("FAMILIAR_BENCH_EXIT_WHEN_SHOWN") == "1"

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"familiar {__version__}")
     parser.add_argument("--familiar", metavar="NAME", help="which familiar (default: default); it must exist")
+    parser.add_argument(
+        "--self-test", action="store_true", help="check this installation offscreen in a temporary familiar, then exit"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def sub(group: Any, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -211,7 +214,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.self_test:
+        from app.self_test import run_self_test
+
+        return run_self_test()
     window = args.command is None or (args.command == "run" and not args.headless)
+    if window:
+        from app.platform_check import window_problem  # before anything loads Qt, or creates a familiar
+
+        if (problem := window_problem()) is not None:
+            error(problem)
+            return EXIT_FAILURE
     try:
         if args.command == "new" or (args.command == "card" and args.card_command == "import"):
             return _create(args)

@@ -18,6 +18,7 @@ from app.ui.async_slot import cancel_running_slots
 from app.ui.bridge import RuntimeBridge
 from app.ui.connection_indicator import ConnectionIndicator
 from app.ui.dialogs.settings_dialog import SettingsDialog
+from app.ui.icons import app_icon
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
 
@@ -36,6 +37,7 @@ class MainWindow(QMainWindow):
         self._facade = facade
         self._settings_dialog: SettingsDialog | None = None
         self.setWindowTitle(f"Familiar — {facade.familiar_name}")
+        self.setWindowIcon(app_icon())
         self.resize(1100, 700)
         self.setMinimumSize(QSize(760, 480))
 
