@@ -286,15 +286,27 @@ class Store:
                 found[row[0]] = _turn(row)
         return self._seen([found[i] for i in ids if i in found])
 
-    async def recent_turns(self, place: str, limit: int) -> list[Turn]:
-        """The latest revision of the newest `limit` turns of a place, oldest first; redacted ones left out."""
+    async def recent_turns(self, place: str, limit: int, *, ending_at: int | None = None) -> list[Turn]:
+        """The latest revision of the newest `limit` turns of a place, oldest first; redacted ones left out.
+
+        `ending_at` (a turn id, any revision of its message) ends the window at that message: what
+        was said after it is left out, so a reply is built for the message it answers.
+        """
         if limit <= 0:
             return []
-        rows = await self.read_all(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
-            " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",  # an edited message keeps its place
-            (place, limit),
-        )
+        if ending_at is None:
+            rows = await self.read_all(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
+                " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",  # an edited message keeps its place
+                (place, limit),
+            )
+        else:
+            rows = await self.read_all(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
+                " AND COALESCE(origin_id, id) <= (SELECT COALESCE(origin_id, id) FROM turns WHERE id = ?)"
+                " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",
+                (place, ending_at, limit),
+            )
         return self._seen([_turn(r) for r in reversed(rows)])
 
     async def turns_after(self, place: str, after_id: int, limit: int) -> list[Turn]:

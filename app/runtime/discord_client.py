@@ -38,6 +38,8 @@ from app.runtime.messages import IncomingMessage, place_for, split_reply
 _log = logging.getLogger(__name__)
 
 PORTAL = "https://discord.com/developers/applications"
+# The longest a reply waits for the one before it in its channel (or for its message to be stored).
+REPLY_WAIT_SECONDS = 600.0
 
 
 class MessageSink(Protocol):
@@ -205,6 +207,7 @@ class DiscordAdapter:
         self._connect_task: asyncio.Task[None] | None = None
         self._latency_task: asyncio.Task[None] | None = None
         self._reply_tasks: set[asyncio.Task[None]] = set()
+        self._channel_tails: dict[int, asyncio.Task[None]] = {}  # the last reply queued in each channel
         self._ready = asyncio.Event()
         self._ended = asyncio.Event()
         self._end_error: BaseException | None = None
@@ -280,6 +283,7 @@ class DiscordAdapter:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._reply_tasks.clear()
+        self._channel_tails.clear()
         self._latency_task = None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -390,14 +394,54 @@ class DiscordAdapter:
         if self._client is None or self._client.user is None or message.author.id == self._client.user.id:
             return  # our own replies are recorded when sent
         incoming = self._incoming(message)
-        await self._sink.on_discord_message(incoming)
+        # The reply takes its place in the channel's line now, in the order messages arrived; it
+        # starts once this message is stored (its prompt ends at it) and the earlier replies are out.
+        stored: asyncio.Future[bool] | None = None
+        if self.should_answer(incoming):
+            stored = asyncio.get_running_loop().create_future()
+            self._queue_reply(message, incoming, stored)
+        ok = False
+        try:
+            await self._sink.on_discord_message(incoming)
+            ok = True
+        finally:
+            if stored is not None and not stored.done():
+                stored.set_result(ok)
         where = _describe_channel(message)
         self._activity(ActivityKind.MESSAGE_IN, where, f"{incoming.author_name}: {incoming.content[:120]}")
-        if not self.should_answer(incoming):
-            return
-        task = asyncio.create_task(self._answer(message, incoming), name=f"reply-{message.id}")
+
+    def _queue_reply(self, message: discord.Message, incoming: IncomingMessage, stored: asyncio.Future[bool]) -> None:
+        """Replies in one channel go out one after another, in message order; channels do not wait
+        for each other."""
+        channel_id = incoming.channel_id
+        previous = self._channel_tails.get(channel_id)
+        task = asyncio.create_task(
+            self._answer_in_turn(previous, message, incoming, stored), name=f"reply-{message.id}"
+        )
+        self._channel_tails[channel_id] = task
         self._reply_tasks.add(task)
-        task.add_done_callback(self._reply_tasks.discard)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._reply_tasks.discard(finished)
+            if self._channel_tails.get(channel_id) is finished:
+                del self._channel_tails[channel_id]
+
+        task.add_done_callback(done)
+
+    async def _answer_in_turn(
+        self,
+        previous: asyncio.Task[None] | None,
+        message: discord.Message,
+        incoming: IncomingMessage,
+        stored: asyncio.Future[bool],
+    ) -> None:
+        if previous is not None:
+            # Bounded: a reply that hangs past every timeout must not silence the channel for good.
+            await asyncio.wait({previous}, timeout=REPLY_WAIT_SECONDS)
+        done, _pending = await asyncio.wait({stored}, timeout=REPLY_WAIT_SECONDS)
+        if stored not in done or not stored.result():
+            return  # not stored (the failure is reported by the message handler): nothing to answer from
+        await self._answer(message, incoming)
 
     async def _answer(self, message: discord.Message, incoming: IncomingMessage) -> None:
         try:

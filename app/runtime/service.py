@@ -353,8 +353,16 @@ class Familiar:
             reply_to=message.reply_to,
         )
 
-    async def reply_for(self, message: IncomingMessage) -> str:
-        text, explanation_id = await self._reply(message.place)
+    async def reply_for(self, message: IncomingMessage) -> str | None:
+        """The reply to one message, built from the channel's history up to that message.
+
+        None when the message is no longer there to answer (deleted before its turn came).
+        """
+        answering = await self.history.store.latest_revision("discord", message.message_id)
+        if answering is None or answering.redacted:
+            _log.info("message %s was deleted before it could be answered", message.message_id)
+            return None
+        text, explanation_id = await self._reply(message.place, answering)
         self._explanations[message.message_id] = explanation_id
         while len(self._explanations) > 256:
             self._explanations.pop(next(iter(self._explanations)))
@@ -382,13 +390,16 @@ class Familiar:
     async def on_discord_delete(self, message_id: int) -> None:
         await self.history.redact_message("discord", message_id, datetime.now(UTC))
 
-    async def context_for(self, place: str) -> ReplyContext:
+    async def context_for(self, place: str, answering: Turn | None = None) -> ReplyContext:
+        """What a reply at `place` is built from; for `answering`, the history window ends at that
+        message, so it is the last thing said in the prompt whatever arrived after it."""
         settings = self._loaded.settings
         section = settings.channels.get(channel_key(place))
         tier = (section.budget_tier if section else "") or settings.budget.tier
         budget: BudgetTier = getattr(settings.budget, tier)
+        ending_at = answering.id if answering is not None else None
         recent, pause, versions = await asyncio.gather(
-            self.history.recent_turns(place, settings.history.recent_turns),
+            self.history.recent_turns(place, settings.history.recent_turns, ending_at=ending_at),
             self.projections.pause_state(),
             change_counters(self.history.store),
         )
@@ -403,14 +414,15 @@ class Familiar:
             now=datetime.now(UTC),
         )
 
-    async def assemble(self, place: str) -> Assembly:
-        """The prompt a reply at `place` would get now, and its explanation (no LLM call)."""
+    async def assemble(self, place: str, answering: Turn | None = None) -> Assembly:
+        """The prompt a reply at `place` (to `answering`, else to the newest message) would get now,
+        and its explanation (no LLM call)."""
         section = self._loaded.settings.channels.get(channel_key(place))
         order = (section.prompt_layers if section else ()) or DEFAULT_ORDER
-        return await self._assembler.assemble(await self.context_for(place), order)
+        return await self._assembler.assemble(await self.context_for(place, answering), order)
 
-    async def _reply(self, place: str) -> tuple[str, int]:
-        assembly = await self.assemble(place)
+    async def _reply(self, place: str, answering: Turn) -> tuple[str, int]:
+        assembly = await self.assemble(place, answering)
         text = await self._llm.complete(assembly.messages)
         explanation_id = await self.projections.save_explanation(place, assembly.explanation, [])
         return text, explanation_id
@@ -424,8 +436,8 @@ class Familiar:
             raise FamiliarError(f"That message is too long ({len(text)} characters, at most {MAX_LOCAL_CHARS}).")
         if self._llm.endpoint.missing():
             raise FamiliarError(f"No {' and no '.join(self._llm.endpoint.missing())} yet: set them in Settings.")
-        await self._append_local(OWNER_KEY, "You", text)
-        reply, explanation_id = await self._reply(LOCAL_PLACE)
+        said = await self._append_local(OWNER_KEY, "You", text)
+        reply, explanation_id = await self._reply(LOCAL_PLACE, said)
         turn = await self._append_local(SELF_KEY, self._loaded.settings.familiar.display_name, reply)
         await self.projections.link_explanation(explanation_id, [turn.id])
         return _chat_line(turn)

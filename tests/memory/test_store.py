@@ -127,6 +127,20 @@ async def test_recent_turns_keep_an_edited_message_in_its_place(store: Store) ->
     assert [t.content for t in recent] == ["m0 edited", "m1", "m2"]
 
 
+async def test_recent_turns_can_end_at_the_message_being_answered(store: Store) -> None:
+    stored = [await store.append_turn(turn(f"m{i}", message_id=i + 1, minutes=i)) for i in range(5)]
+    await store.append_turn(turn("elsewhere", message_id=99, place=OTHER_PLACE))
+    ids = [t.id for t in stored if t is not None]
+    assert [t.content for t in await store.recent_turns(PLACE, 10, ending_at=ids[2])] == ["m0", "m1", "m2"]
+    assert [t.content for t in await store.recent_turns(PLACE, 2, ending_at=ids[2])] == ["m1", "m2"]
+    # An edited message ends the window at its place, whichever revision is named, with its new text.
+    edited = await store.edit_message("discord", 2, "m1 edited", T0 + timedelta(hours=1))
+    assert edited is not None
+    for ending_at in (ids[1], edited.id):
+        assert [t.content for t in await store.recent_turns(PLACE, 10, ending_at=ending_at)] == ["m0", "m1 edited"]
+    assert await store.recent_turns(PLACE, 10, ending_at=10_000) == []  # an unknown turn ends nothing in
+
+
 # -- edits ---------------------------------------------------------------------------------------------
 
 
