@@ -21,6 +21,7 @@ import discord.http
 import yarl
 
 from app.config.settings import DiscordSection
+from app.memory.store import MAX_CONTENT_CHARS
 from app.runtime.errors import FamiliarError
 from app.runtime.events import (
     Activity,
@@ -33,7 +34,7 @@ from app.runtime.events import (
     LatencyMeasured,
     RuntimeEvent,
 )
-from app.runtime.messages import IncomingMessage, place_for, split_reply
+from app.runtime.messages import IncomingMessage, clip_message, place_for, split_reply
 
 _log = logging.getLogger(__name__)
 
@@ -372,7 +373,7 @@ class DiscordAdapter:
             author_id=message.author.id,
             author_name=message.author.display_name,
             author_is_bot=message.author.bot,
-            content=flatten_message(message),
+            content=clip_message(flatten_message(message), MAX_CONTENT_CHARS),
             created_at=message.created_at,
             mentions_familiar=me is not None and me.mentioned_in(message) and not message.mention_everyone,
             replies_to_familiar=replied,
@@ -449,7 +450,7 @@ class DiscordAdapter:
                 reply = await self._sink.reply_for(incoming)
             if not reply:
                 return
-            for index, piece in enumerate(split_reply(reply)):
+            for index, piece in enumerate(split_reply(reply, max_pieces=self._settings.max_reply_messages)):
                 if index == 0:  # the first piece answers the message; the rest follow it
                     sent = await message.channel.send(
                         piece, reference=message, mention_author=False, allowed_mentions=_SAFE_MENTIONS
@@ -482,7 +483,7 @@ class DiscordAdapter:
         # An embed unfurl or a pin also arrives here; the store ignores an update whose text is unchanged.
         edited = payload.data.get("edited_timestamp")
         edited_at = datetime.fromisoformat(edited) if isinstance(edited, str) else datetime.now(UTC)
-        content = flatten_message(payload.message)
+        content = clip_message(flatten_message(payload.message), MAX_CONTENT_CHARS)
         await self._sink.on_discord_edit(payload.message_id, content, edited_at)
         author = payload.message.author.display_name
         self._activity(ActivityKind.EDIT, self._where(payload.channel_id), f"{author} edited: {content[:120]}")

@@ -12,9 +12,13 @@ from collections.abc import Callable
 
 import pytest
 
-from app.runtime.events import Activity, ActivityKind, RuntimeEvent
+from app.config.paths import FamiliarPaths
+from app.config.secrets import SecretStore
+from app.memory.store import MAX_CONTENT_CHARS
+from app.runtime.events import Activity, ActivityKind, FailureReported, RuntimeEvent
+from app.runtime.messages import REPLY_CUT
 from app.runtime.service import Familiar
-from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME
+from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME, TOKEN, write_character_toml
 from tests.fakes.discord_server import FakeDiscord, PostedMessage
 from tests.fakes.llm_server import FakeLLM
 
@@ -137,3 +141,91 @@ async def test_a_slow_reply_holds_back_its_own_channel_only(
     # The second mention in the stuck channel waits its turn: its prompt is not even built yet.
     assert len(fake_llm.requests) == 2
     assert {stuck, waiting}.isdisjoint(_answers(fake_discord.posted))
+
+
+async def _open_with(paths: FamiliarPaths, fake_discord: FakeDiscord, fake_llm: FakeLLM, discord: str) -> Familiar:
+    """A familiar whose [discord] section has extra settings."""
+    write_character_toml(paths, fake_discord.api_base, fake_discord.gateway_url, fake_llm.base_url)
+    text = paths.character_toml.read_text(encoding="utf-8")
+    paths.character_toml.write_text(text.replace("[discord]\n", f"[discord]\n{discord}\n", 1), encoding="utf-8")
+    secrets = SecretStore("default", paths.secrets_file, use_keyring=False)
+    return await Familiar.open(paths, secrets, env={"DISCORD_TOKEN": TOKEN})
+
+
+async def test_a_reply_is_at_most_five_discord_messages_by_default(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events = Recorder()
+    familiar.subscribe(events)
+    await familiar.start()
+    fake_llm.script("The lantern flickers over the old map. " * 500)  # about ten messages' worth
+    asked = await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="tell me everything", mentions_bot=True
+    )
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.REPLY_OUT)), "the reply")
+    posted = fake_discord.posted
+    assert len(posted) == 5
+    assert all(len(p.content) <= 2000 for p in posted)
+    assert posted[-1].content.endswith(REPLY_CUT)
+    assert not any(REPLY_CUT in p.content for p in posted[:-1])
+    assert posted[0].message_reference is not None
+    assert int(posted[0].message_reference["message_id"]) == asked
+    assert fake_discord.rejected == []
+    stored = await familiar.history.store.read_all(
+        "SELECT content FROM turns WHERE author_key = 'familiar:self' ORDER BY id"
+    )
+    assert [row[0] for row in stored] == [p.content for p in posted]
+
+
+async def test_the_cap_on_reply_messages_is_a_setting(
+    familiar_paths: FamiliarPaths, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    familiar = await _open_with(familiar_paths, fake_discord, fake_llm, "max_reply_messages = 2")
+    try:
+        events = Recorder()
+        familiar.subscribe(events)
+        await familiar.start()
+        fake_llm.script("A very long story. " * 600)
+        await fake_discord.send_message(
+            channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="a story?", mentions_bot=True
+        )
+        await events.wait_for(lambda: bool(events.activity(ActivityKind.REPLY_OUT)), "the reply")
+        assert len(fake_discord.posted) == 2
+        assert fake_discord.posted[-1].content.endswith(REPLY_CUT)
+    finally:
+        await familiar.close()
+
+
+async def test_a_message_over_the_store_limit_is_stored_cut_with_a_marker(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events = Recorder()
+    familiar.subscribe(events)
+    await familiar.start()
+    fake_llm.script("That is a lot of x.")
+    huge = "spam " * 30_000  # 150,000 characters
+    quiet = await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=BOB, content=huge)
+    asked = await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="x" * 120_000, mentions_bot=True
+    )
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.REPLY_OUT)), "the reply")
+    rows = dict(
+        await familiar.history.store.read_all(
+            "SELECT message_id, content FROM turns WHERE message_id IN (?, ?)", (quiet, asked)
+        )
+    )
+    for message_id, original in ((quiet, huge), (asked, "x" * 120_000)):
+        text = rows[message_id]
+        assert len(text) == MAX_CONTENT_CHARS
+        assert text.endswith(f"[message cut: it had {len(original)} characters; only the first ones are kept]")
+        assert original.startswith(text[: MAX_CONTENT_CHARS - 100])
+    assert len(fake_discord.posted) == 1  # and the huge mention was still answered
+    # An edit that makes a message huge is cut the same way.
+    await fake_discord.edit_message(quiet, "edited " * 20_000)
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.EDIT)), "the edit")
+    [(edited,)] = await familiar.history.store.read_all(
+        "SELECT content FROM turns WHERE message_id = ? AND superseded = 0", (quiet,)
+    )
+    assert len(edited) == MAX_CONTENT_CHARS
+    assert edited.endswith("[message cut: it had 140000 characters; only the first ones are kept]")
+    assert not any(isinstance(e, FailureReported) for e in events.events)
