@@ -22,6 +22,7 @@ import yarl
 
 from app.config.settings import DiscordSection
 from app.memory.store import MAX_CONTENT_CHARS
+from app.runtime.backfill import Backfill, BackfillSink
 from app.runtime.errors import FamiliarError
 from app.runtime.events import (
     Activity,
@@ -43,7 +44,7 @@ PORTAL = "https://discord.com/developers/applications"
 REPLY_WAIT_SECONDS = 600.0
 
 
-class MessageSink(Protocol):
+class MessageSink(BackfillSink, Protocol):
     """What the familiar does with Discord traffic."""
 
     async def on_discord_message(self, message: IncomingMessage) -> None: ...
@@ -152,6 +153,11 @@ class _Client(discord.Client):
     async def on_ready(self) -> None:
         await self._adapter._on_ready()
 
+    async def on_connect(self) -> None:
+        # A new session (READY), never a RESUME: events of the old one may be lost. This handler
+        # runs before any of the new session's messages are handled (tasks start in order).
+        self._adapter._backfill.session_started()
+
     async def on_resumed(self) -> None:
         self._adapter._set_state(ConnectionState.CONNECTED, "resumed")
 
@@ -209,6 +215,7 @@ class DiscordAdapter:
         self._latency_task: asyncio.Task[None] | None = None
         self._reply_tasks: set[asyncio.Task[None]] = set()
         self._channel_tails: dict[int, asyncio.Task[None]] = {}  # the last reply queued in each channel
+        self._backfill = Backfill(settings, sink, self._incoming, self._activity)
         self._ready = asyncio.Event()
         self._ended = asyncio.Event()
         self._end_error: BaseException | None = None
@@ -277,6 +284,7 @@ class DiscordAdapter:
 
     async def _teardown(self) -> None:
         client, self._client = self._client, None
+        await self._backfill.close()
         for task in (self._latency_task, *self._reply_tasks):
             if task is not None:
                 task.cancel()
@@ -342,6 +350,8 @@ class DiscordAdapter:
         self._publish_guilds()
         self._set_state(ConnectionState.CONNECTED, f"{len(self.guilds)} guild(s)")
         self._ready.set()
+        if self._client is not None:
+            self._backfill.session_ready(self._client)
 
     def _on_disconnect(self) -> None:
         if self._client is not None and not self._client.is_closed() and self.state == ConnectionState.CONNECTED:
@@ -357,7 +367,9 @@ class DiscordAdapter:
         self._publish(GuildsChanged(guilds=self.guilds))
 
     # -- messages ----------------------------------------------------------------------------
-    def _incoming(self, message: discord.Message) -> IncomingMessage:
+    def _incoming(self, message: discord.Message, place: str | None = None) -> IncomingMessage:
+        """The familiar's view of a message; `place` overrides where it was said (a DM's own
+        messages, seen in fetched history, belong to the other person's DM)."""
         me = self._client.user if self._client is not None else None
         guild_id = message.guild.id if message.guild is not None else None
         reference = message.reference
@@ -367,7 +379,7 @@ class DiscordAdapter:
             replied = isinstance(resolved, discord.Message) and resolved.author.id == me.id
         return IncomingMessage(
             message_id=message.id,
-            place=place_for(guild_id, message.channel.id, message.author.id),
+            place=place or place_for(guild_id, message.channel.id, message.author.id),
             guild_id=guild_id,
             channel_id=message.channel.id,
             author_id=message.author.id,
@@ -378,6 +390,7 @@ class DiscordAdapter:
             mentions_familiar=me is not None and me.mentioned_in(message) and not message.mention_everyone,
             replies_to_familiar=replied,
             reply_to=reference.message_id if reference is not None else None,
+            from_familiar=me is not None and message.author.id == me.id,
         )
 
     def should_answer(self, incoming: IncomingMessage) -> bool:
@@ -392,8 +405,12 @@ class DiscordAdapter:
         )
 
     async def _on_message(self, message: discord.Message) -> None:
-        if self._client is None or self._client.user is None or message.author.id == self._client.user.id:
+        client = self._client
+        if client is None or client.user is None or message.author.id == client.user.id:
             return  # our own replies are recorded when sent
+        await self._backfill.wait_turn(message.channel.id)
+        if self._client is not client:
+            return  # stopped while it waited
         incoming = self._incoming(message)
         # The reply takes its place in the channel's line now, in the order messages arrived; it
         # starts once this message is stored (its prompt ends at it) and the earlier replies are out.

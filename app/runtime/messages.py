@@ -23,6 +23,7 @@ class IncomingMessage:
     mentions_familiar: bool
     replies_to_familiar: bool
     reply_to: int | None
+    from_familiar: bool = False  # its own message (seen in history fetched after a restart)
 
 
 def place_for(guild_id: int | None, channel_id: int, author_id: int) -> str:

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +56,9 @@ _log = logging.getLogger(__name__)
 LOCAL_PLACE = "local"
 OWNER_KEY = "local:owner"
 MAX_LOCAL_CHARS = 8000
+# How many of a channel's newest stored messages a backfill looks at again: a crash in a burst can
+# leave a reply Discord accepted unstored among them.
+BACKFILL_OVERLAP = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +386,36 @@ class Familiar:
             turn = await self.history.store.latest_revision("discord", sent.id)
         if explanation_id is not None and turn is not None:
             await self.projections.link_explanation(explanation_id, [turn.id])
+
+    async def backfill_point(self, place: str) -> int | None:
+        """The message id after which `place` may have missed messages (None: nothing stored there)."""
+        return await self.history.store.resume_point(place, BACKFILL_OVERLAP)
+
+    async def known_dm_channels(self) -> list[tuple[str, int, str | None]]:
+        """(place, channel id, the other person's name) of each DM conversation the familiar has had."""
+        return await self.history.store.dm_channels()
+
+    async def on_discord_backfill(self, place: str, messages: Sequence[IncomingMessage]) -> int:
+        """Messages missed while offline, oldest first, stored as turns and never answered; the
+        familiar's own messages are its replies. Already stored or deleted ones are skipped.
+        Returns how many were new."""
+        name = self._loaded.settings.familiar.display_name
+        turns = [
+            NewTurn(
+                platform="discord",
+                place=place,
+                guild_id=m.guild_id,
+                channel_id=m.channel_id,
+                message_id=m.message_id,
+                author_key=SELF_KEY if m.from_familiar else f"discord:{m.author_id}",
+                author_name=name if m.from_familiar else m.author_name,
+                content=m.content,
+                created_at=m.created_at,
+                reply_to=m.reply_to,
+            )
+            for m in messages
+        ]
+        return len(await self.history.append_turns(turns)) if turns else 0
 
     async def on_discord_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
         await self.history.edit_message("discord", message_id, content, edited_at)
