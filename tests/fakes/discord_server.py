@@ -13,6 +13,7 @@ emits is built by the ``build_*`` functions in the "Payload builders" section be
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import json
 import re
@@ -462,6 +463,7 @@ class FakeDiscord:
         self._channels: dict[int, _Channel] = {}
         self._dms: dict[int, int] = {}  # user id -> DM channel id
         self._messages: dict[int, JSON] = {}
+        self._channel_ids: dict[int, list[int]] = {}  # channel id -> its message ids, ascending
         self._sessions: dict[str, _Session] = {}
         self._conns: list[_Connection] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -613,13 +615,13 @@ class FakeDiscord:
         await self._dispatch("MESSAGE_UPDATE", msg)
 
     async def delete_message(self, message_id: int) -> None:
-        msg = self._messages.pop(message_id)
+        msg = self._forget_message(message_id)
         guild_id = int(msg["guild_id"]) if "guild_id" in msg else None
         await self._dispatch("MESSAGE_DELETE", build_message_delete(message_id, int(msg["channel_id"]), guild_id))
 
     async def delete_messages(self, message_ids: list[int]) -> None:
         """A moderator's bulk delete (MESSAGE_DELETE_BULK) of messages in one channel."""
-        msgs = [self._messages.pop(mid) for mid in message_ids]
+        msgs = [self._forget_message(mid) for mid in message_ids]
         channel_ids = {int(m["channel_id"]) for m in msgs}
         if len(channel_ids) != 1:
             raise ValueError("a bulk delete is in one channel")
@@ -752,6 +754,12 @@ class FakeDiscord:
             timestamp=at.isoformat() if at is not None else None,
         )
         self._messages[int(msg["id"])] = msg
+        bisect.insort(self._channel_ids.setdefault(channel.channel_id, []), int(msg["id"]))
+        return msg
+
+    def _forget_message(self, message_id: int) -> JSON:
+        msg = self._messages.pop(message_id)
+        self._channel_ids[int(msg["channel_id"])].remove(message_id)
         return msg
 
     def _channel_payload(self, channel: _Channel) -> JSON:
@@ -1018,14 +1026,14 @@ class FakeDiscord:
         if channel.denied & READ_MESSAGE_HISTORY:
             return self._json([])  # as Discord: the channel is visible, its history is not
         before, after = int(q.get("before", "0")) or None, int(q.get("after", "0")) or None
-        ids = sorted(
-            (mid for mid, m in self._messages.items() if m["channel_id"] == str(channel.channel_id)), reverse=True
-        )
-        if before is not None:
-            ids = [i for i in ids if i < before]
+        ids = self._channel_ids.get(channel.channel_id, [])
+        end = bisect.bisect_left(ids, before) if before is not None else len(ids)
         if after is not None:
-            ids = [i for i in ids if i > after][-limit:]
-        page = [self._messages[i] for i in ids[:limit]]  # read now: what the hook changes is not in it
+            start = bisect.bisect_right(ids, after)
+            chosen = ids[start : min(end, start + limit)]  # the oldest ones after it
+        else:
+            chosen = ids[max(0, end - limit) : end]  # the newest ones (before it)
+        page = [self._messages[i] for i in reversed(chosen)]  # newest first; read now, before the hook
         if self.on_history is not None:
             await self.on_history(channel.channel_id, [int(m["id"]) for m in page])
         return self._json(page)
