@@ -498,6 +498,8 @@ class DiscordAdapter:
 
     async def _on_raw_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         # An embed unfurl or a pin also arrives here; the store ignores an update whose text is unchanged.
+        # An edit waits for its channel's catch-up like a message: it may edit one that is being fetched.
+        await self._backfill.wait_turn(payload.channel_id)
         edited = payload.data.get("edited_timestamp")
         edited_at = datetime.fromisoformat(edited) if isinstance(edited, str) else datetime.now(UTC)
         content = clip_message(flatten_message(payload.message), MAX_CONTENT_CHARS)

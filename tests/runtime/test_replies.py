@@ -20,7 +20,7 @@ from app.runtime.messages import REPLY_CUT
 from app.runtime.service import Familiar
 from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME, TOKEN, write_character_toml
 from tests.fakes.discord_server import FakeDiscord, PostedMessage
-from tests.fakes.llm_server import FakeLLM
+from tests.fakes.llm_server import FakeLLM, ScriptedReply
 
 pytestmark = pytest.mark.asyncio
 
@@ -229,3 +229,30 @@ async def test_a_message_over_the_store_limit_is_stored_cut_with_a_marker(
     assert len(edited) == MAX_CONTENT_CHARS
     assert edited.endswith("[message cut: it had 140000 characters; only the first ones are kept]")
     assert not any(isinstance(e, FailureReported) for e in events.events)
+
+
+async def test_a_message_deleted_before_its_turn_is_not_answered(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events = Recorder()
+    familiar.subscribe(events)
+    await familiar.start()
+    fake_llm.script(ScriptedReply(content="Slowly, yes.", delay=0.5))  # the first answer takes a while
+    first = await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="first question", mentions_bot=True
+    )
+    second = await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=BOB, content="never mind", mentions_bot=True
+    )
+    await fake_llm.wait_for_requests(1)
+    await fake_discord.delete_message(second)  # gone while it waited behind the first reply
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.DELETE)), "the deletion")
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.REPLY_OUT)), "the first reply")
+    third = await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="still there?", mentions_bot=True
+    )
+    await fake_discord.wait_for_posted(2)
+    await fake_discord.wait_for_delivered()
+    assert _answers(fake_discord.posted) == {first: ["Slowly, yes."], third: ["echo: alice: still there?"]}
+    assert len(fake_llm.requests) == 2  # no prompt was built for the deleted message
+    assert fake_discord.rejected == []
