@@ -71,7 +71,6 @@ class Backfill:
         self._session_known.set()
         self._gates: dict[int, asyncio.Event] = {}  # channel id -> set once its catch-up is stored
         self._task: asyncio.Task[None] | None = None
-        self.runs = 0  # catch-ups started (one per session)
 
     @property
     def enabled(self) -> bool:
@@ -80,31 +79,34 @@ class Backfill:
     # -- the session's life ------------------------------------------------------------------------
     def session_started(self) -> None:
         """A new session (READY; never on a RESUME): what came before it may be lost. Called
-        before any event of the session is handled, so its live messages wait for the catch-up."""
-        self._stop_running()
+        before any event of the session is handled, so its live messages wait for the catch-up
+        (a live message stored first would also hide what was missed before it)."""
+        self._cancel()
+        self._open_all()  # messages of the old session that still wait go on
         if self.enabled:
             self._session_known.clear()
 
     def session_ready(self, client: discord.Client) -> None:
-        """The session's guilds are in: catch up in the background."""
-        self._stop_running()
+        """The session's guilds are in: catch up in the background. The gate stays closed until
+        the catch-up has put a gate on each of its channels."""
+        self._cancel()
         if not self.enabled:
-            self._session_known.set()
+            self._open_all()
             return
-        self.runs += 1
         self._task = asyncio.create_task(self._run(client), name="discord-backfill")
 
     async def close(self) -> None:
-        task = self._stop_running()
+        task = self._cancel()
+        self._open_all()
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    def _stop_running(self) -> asyncio.Task[None] | None:
+    def _cancel(self) -> asyncio.Task[None] | None:
+        """Stop a catch-up in progress (its own gates open as it ends)."""
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
-        self._open_all()
         return task
 
     def _open_all(self) -> None:
@@ -133,7 +135,8 @@ class Backfill:
                 for each in channels:
                     gates[each.channel_id] = self._gates[each.channel_id] = asyncio.Event()
             finally:
-                self._session_known.set()
+                if self._task is asyncio.current_task():  # not when a newer session replaced this one
+                    self._session_known.set()
             total, places = 0, 0
             for each in channels:
                 try:

@@ -256,3 +256,42 @@ async def test_a_reconnect_that_cannot_resume_catches_up_on_what_the_lost_sessio
     assert post.message_reference is not None
     assert int(post.message_reference["message_id"]) == after
     assert not any(isinstance(e, Activity) and e.kind is ActivityKind.ERROR for e in events.events)
+
+
+async def test_live_messages_wait_for_their_channel_to_be_caught_up(
+    familiar: Familiar, fake_discord: FakeDiscord
+) -> None:
+    """What was missed is stored before what is said meanwhile: the channel's order holds, and a live
+    message stored first cannot hide what was missed before it."""
+    events = Recorder()
+    familiar.subscribe(events)
+    for n in range(3):
+        await _say(fake_discord, f"missed {n}")
+    starting = asyncio.create_task(familiar.start())
+    await fake_discord.wait_for_identify()
+    await _say(fake_discord, "said at once")  # right after the new session began, before its guilds are in
+    await starting
+    await events.wait_for(lambda: _caught_up(events), "the catch-up")
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.MESSAGE_IN)), "the live message")
+    order = await familiar.history.store.read_all(
+        "SELECT content FROM turns WHERE channel_id = ? ORDER BY id", (GENERAL,)
+    )
+    assert [r[0] for r in order] == ["missed 0", "missed 1", "missed 2", "said at once"]
+
+    async def say_during_the_fetch(channel_id: int, _ids: list[int]) -> None:
+        if channel_id == GENERAL:
+            fake_discord.on_history = None
+            await _say(fake_discord, "said while it fetched")
+            await fake_discord.wait_for_delivered()  # the familiar has it before the page arrives
+
+    await familiar.stop()
+    for n in range(2):
+        await _say(fake_discord, f"missed again {n}")
+    fake_discord.on_history = say_during_the_fetch
+    await familiar.start()
+    await events.wait_for(lambda: _caught_up(events, 2), "the second catch-up")
+    await events.wait_for(lambda: len(events.activity(ActivityKind.MESSAGE_IN)) == 2, "the second live message")
+    order = await familiar.history.store.read_all(
+        "SELECT content FROM turns WHERE channel_id = ? ORDER BY id", (GENERAL,)
+    )
+    assert [r[0] for r in order][-3:] == ["missed again 0", "missed again 1", "said while it fetched"]
