@@ -51,6 +51,7 @@ class _Channel:
     channel_id: int
     where: str  # for the activity log: "Lantern Club #general"
     label: str  # in the summary: "#general"
+    after: int  # fetch the messages after this id
 
 
 class Backfill:
@@ -166,7 +167,15 @@ class Backfill:
             del self._gates[channel_id]
 
     async def _channels(self, client: discord.Client) -> list[_Channel]:
-        """Every guild text channel the familiar may read the history of, and the DMs it has had."""
+        """Every guild text channel the familiar may read the history of, and the DMs it has had,
+        each with where to fetch from, read while the session's live messages still wait."""
+        floor = discord.utils.time_snowflake(
+            datetime.now(UTC) - timedelta(hours=self._settings.backfill_hours), high=False
+        )
+
+        async def after(place: str) -> int:
+            return max(floor, await self._sink.backfill_point(place) or 0)
+
         out: list[_Channel] = []
         for guild in sorted(client.guilds, key=lambda g: g.id):
             me = guild.me
@@ -175,20 +184,19 @@ class Backfill:
                 if not (permissions.view_channel and permissions.read_message_history):
                     continue
                 place = f"guild:{guild.id}/{channel.id}"
-                out.append(_Channel(place, channel, channel.id, f"{guild.name} #{channel.name}", f"#{channel.name}"))
+                where = f"{guild.name} #{channel.name}"
+                out.append(_Channel(place, channel, channel.id, where, f"#{channel.name}", await after(place)))
         for place, channel_id, known_name in await self._sink.known_dm_channels():
             partial = client.get_partial_messageable(channel_id, type=discord.ChannelType.private)
             name = known_name or place
-            out.append(_Channel(place, partial, channel_id, f"DM with {name}", f"the DM with {name}"))
+            out.append(
+                _Channel(place, partial, channel_id, f"DM with {name}", f"the DM with {name}", await after(place))
+            )
         return out
 
     async def _one(self, each: _Channel) -> int:
         """Fetch and store one channel's missed messages; returns how many were new."""
-        floor = discord.utils.time_snowflake(
-            datetime.now(UTC) - timedelta(hours=self._settings.backfill_hours), high=False
-        )
-        point = await self._sink.backfill_point(each.place)
-        after = discord.Object(id=max(floor, point or 0))
+        after = discord.Object(id=each.after)
         try:
             async with asyncio.timeout(CHANNEL_SECONDS):
                 # Newest first, so a cap keeps the most recent ones; stored oldest first.
