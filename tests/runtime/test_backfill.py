@@ -12,13 +12,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.config.paths import FamiliarPaths
-from app.config.secrets import SecretStore
 from app.runtime.events import Activity, ActivityKind
 from app.runtime.service import SELF_KEY, Familiar
-from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME, TOKEN, write_character_toml
+from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME
 from tests.fakes.discord_server import READ_MESSAGE_HISTORY, FakeDiscord, PostedMessage
 from tests.fakes.llm_server import FakeLLM
-from tests.runtime.test_replies import Recorder
+from tests.runtime.test_replies import Recorder, _open_with
 
 pytestmark = pytest.mark.asyncio
 
@@ -38,8 +37,18 @@ async def _rows(familiar: Familiar, message_id: int) -> list[tuple[object, ...]]
     )
 
 
-async def _say(fake: FakeDiscord, content: str, *, channel: int = GENERAL, author: int = ALICE, **kw: object) -> int:
-    return await fake.send_message(channel_id=channel, guild_id=GUILD_ID, author_id=author, content=content, **kw)  # type: ignore[arg-type]
+async def _say(
+    fake: FakeDiscord,
+    content: str,
+    *,
+    channel: int = GENERAL,
+    author: int = ALICE,
+    mentions_bot: bool = False,
+    at: datetime | None = None,
+) -> int:
+    return await fake.send_message(
+        channel_id=channel, guild_id=GUILD_ID, author_id=author, content=content, mentions_bot=mentions_bot, at=at
+    )
 
 
 async def test_messages_sent_while_stopped_are_stored_at_the_next_start_and_not_answered(
@@ -158,14 +167,6 @@ async def test_a_deletion_seen_during_the_catch_up_is_not_stored_back(
         "SELECT message_id FROM deleted_sources WHERE message_id = ?", (doomed,)
     )
     assert marked == [(doomed,)]
-
-
-async def _open_with(paths: FamiliarPaths, fake_discord: FakeDiscord, fake_llm: FakeLLM, discord: str) -> Familiar:
-    write_character_toml(paths, fake_discord.api_base, fake_discord.gateway_url, fake_llm.base_url)
-    text = paths.character_toml.read_text(encoding="utf-8")
-    paths.character_toml.write_text(text.replace("[discord]\n", f"[discord]\n{discord}\n", 1), encoding="utf-8")
-    secrets = SecretStore("default", paths.secrets_file, use_keyring=False)
-    return await Familiar.open(paths, secrets, env={"DISCORD_TOKEN": TOKEN})
 
 
 async def test_the_catch_up_keeps_the_newest_messages_within_its_cap(
