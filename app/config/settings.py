@@ -46,6 +46,20 @@ class DiscordSection:
     guild_ready_timeout: float = field(
         default=2.0, metadata=_doc("Seconds to wait for guilds to stream in after login before reporting ready.")
     )
+    max_reply_messages: int = field(
+        default=5,
+        metadata=_doc("Most Discord messages one reply becomes; a longer reply is cut, and its last message says so."),
+    )
+    backfill_hours: float = field(
+        default=24.0,
+        metadata=_doc(
+            "At start and after a reconnect that lost events, fetch messages missed in each readable channel"
+            " from at most this many hours back (stored, never answered); 0 = off."
+        ),
+    )
+    backfill_messages: int = field(
+        default=1000, metadata=_doc("Most missed messages fetched per channel at start or after a reconnect; 0 = off.")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +232,9 @@ class Secrets:
 
 _RANGES: dict[str, tuple[float, float]] = {
     "discord.guild_ready_timeout": (0.0, 60.0),
+    "discord.max_reply_messages": (1, 50),
+    "discord.backfill_hours": (0.0, 24.0 * 365),
+    "discord.backfill_messages": (0, 1_000_000),
     "llm.timeout": (1.0, 3600.0),
     "llm.max_retries": (0, 10),
     "llm.max_concurrency": (1, 64),

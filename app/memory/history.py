@@ -287,8 +287,8 @@ class History:
             async with self.store.transaction() as conn:
                 await drop_projections_quoting(conn, turn_ids)
 
-    async def recent_turns(self, place: str, limit: int) -> list[Turn]:
-        return await self.store.recent_turns(place, limit)
+    async def recent_turns(self, place: str, limit: int, *, ending_at: int | None = None) -> list[Turn]:
+        return await self.store.recent_turns(place, limit, ending_at=ending_at)
 
     async def search_turns(self, query: str, limit: int = 20, place: str | None = None) -> list[TurnSearchHit]:
         """BM25 hits mapped to their SQL rows; rows redacted since indexing are left out."""

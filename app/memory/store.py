@@ -293,16 +293,56 @@ class Store:
                 found[row[0]] = _turn(row)
         return self._seen([found[i] for i in ids if i in found])
 
-    async def recent_turns(self, place: str, limit: int) -> list[Turn]:
-        """The latest revision of the newest `limit` turns of a place, oldest first; redacted ones left out."""
+    async def recent_turns(self, place: str, limit: int, *, ending_at: int | None = None) -> list[Turn]:
+        """The latest revision of the newest `limit` turns of a place, oldest first; redacted ones left out.
+
+        `ending_at` (a turn id, any revision of its message) ends the window at that message: what
+        was said after it is left out, so a reply is built for the message it answers.
+        """
         if limit <= 0:
             return []
-        rows = await self.read_all(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
-            " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",  # an edited message keeps its place
-            (place, limit),
-        )
+        if ending_at is None:
+            rows = await self.read_all(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
+                " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",  # an edited message keeps its place
+                (place, limit),
+            )
+        else:
+            rows = await self.read_all(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
+                " AND COALESCE(origin_id, id) <= (SELECT COALESCE(origin_id, id) FROM turns WHERE id = ?)"
+                " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",
+                (place, ending_at, limit),
+            )
         return self._seen([_turn(r) for r in reversed(rows)])
+
+    async def resume_point(self, place: str, overlap: int) -> int | None:
+        """Where to fetch a place's missed messages from: the oldest message id among its last
+        `overlap` stored messages (deleted and redacted ones count: they were seen), None when it has
+        none. The overlap finds what a crash cut short among the newest ones, such as a reply that
+        Discord accepted but that was never stored; messages already stored are skipped again."""
+        row = await self.read_one(
+            "SELECT MIN(message_id) FROM (SELECT message_id FROM turns WHERE place = ?"
+            " AND message_id IS NOT NULL ORDER BY id DESC LIMIT ?)",
+            (place, max(1, overlap)),
+        )
+        return int(row[0]) if row is not None and row[0] is not None else None
+
+    async def dm_channels(self) -> list[tuple[str, int, str | None]]:
+        """(place, channel id, the other person's last known name) of every direct-message
+        conversation stored, by place.
+
+        A skip-scan over the place index: one probe per conversation, not one per turn."""
+        rows = await self.read_all(
+            "WITH RECURSIVE dms(place) AS ("
+            " SELECT MIN(place) FROM turns WHERE place > 'dm:' AND place < 'dm;'"
+            " UNION ALL SELECT (SELECT MIN(place) FROM turns WHERE place > dms.place AND place < 'dm;')"
+            " FROM dms WHERE dms.place IS NOT NULL)"
+            " SELECT place, (SELECT channel_id FROM turns WHERE turns.place = dms.place ORDER BY id DESC LIMIT 1),"
+            " (SELECT display_name FROM participants WHERE canonical_key = 'discord:' || substr(dms.place, 4))"
+            " FROM dms WHERE place IS NOT NULL"
+        )
+        return [(str(r[0]), int(r[1]), None if r[2] is None else str(r[2])) for r in rows]
 
     async def turns_after(self, place: str, after_id: int, limit: int) -> list[Turn]:
         """Live turns (latest revisions, not redacted) of a place after a turn id, oldest first."""

@@ -21,6 +21,8 @@ import discord.http
 import yarl
 
 from app.config.settings import DiscordSection
+from app.memory.store import MAX_CONTENT_CHARS
+from app.runtime.backfill import Backfill, BackfillSink
 from app.runtime.errors import FamiliarError
 from app.runtime.events import (
     Activity,
@@ -33,14 +35,16 @@ from app.runtime.events import (
     LatencyMeasured,
     RuntimeEvent,
 )
-from app.runtime.messages import IncomingMessage, place_for, split_reply
+from app.runtime.messages import IncomingMessage, clip_message, place_for, split_reply
 
 _log = logging.getLogger(__name__)
 
 PORTAL = "https://discord.com/developers/applications"
+# The longest a reply waits for the one before it in its channel (or for its message to be stored).
+REPLY_WAIT_SECONDS = 600.0
 
 
-class MessageSink(Protocol):
+class MessageSink(BackfillSink, Protocol):
     """What the familiar does with Discord traffic."""
 
     async def on_discord_message(self, message: IncomingMessage) -> None: ...
@@ -149,6 +153,11 @@ class _Client(discord.Client):
     async def on_ready(self) -> None:
         await self._adapter._on_ready()
 
+    async def on_connect(self) -> None:
+        # A new session (READY), never a RESUME: events of the old one may be lost. This handler
+        # runs before any of the new session's messages are handled (tasks start in order).
+        self._adapter._backfill.session_started()
+
     async def on_resumed(self) -> None:
         self._adapter._set_state(ConnectionState.CONNECTED, "resumed")
 
@@ -205,6 +214,8 @@ class DiscordAdapter:
         self._connect_task: asyncio.Task[None] | None = None
         self._latency_task: asyncio.Task[None] | None = None
         self._reply_tasks: set[asyncio.Task[None]] = set()
+        self._channel_tails: dict[int, asyncio.Task[None]] = {}  # the last reply queued in each channel
+        self._backfill = Backfill(settings, sink, self._incoming, self._activity)
         self._ready = asyncio.Event()
         self._ended = asyncio.Event()
         self._end_error: BaseException | None = None
@@ -273,6 +284,7 @@ class DiscordAdapter:
 
     async def _teardown(self) -> None:
         client, self._client = self._client, None
+        await self._backfill.close()
         for task in (self._latency_task, *self._reply_tasks):
             if task is not None:
                 task.cancel()
@@ -280,6 +292,7 @@ class DiscordAdapter:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._reply_tasks.clear()
+        self._channel_tails.clear()
         self._latency_task = None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -337,6 +350,8 @@ class DiscordAdapter:
         self._publish_guilds()
         self._set_state(ConnectionState.CONNECTED, f"{len(self.guilds)} guild(s)")
         self._ready.set()
+        if self._client is not None:
+            self._backfill.session_ready(self._client)
 
     def _on_disconnect(self) -> None:
         if self._client is not None and not self._client.is_closed() and self.state == ConnectionState.CONNECTED:
@@ -352,7 +367,9 @@ class DiscordAdapter:
         self._publish(GuildsChanged(guilds=self.guilds))
 
     # -- messages ----------------------------------------------------------------------------
-    def _incoming(self, message: discord.Message) -> IncomingMessage:
+    def _incoming(self, message: discord.Message, place: str | None = None) -> IncomingMessage:
+        """The familiar's view of a message; `place` overrides where it was said (a DM's own
+        messages, seen in fetched history, belong to the other person's DM)."""
         me = self._client.user if self._client is not None else None
         guild_id = message.guild.id if message.guild is not None else None
         reference = message.reference
@@ -362,17 +379,18 @@ class DiscordAdapter:
             replied = isinstance(resolved, discord.Message) and resolved.author.id == me.id
         return IncomingMessage(
             message_id=message.id,
-            place=place_for(guild_id, message.channel.id, message.author.id),
+            place=place or place_for(guild_id, message.channel.id, message.author.id),
             guild_id=guild_id,
             channel_id=message.channel.id,
             author_id=message.author.id,
             author_name=message.author.display_name,
             author_is_bot=message.author.bot,
-            content=flatten_message(message),
+            content=clip_message(flatten_message(message), MAX_CONTENT_CHARS),
             created_at=message.created_at,
             mentions_familiar=me is not None and me.mentioned_in(message) and not message.mention_everyone,
             replies_to_familiar=replied,
             reply_to=reference.message_id if reference is not None else None,
+            from_familiar=me is not None and message.author.id == me.id,
         )
 
     def should_answer(self, incoming: IncomingMessage) -> bool:
@@ -387,17 +405,61 @@ class DiscordAdapter:
         )
 
     async def _on_message(self, message: discord.Message) -> None:
-        if self._client is None or self._client.user is None or message.author.id == self._client.user.id:
+        client = self._client
+        if client is None or client.user is None or message.author.id == client.user.id:
             return  # our own replies are recorded when sent
+        await self._backfill.wait_turn(message.channel.id)
+        if self._client is not client:
+            return  # stopped while it waited
         incoming = self._incoming(message)
-        await self._sink.on_discord_message(incoming)
+        # The reply takes its place in the channel's line now, in the order messages arrived; it
+        # starts once this message is stored (its prompt ends at it) and the earlier replies are out.
+        stored: asyncio.Future[bool] | None = None
+        if self.should_answer(incoming):
+            stored = asyncio.get_running_loop().create_future()
+            self._queue_reply(message, incoming, stored)
+        ok = False
+        try:
+            await self._sink.on_discord_message(incoming)
+            ok = True
+        finally:
+            if stored is not None and not stored.done():
+                stored.set_result(ok)
         where = _describe_channel(message)
         self._activity(ActivityKind.MESSAGE_IN, where, f"{incoming.author_name}: {incoming.content[:120]}")
-        if not self.should_answer(incoming):
-            return
-        task = asyncio.create_task(self._answer(message, incoming), name=f"reply-{message.id}")
+
+    def _queue_reply(self, message: discord.Message, incoming: IncomingMessage, stored: asyncio.Future[bool]) -> None:
+        """Replies in one channel go out one after another, in message order; channels do not wait
+        for each other."""
+        channel_id = incoming.channel_id
+        previous = self._channel_tails.get(channel_id)
+        task = asyncio.create_task(
+            self._answer_in_turn(previous, message, incoming, stored), name=f"reply-{message.id}"
+        )
+        self._channel_tails[channel_id] = task
         self._reply_tasks.add(task)
-        task.add_done_callback(self._reply_tasks.discard)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._reply_tasks.discard(finished)
+            if self._channel_tails.get(channel_id) is finished:
+                del self._channel_tails[channel_id]
+
+        task.add_done_callback(done)
+
+    async def _answer_in_turn(
+        self,
+        previous: asyncio.Task[None] | None,
+        message: discord.Message,
+        incoming: IncomingMessage,
+        stored: asyncio.Future[bool],
+    ) -> None:
+        if previous is not None:
+            # Bounded: a reply that hangs past every timeout must not silence the channel for good.
+            await asyncio.wait({previous}, timeout=REPLY_WAIT_SECONDS)
+        done, _pending = await asyncio.wait({stored}, timeout=REPLY_WAIT_SECONDS)
+        if stored not in done or not stored.result():
+            return  # not stored (the failure is reported by the message handler): nothing to answer from
+        await self._answer(message, incoming)
 
     async def _answer(self, message: discord.Message, incoming: IncomingMessage) -> None:
         try:
@@ -405,7 +467,7 @@ class DiscordAdapter:
                 reply = await self._sink.reply_for(incoming)
             if not reply:
                 return
-            for index, piece in enumerate(split_reply(reply)):
+            for index, piece in enumerate(split_reply(reply, max_pieces=self._settings.max_reply_messages)):
                 if index == 0:  # the first piece answers the message; the rest follow it
                     sent = await message.channel.send(
                         piece, reference=message, mention_author=False, allowed_mentions=_SAFE_MENTIONS
@@ -436,9 +498,11 @@ class DiscordAdapter:
 
     async def _on_raw_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         # An embed unfurl or a pin also arrives here; the store ignores an update whose text is unchanged.
+        # An edit waits for its channel's catch-up like a message: it may edit one that is being fetched.
+        await self._backfill.wait_turn(payload.channel_id)
         edited = payload.data.get("edited_timestamp")
         edited_at = datetime.fromisoformat(edited) if isinstance(edited, str) else datetime.now(UTC)
-        content = flatten_message(payload.message)
+        content = clip_message(flatten_message(payload.message), MAX_CONTENT_CHARS)
         await self._sink.on_discord_edit(payload.message_id, content, edited_at)
         author = payload.message.author.display_name
         self._activity(ActivityKind.EDIT, self._where(payload.channel_id), f"{author} edited: {content[:120]}")

@@ -23,20 +23,47 @@ class IncomingMessage:
     mentions_familiar: bool
     replies_to_familiar: bool
     reply_to: int | None
+    from_familiar: bool = False  # its own message (seen in history fetched after a restart)
 
 
 def place_for(guild_id: int | None, channel_id: int, author_id: int) -> str:
     return f"guild:{guild_id}/{channel_id}" if guild_id is not None else f"dm:{author_id}"
 
 
-def split_reply(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
+def clip_message(text: str, limit: int) -> str:
+    """A message's text cut to at most `limit` characters, with a marker saying so; whole when it fits."""
+    if len(text) <= limit:
+        return text
+    marker = f"\n[message cut: it had {len(text)} characters; only the first ones are kept]"
+    if limit < 2 * len(marker):
+        raise ValueError(f"a clipped message needs room for more than its marker ({limit} characters)")
+    return text[: limit - len(marker)] + marker
+
+
+# Ends the last message of a reply that was longer than the familiar may send at once.
+REPLY_CUT = "\n\n[reply cut: too long to send whole]"
+
+
+def split_reply(text: str, limit: int = DISCORD_LIMIT, max_pieces: int | None = None) -> list[str]:
     """Split text into pieces of at most `limit` characters, cleanly.
 
     Prefers paragraph breaks, then line breaks, then sentence ends, then spaces; never cuts inside
     a word unless a single word is longer than the limit. A fenced code block cut in two is closed
     at the end of one piece and reopened (with its language) at the start of the next.
+
+    With `max_pieces`, a reply that needs more is cut: only the first `max_pieces` are kept and the
+    last of them ends with REPLY_CUT (still within `limit`).
     """
-    return [opening + body + closing for opening, body, closing in split_parts(text, limit)]
+    parts = split_parts(text, limit)
+    if max_pieces is None or len(parts) <= max_pieces:
+        return [opening + body + closing for opening, body, closing in parts]
+    if max_pieces < 1:
+        raise ValueError("a reply needs room for at least one piece")
+    # Split again with room for the marker in every piece, so the last kept one has it.
+    kept = split_parts(text, limit - len(REPLY_CUT))[:max_pieces]
+    pieces = [opening + body + closing for opening, body, closing in kept]
+    pieces[-1] += REPLY_CUT
+    return pieces
 
 
 _CLOSING = "\n```"

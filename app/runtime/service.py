@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +56,9 @@ _log = logging.getLogger(__name__)
 LOCAL_PLACE = "local"
 OWNER_KEY = "local:owner"
 MAX_LOCAL_CHARS = 8000
+# How many of a channel's newest stored messages a backfill looks at again: a crash in a burst can
+# leave a reply Discord accepted unstored among them.
+BACKFILL_OVERLAP = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,8 +372,16 @@ class Familiar:
             reply_to=message.reply_to,
         )
 
-    async def reply_for(self, message: IncomingMessage) -> str:
-        text, explanation_id = await self._reply(message.place)
+    async def reply_for(self, message: IncomingMessage) -> str | None:
+        """The reply to one message, built from the channel's history up to that message.
+
+        None when the message is no longer there to answer (deleted before its turn came).
+        """
+        answering = await self.history.store.latest_revision("discord", message.message_id)
+        if answering is None or answering.redacted:
+            _log.info("message %s was deleted before it could be answered", message.message_id)
+            return None
+        text, explanation_id = await self._reply(message.place, answering)
         self._explanations[message.message_id] = explanation_id
         while len(self._explanations) > 256:
             self._explanations.pop(next(iter(self._explanations)))
@@ -392,19 +403,52 @@ class Familiar:
         if explanation_id is not None and turn is not None:
             await self.projections.link_explanation(explanation_id, [turn.id])
 
+    async def backfill_point(self, place: str) -> int | None:
+        """The message id after which `place` may have missed messages (None: nothing stored there)."""
+        return await self.history.store.resume_point(place, BACKFILL_OVERLAP)
+
+    async def known_dm_channels(self) -> list[tuple[str, int, str | None]]:
+        """(place, channel id, the other person's name) of each DM conversation the familiar has had."""
+        return await self.history.store.dm_channels()
+
+    async def on_discord_backfill(self, place: str, messages: Sequence[IncomingMessage]) -> int:
+        """Messages missed while offline, oldest first, stored as turns and never answered; the
+        familiar's own messages are its replies. Already stored or deleted ones are skipped.
+        Returns how many were new."""
+        name = self._loaded.settings.familiar.display_name
+        turns = [
+            NewTurn(
+                platform="discord",
+                place=place,
+                guild_id=m.guild_id,
+                channel_id=m.channel_id,
+                message_id=m.message_id,
+                author_key=SELF_KEY if m.from_familiar else f"discord:{m.author_id}",
+                author_name=name if m.from_familiar else m.author_name,
+                content=m.content,
+                created_at=m.created_at,
+                reply_to=m.reply_to,
+            )
+            for m in messages
+        ]
+        return len(await self.history.append_turns(turns)) if turns else 0
+
     async def on_discord_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
         await self.history.edit_message("discord", message_id, content, edited_at)
 
     async def on_discord_delete(self, message_id: int) -> None:
         await self.history.redact_message("discord", message_id, datetime.now(UTC))
 
-    async def context_for(self, place: str) -> ReplyContext:
+    async def context_for(self, place: str, answering: Turn | None = None) -> ReplyContext:
+        """What a reply at `place` is built from; for `answering`, the history window ends at that
+        message, so it is the last thing said in the prompt whatever arrived after it."""
         settings = self._loaded.settings
         section = settings.channels.get(channel_key(place))
         tier = (section.budget_tier if section else "") or settings.budget.tier
         budget: BudgetTier = getattr(settings.budget, tier)
+        ending_at = answering.id if answering is not None else None
         recent, pause, versions = await asyncio.gather(
-            self.history.recent_turns(place, settings.history.recent_turns),
+            self.history.recent_turns(place, settings.history.recent_turns, ending_at=ending_at),
             self.projections.pause_state(),
             change_counters(self.history.store),
         )
@@ -419,14 +463,15 @@ class Familiar:
             now=datetime.now(UTC),
         )
 
-    async def assemble(self, place: str) -> Assembly:
-        """The prompt a reply at `place` would get now, and its explanation (no LLM call)."""
+    async def assemble(self, place: str, answering: Turn | None = None) -> Assembly:
+        """The prompt a reply at `place` (to `answering`, else to the newest message) would get now,
+        and its explanation (no LLM call)."""
         section = self._loaded.settings.channels.get(channel_key(place))
         order = (section.prompt_layers if section else ()) or DEFAULT_ORDER
-        return await self._assembler.assemble(await self.context_for(place), order)
+        return await self._assembler.assemble(await self.context_for(place, answering), order)
 
-    async def _reply(self, place: str) -> tuple[str, int]:
-        assembly = await self.assemble(place)
+    async def _reply(self, place: str, answering: Turn) -> tuple[str, int]:
+        assembly = await self.assemble(place, answering)
         text = await self._llm.complete(assembly.messages)
         explanation_id = await self.projections.save_explanation(place, assembly.explanation, [])
         return text, explanation_id
@@ -440,8 +485,8 @@ class Familiar:
             raise FamiliarError(f"That message is too long ({len(text)} characters, at most {MAX_LOCAL_CHARS}).")
         if self._llm.endpoint.missing():
             raise FamiliarError(f"No {' and no '.join(self._llm.endpoint.missing())} yet: set them in Settings.")
-        await self._append_local(OWNER_KEY, "You", text)
-        reply, explanation_id = await self._reply(LOCAL_PLACE)
+        said = await self._append_local(OWNER_KEY, "You", text)
+        reply, explanation_id = await self._reply(LOCAL_PLACE, said)
         turn = await self._append_local(SELF_KEY, self._loaded.settings.familiar.display_name, reply)
         await self.projections.link_explanation(explanation_id, [turn.id])
         return _chat_line(turn)

@@ -13,6 +13,7 @@ emits is built by the ``build_*`` functions in the "Payload builders" section be
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import json
 import re
@@ -44,14 +45,17 @@ INTENT_GUILD_MESSAGES = 1 << 9
 INTENT_DIRECT_MESSAGES = 1 << 12
 INTENT_MESSAGE_CONTENT = 1 << 15
 
+VIEW_CHANNEL = 1 << 10
+READ_MESSAGE_HISTORY = 1 << 16
+
 # Permissions granted to @everyone in every fake guild.
 EVERYONE_PERMISSIONS = (
     (1 << 6)  # ADD_REACTIONS
-    | (1 << 10)  # VIEW_CHANNEL
+    | VIEW_CHANNEL
     | (1 << 11)  # SEND_MESSAGES
     | (1 << 14)  # EMBED_LINKS
     | (1 << 15)  # ATTACH_FILES
-    | (1 << 16)  # READ_MESSAGE_HISTORY
+    | READ_MESSAGE_HISTORY
     | (1 << 31)  # USE_APPLICATION_COMMANDS
     | (1 << 38)  # SEND_MESSAGES_IN_THREADS
 )
@@ -124,14 +128,19 @@ def build_everyone_role(guild_id: int) -> JSON:
     }
 
 
-def build_guild_channel(channel_id: int, guild_id: int, name: str, position: int) -> JSON:
+def build_permission_overwrite(target_id: int, allow: int, deny: int) -> JSON:
+    """A role overwrite (type 0); @everyone's role id is the guild id."""
+    return {"id": str(target_id), "type": 0, "allow": str(allow), "deny": str(deny)}
+
+
+def build_guild_channel(channel_id: int, guild_id: int, name: str, position: int, denied: int = 0) -> JSON:
     return {
         "id": str(channel_id),
         "type": 0,
         "guild_id": str(guild_id),
         "name": name,
         "position": position,
-        "permission_overwrites": [],
+        "permission_overwrites": [build_permission_overwrite(guild_id, 0, denied)] if denied else [],
         "parent_id": None,
         "topic": None,
         "nsfw": False,
@@ -260,6 +269,7 @@ def build_message(
     reference: JSON | None,
     referenced: JSON | None,
     nonce: str | int | None = None,
+    timestamp: str | None = None,
 ) -> JSON:
     """A full message object: REST replies, MESSAGE_CREATE and (with ``edited_timestamp``) MESSAGE_UPDATE."""
     msg: JSON = {
@@ -268,7 +278,7 @@ def build_message(
         "type": 19 if reference is not None else 0,
         "content": content,
         "author": author,
-        "timestamp": now_iso(),
+        "timestamp": timestamp or now_iso(),
         "edited_timestamp": None,
         "tts": False,
         "mention_everyone": False,
@@ -359,6 +369,7 @@ class _Channel:
     name: str
     position: int = 0
     recipient_id: int | None = None  # DM channels only
+    denied: int = 0  # permissions an overwrite denies @everyone (the bot included) here
 
 
 @dataclass
@@ -438,6 +449,12 @@ class FakeDiscord:
         self.requests: list[str] = []  # every REST "METHOD path"
         self.gateway_queries: list[dict[str, str]] = []  # query string of every gateway connection
         self.presence_updates: list[JSON] = []
+        self.history_queries: list[tuple[int, dict[str, str]]] = []  # (channel id, query) of each history GET
+        # Awaited inside ``POST /channels/{id}/messages`` once the message exists, before it is
+        # dispatched and answered: a test can kill the client there (a reply sent, never confirmed).
+        self.on_post: Callable[[PostedMessage], Awaitable[None]] | None = None
+        # Awaited inside ``GET /channels/{id}/messages`` with the ids of the page, before answering.
+        self.on_history: Callable[[int, list[int]], Awaitable[None]] | None = None
         self.identify_count = 0
         self.resume_count = 0
         self.replayed_frames = 0  # frames re-sent because a RESUME asked for them
@@ -446,6 +463,7 @@ class FakeDiscord:
         self._channels: dict[int, _Channel] = {}
         self._dms: dict[int, int] = {}  # user id -> DM channel id
         self._messages: dict[int, JSON] = {}
+        self._channel_ids: dict[int, list[int]] = {}  # channel id -> its message ids, ascending
         self._sessions: dict[str, _Session] = {}
         self._conns: list[_Connection] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -525,6 +543,16 @@ class FakeDiscord:
         if self._sessions:
             self._dispatch_soon("GUILD_CREATE", self._guild_payload(guild_id))
 
+    def deny_everyone(self, channel_id: int, permissions: int) -> None:
+        """An overwrite denying ``permissions`` to @everyone (the bot too) in a guild channel, e.g.
+        VIEW_CHANNEL or READ_MESSAGE_HISTORY. Sent in GUILD_CREATEs made after this call; the history
+        route honours it at once (403 Missing Access without VIEW_CHANNEL, an empty page without
+        READ_MESSAGE_HISTORY, as Discord answers)."""
+        channel = self._channels[channel_id]
+        if channel.guild_id is None:
+            raise ValueError("overwrites exist in guild channels only")
+        channel.denied |= permissions
+
     def add_dm(self, user_id: int) -> int:
         """The DM channel between the bot and a known user (created once); returns its id."""
         if user_id not in self._users:
@@ -547,10 +575,13 @@ class FakeDiscord:
         mentions_bot: bool = False,
         reply_to: int | None = None,
         embeds: list[JSON] | None = None,
+        at: datetime | None = None,
     ) -> int:
         """Dispatch MESSAGE_CREATE from ``author_id``; ``guild_id=None`` means a DM channel (``add_dm``).
 
         The bot counts as mentioned when ``mentions_bot`` is set or ``content`` contains ``<@bot_id>``.
+        ``at`` backdates the message (its id and timestamp), for history said long ago. With no
+        session connected the message is only kept, as Discord keeps what is said while a bot is off.
         """
         channel = self._channels.get(channel_id)
         if channel is None or channel.guild_id != guild_id:
@@ -570,6 +601,7 @@ class FakeDiscord:
             embeds=embeds or [],
             attachments=[],
             reply_to=reply_to,
+            at=at,
         )
         await self._dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
@@ -583,13 +615,13 @@ class FakeDiscord:
         await self._dispatch("MESSAGE_UPDATE", msg)
 
     async def delete_message(self, message_id: int) -> None:
-        msg = self._messages.pop(message_id)
+        msg = self._forget_message(message_id)
         guild_id = int(msg["guild_id"]) if "guild_id" in msg else None
         await self._dispatch("MESSAGE_DELETE", build_message_delete(message_id, int(msg["channel_id"]), guild_id))
 
     async def delete_messages(self, message_ids: list[int]) -> None:
         """A moderator's bulk delete (MESSAGE_DELETE_BULK) of messages in one channel."""
-        msgs = [self._messages.pop(mid) for mid in message_ids]
+        msgs = [self._forget_message(mid) for mid in message_ids]
         channel_ids = {int(m["channel_id"]) for m in msgs}
         if len(channel_ids) != 1:
             raise ValueError("a bulk delete is in one channel")
@@ -613,6 +645,18 @@ class FakeDiscord:
             if session.conn is conn:
                 session.conn = None
         await conn.ws.close(code=code, message=b"closed by FakeDiscord.close_gateway")
+
+    async def drop_session(self) -> None:
+        """Close the newest gateway connection and forget its session, so the client's RESUME is
+        answered INVALID_SESSION and it must IDENTIFY anew (discord.py waits 5 s first). Events from
+        now until the new READY reach no session: they are lost, as on Discord, and only the
+        channel history still has the messages."""
+        if not self._conns:
+            raise RuntimeError("no open gateway connection")
+        conn = self._conns[-1]
+        for session_id in [sid for sid, s in self._sessions.items() if s.conn is conn]:
+            del self._sessions[session_id]
+        await conn.ws.close(code=4000, message=b"session dropped by FakeDiscord.drop_session")
 
     # ---- waiting ---------------------------------------------------------------------------------
 
@@ -663,7 +707,12 @@ class FakeDiscord:
 
     # ---- internals: ids, messages, payloads -------------------------------------------------------
 
-    def _snowflake(self) -> int:
+    def _snowflake(self, at: datetime | None = None) -> int:
+        if at is not None:  # a backdated id: unique, never moves the clock of new ids
+            candidate = (int(at.timestamp() * 1000) - DISCORD_EPOCH_MS) << 22
+            while candidate in self._messages:
+                candidate += 1
+            return candidate
         candidate = (int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22
         self._last_id = max(candidate, self._last_id + 1)
         return self._last_id
@@ -679,6 +728,7 @@ class FakeDiscord:
         attachments: list[JSON],
         reply_to: int | None,
         nonce: str | int | None = None,
+        at: datetime | None = None,
     ) -> JSON:
         reference = None
         referenced = None
@@ -689,7 +739,7 @@ class FakeDiscord:
         if channel.guild_id is not None:
             member = build_partial_member(self._guilds[channel.guild_id].joined_at)
         msg = build_message(
-            message_id=self._snowflake(),
+            message_id=self._snowflake(at),
             channel_id=channel.channel_id,
             guild_id=channel.guild_id,
             author=author,
@@ -701,15 +751,22 @@ class FakeDiscord:
             reference=reference,
             referenced=referenced,
             nonce=nonce,
+            timestamp=at.isoformat() if at is not None else None,
         )
         self._messages[int(msg["id"])] = msg
+        bisect.insort(self._channel_ids.setdefault(channel.channel_id, []), int(msg["id"]))
+        return msg
+
+    def _forget_message(self, message_id: int) -> JSON:
+        msg = self._messages.pop(message_id)
+        self._channel_ids[int(msg["channel_id"])].remove(message_id)
         return msg
 
     def _channel_payload(self, channel: _Channel) -> JSON:
         if channel.guild_id is None:
             assert channel.recipient_id is not None
             return build_dm_channel(channel.channel_id, self._users[channel.recipient_id])
-        return build_guild_channel(channel.channel_id, channel.guild_id, channel.name, channel.position)
+        return build_guild_channel(channel.channel_id, channel.guild_id, channel.name, channel.position, channel.denied)
 
     def _guild_payload(self, guild_id: int) -> JSON:
         guild = self._guilds[guild_id]
@@ -951,20 +1008,35 @@ class FakeDiscord:
         return web.Response(status=204)
 
     async def _history(self, request: web.Request) -> web.Response:
+        """``GET /channels/{id}/messages``: ``limit`` 1-100 (default 50); ``before`` gives the newest
+        messages older than it, ``after`` the oldest ones newer than it; always newest first."""
         channel = self._find_channel(request)
         if channel is None:
             return self._reject(request, 404, "Unknown Channel", 10003)
         q = request.query
+        self.history_queries.append((channel.channel_id, dict(q)))
+        if "around" in q:
+            self.unhandled.append(f"{request.method} {request.path}?around")
+            return self._json(build_error("FakeDiscord does not implement around", 0), 400)
         limit = int(q.get("limit", "50"))
+        if not 1 <= limit <= 100:
+            return self._reject(request, 400, "Invalid Form Body (limit: must be between 1 and 100)", 50035)
+        if channel.denied & VIEW_CHANNEL:
+            return self._reject(request, 403, "Missing Access", 50001)
+        if channel.denied & READ_MESSAGE_HISTORY:
+            return self._json([])  # as Discord: the channel is visible, its history is not
         before, after = int(q.get("before", "0")) or None, int(q.get("after", "0")) or None
-        ids = sorted(
-            (mid for mid, m in self._messages.items() if m["channel_id"] == str(channel.channel_id)), reverse=True
-        )
-        if before is not None:
-            ids = [i for i in ids if i < before]
+        ids = self._channel_ids.get(channel.channel_id, [])
+        end = bisect.bisect_left(ids, before) if before is not None else len(ids)
         if after is not None:
-            ids = [i for i in ids if i > after][-limit:]
-        return self._json([self._messages[i] for i in ids[:limit]])
+            start = bisect.bisect_right(ids, after)
+            chosen = ids[start : min(end, start + limit)]  # the oldest ones after it
+        else:
+            chosen = ids[max(0, end - limit) : end]  # the newest ones (before it)
+        page = [self._messages[i] for i in reversed(chosen)]  # newest first; read now, before the hook
+        if self.on_history is not None:
+            await self.on_history(channel.channel_id, [int(m["id"]) for m in page])
+        return self._json(page)
 
     async def _get_message(self, request: web.Request) -> web.Response:
         msg = self._find_message(request)
@@ -1022,18 +1094,19 @@ class FakeDiscord:
             reply_to=reply_to,
             nonce=body.get("nonce"),
         )
-        self.posted.append(
-            PostedMessage(
-                channel_id=channel.channel_id,
-                content=content,
-                message_id=int(msg["id"]),
-                message_reference=ref,
-                at=time.monotonic(),
-                embeds=embeds,
-                files=[(name, data) for name, data, _ in files],
-                payload=body,
-            )
+        posted = PostedMessage(
+            channel_id=channel.channel_id,
+            content=content,
+            message_id=int(msg["id"]),
+            message_reference=ref,
+            at=time.monotonic(),
+            embeds=embeds,
+            files=[(name, data) for name, data, _ in files],
+            payload=body,
         )
+        self.posted.append(posted)
+        if self.on_post is not None:
+            await self.on_post(posted)
         await self._dispatch("MESSAGE_CREATE", msg)
         return self._json(msg)
 

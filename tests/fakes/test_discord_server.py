@@ -14,6 +14,7 @@ import traceback
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -24,7 +25,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_server import READ_MESSAGE_HISTORY, VIEW_CHANNEL, FakeDiscord, PostedMessage
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(15)]
 
@@ -498,3 +499,114 @@ async def test_resume_of_unknown_session_is_invalidated(fake: FakeDiscord) -> No
         await ws.send_json({"op": 6, "d": {"token": fake.token, "session_id": "nope", "seq": 3}})
         assert await ws.receive_json(timeout=STEP) == {"op": 9, "d": False, "s": None, "t": None}
     assert fake.resume_count == 0
+
+
+# -- channel history, permissions, lost sessions and hooks (what a catch-up after downtime needs) ----
+
+
+async def test_history_pages_before_and_after_through_the_real_client(fake: FakeDiscord) -> None:
+    # Said while no bot was connected: kept, and only the history has it. Two are backdated.
+    old = datetime.now(UTC) - timedelta(days=3)
+    older_ids = [
+        await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content=f"old {n}", at=old)
+        for n in range(2)
+    ]
+    ids = [
+        await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content=f"m{n}")
+        for n in range(230)
+    ]
+    await fake.send_message(channel_id=RANDOM, guild_id=GUILD, author_id=ALICE, content="elsewhere")
+    assert older_ids[0] < older_ids[1] < ids[0]  # backdated ids sort by their time, and stay unique
+    async with running(fake) as client:
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        newest_first = [m.id async for m in channel.history(limit=None)]
+        assert newest_first == [*reversed(ids), *reversed(older_ids)]
+        assert [m.id async for m in channel.history(limit=150, after=discord.Object(ids[9]))] == ids[10:160]
+        after_newest_first = [
+            m.id async for m in channel.history(limit=None, after=discord.Object(ids[9]), oldest_first=False)
+        ]
+        assert after_newest_first == list(reversed(ids[10:]))
+        assert [m.id async for m in channel.history(limit=5, before=discord.Object(ids[5]))] == [
+            ids[4],
+            ids[3],
+            ids[2],
+            ids[1],
+            ids[0],
+        ]
+        since = datetime.now(UTC) - timedelta(hours=1)
+        recent = [m async for m in channel.history(limit=None, after=since)]
+        assert [m.content for m in recent] == [f"m{n}" for n in range(230)]
+        assert recent[0].created_at > since
+    pages = [q for cid, q in fake.history_queries if cid == GENERAL]
+    assert all(1 <= int(q["limit"]) <= 100 for q in pages)
+    auth = {"Authorization": f"Bot {fake.token}"}
+    url = fake.api_base + f"/channels/{GENERAL}/messages?limit=101"
+    async with aiohttp.ClientSession() as http, http.get(url, headers=auth) as resp:
+        assert resp.status == 400
+        assert (await resp.json())["code"] == 50035
+
+
+async def test_denied_history_is_visible_to_the_client_and_enforced(fake: FakeDiscord) -> None:
+    await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="secret")
+    await fake.send_message(channel_id=RANDOM, guild_id=GUILD, author_id=ALICE, content="hidden")
+    fake.deny_everyone(GENERAL, READ_MESSAGE_HISTORY)
+    fake.deny_everyone(RANDOM, VIEW_CHANNEL)
+    async with running(fake) as client:
+        guild = client.get_guild(GUILD)
+        assert guild is not None
+        general, random = client.get_channel(GENERAL), client.get_channel(RANDOM)
+        assert isinstance(general, discord.TextChannel)
+        assert isinstance(random, discord.TextChannel)
+        mine = general.permissions_for(guild.me)
+        assert (mine.view_channel, mine.read_message_history) == (True, False)
+        assert not random.permissions_for(guild.me).view_channel
+        assert [m async for m in general.history(limit=10)] == []  # as Discord: no history, no error
+        with pytest.raises(discord.Forbidden) as refused:
+            [m async for m in random.history(limit=10)]
+        assert refused.value.code == 50001
+    fake.rejected.clear()
+
+
+async def test_a_dropped_session_cannot_resume_and_loses_its_events(fake: FakeDiscord) -> None:
+    class QuickClient(RecordingClient):
+        async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+            return None  # discord.py waits 5 s before a second IDENTIFY; the fake needs no pause
+
+    async with running(fake, QuickClient()) as client:
+        await fake.drop_session()
+        lost = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="lost")
+        await fake.wait_for_identify(STEP, count=2)
+        await fake.wait_for_delivered(STEP)
+        await client.wait_event("ready", lambda _: len(client.seen("ready")) == 2)  # a new session's READY
+        kept = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="kept")
+        await client.wait_event("message", has_id(kept))
+        assert lost not in [m.id for m in client.seen("message")]
+        assert (fake.identify_count, fake.resume_count) == (2, 0)
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        assert [m.id async for m in channel.history(limit=10)] == [kept, lost]  # the history still has it
+
+
+async def test_hooks_see_a_post_before_it_is_answered_and_a_history_page_before_it_is_sent(
+    fake: FakeDiscord,
+) -> None:
+    first = await fake.send_message(channel_id=GENERAL, guild_id=GUILD, author_id=ALICE, content="first")
+    seen: list[tuple[str, object]] = []
+
+    async def on_post(post: PostedMessage) -> None:
+        seen.append(("post", post.content))
+
+    async def on_history(channel_id: int, ids: list[int]) -> None:
+        seen.append(("history", (channel_id, ids)))
+        await fake.delete_message(first)  # deleted after the page was read: the page still has it
+
+    fake.on_post = on_post
+    fake.on_history = on_history
+    async with running(fake) as client:
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        await channel.send("hello")
+        assert [m.content async for m in channel.history(limit=1, before=discord.Object(first + 1))] == ["first"]
+        await client.wait_event("raw_message_delete", lambda e: e.message_id == first)
+    assert seen == [("post", "hello"), ("history", (GENERAL, [first]))]

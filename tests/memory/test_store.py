@@ -127,6 +127,52 @@ async def test_recent_turns_keep_an_edited_message_in_its_place(store: Store) ->
     assert [t.content for t in recent] == ["m0 edited", "m1", "m2"]
 
 
+async def test_recent_turns_can_end_at_the_message_being_answered(store: Store) -> None:
+    stored = [await store.append_turn(turn(f"m{i}", message_id=i + 1, minutes=i)) for i in range(5)]
+    await store.append_turn(turn("elsewhere", message_id=99, place=OTHER_PLACE))
+    ids = [t.id for t in stored if t is not None]
+    assert [t.content for t in await store.recent_turns(PLACE, 10, ending_at=ids[2])] == ["m0", "m1", "m2"]
+    assert [t.content for t in await store.recent_turns(PLACE, 2, ending_at=ids[2])] == ["m1", "m2"]
+    # An edited message ends the window at its place, whichever revision is named, with its new text.
+    edited = await store.edit_message("discord", 2, "m1 edited", T0 + timedelta(hours=1))
+    assert edited is not None
+    for ending_at in (ids[1], edited.id):
+        assert [t.content for t in await store.recent_turns(PLACE, 10, ending_at=ending_at)] == ["m0", "m1 edited"]
+    assert await store.recent_turns(PLACE, 10, ending_at=10_000) == []  # an unknown turn ends nothing in
+
+
+# -- where a catch-up starts ---------------------------------------------------------------------------
+
+
+async def test_resume_point_looks_back_over_the_newest_stored_messages(store: Store) -> None:
+    assert await store.resume_point(PLACE, 3) is None
+    for i in range(6):
+        await store.append_turn(turn(f"m{i}", message_id=100 + i, minutes=i))
+    await store.append_turn(turn("elsewhere", message_id=999, place=OTHER_PLACE))
+    await store.append_turn(turn("local", place=PLACE, platform="local"))  # no message id: not counted
+    assert await store.resume_point(PLACE, 1) == 105
+    assert await store.resume_point(PLACE, 3) == 103
+    assert await store.resume_point(PLACE, 100) == 100
+    # A deleted message was seen: it still counts, so the catch-up does not fetch back past it.
+    await store.redact_message("discord", 105, T0)
+    assert await store.resume_point(PLACE, 1) == 105
+
+
+async def test_dm_channels_lists_each_conversation_once_with_its_name(store: Store) -> None:
+    assert await store.dm_channels() == []
+    dm = turn("psst", message_id=1, place="dm:7002", author=7002, name="bob")
+    for n in range(3):
+        await store.append_turn(dataclasses.replace(dm, message_id=10 + n, channel_id=42))
+    await store.append_turn(
+        dataclasses.replace(
+            dm, message_id=20, channel_id=43, place="dm:7003", author_key="discord:7003", author_name="carol"
+        )
+    )
+    await store.append_turn(turn("in a guild", message_id=30))
+    await store.append_turn(turn("the window", place="local", platform="local"))
+    assert await store.dm_channels() == [("dm:7002", 42, "bob"), ("dm:7003", 43, "carol")]
+
+
 # -- edits ---------------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.runtime.messages import DISCORD_LIMIT, split_parts, split_reply
+from app.runtime.messages import DISCORD_LIMIT, REPLY_CUT, clip_message, split_parts, split_reply
 
 
 def _squeezed(text: str) -> str:
@@ -127,3 +127,60 @@ def test_indentation_inside_a_code_block_survives_the_cut() -> None:
     shown = [line for p in pieces for line in p.splitlines()]
     for i in range(300):
         assert f"    total += {i}  # step {i}" in shown, f"step {i} lost its indentation"
+
+
+# -- the cap on pieces per reply ---------------------------------------------------------------------
+
+
+def test_a_reply_within_the_cap_is_untouched() -> None:
+    text = "The lantern flickers. " * 400  # about 8,800 characters: five pieces
+    assert split_reply(text, max_pieces=5) == split_reply(text)
+    assert not any(REPLY_CUT in p for p in split_reply(text, max_pieces=5))
+
+
+def test_a_reply_over_the_cap_is_cut_with_a_marker_within_the_limit() -> None:
+    text = "The lantern flickers. " * 1000
+    whole = split_reply(text)
+    assert len(whole) > 5
+    pieces = split_reply(text, max_pieces=5)
+    assert len(pieces) == 5
+    assert all(len(p) <= DISCORD_LIMIT for p in pieces)
+    assert pieces[-1].endswith(REPLY_CUT)
+    assert not any(REPLY_CUT in p for p in pieces[:-1])
+    # What is sent is the reply's beginning, in order, nothing repeated.
+    sent = _squeezed("".join(pieces).removesuffix(REPLY_CUT))
+    assert _squeezed(text).startswith(sent)
+    assert len(split_reply(text, max_pieces=1)) == 1
+
+
+def test_a_reply_cut_inside_a_code_block_closes_it_before_the_marker() -> None:
+    code = "\n".join(f"print({i})  # line {i}" for i in range(1000))
+    pieces = split_reply(f"```python\n{code}\n```", max_pieces=2)
+    assert len(pieces) == 2
+    assert pieces[-1].endswith("\n```" + REPLY_CUT)
+    assert all(_fence_lines(p) % 2 == 0 for p in pieces)
+    assert all(len(p) <= DISCORD_LIMIT for p in pieces)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_pieces, max_size=300), st.integers(min_value=120, max_value=300), st.integers(1, 4))
+def test_any_capped_reply_fits_the_limit_and_the_cap(chunks: list[str], limit: int, cap: int) -> None:
+    text = "".join(chunks)
+    pieces = split_reply(text, limit, max_pieces=cap)
+    assert len(pieces) <= cap
+    assert all(len(p) <= limit for p in pieces)
+    assert (len(split_parts(text, limit)) > cap) == bool(pieces and pieces[-1].endswith(REPLY_CUT))
+
+
+# -- huge incoming messages --------------------------------------------------------------------------
+
+
+def test_a_huge_message_is_clipped_with_a_marker() -> None:
+    assert clip_message("short", 1000) == "short"
+    assert clip_message("x" * 1000, 1000) == "x" * 1000
+    clipped = clip_message("y" * 5000, 1000)
+    assert len(clipped) == 1000
+    assert clipped.startswith("y" * 900)
+    assert clipped.endswith("[message cut: it had 5000 characters; only the first ones are kept]")
+    with pytest.raises(ValueError, match="marker"):
+        clip_message("z" * 100, 50)
