@@ -423,6 +423,19 @@ def _without_surrogates(codes: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 # -- matching --------------------------------------------------------------------------------------------
+_NON_BOUNDARY = re.compile(r"(?<!\\)((?:\\\\)*)\\B")
+
+
+def without_non_boundary(pattern: str) -> str | None:
+    """The pattern with each \\B made a set that matches nothing, or None when it has no \\B.
+
+    re's \\B never matches in an empty text, where RE2 and regex find a match; for that text, this
+    variant answers as re does.
+    """
+    changed = _NON_BOUNDARY.sub(r"\1[^\\s\\S]", pattern)
+    return None if changed == pattern else changed
+
+
 def fold(text: str) -> str:
     """The text as an IGNORECASE key searches it: İ and ı read as i (see the module docstring)."""
     return text.translate(_DOTLESS)
@@ -522,4 +535,5 @@ __all__ = [
     "has_dotless",
     "search_with_budget",
     "translate",
+    "without_non_boundary",
 ]

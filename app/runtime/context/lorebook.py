@@ -419,7 +419,7 @@ class _Literal:
 class _Regex:
     """A `/pattern/flags` key, matched with the engines of lore_regex (anchors keep their meaning per text)."""
 
-    __slots__ = ("_fallback", "folds", "key", "pattern", "single", "translation")
+    __slots__ = ("_fallback", "empty", "folds", "key", "pattern", "single", "translation")
 
     def __init__(self, key: str, pattern: re.Pattern[str]) -> None:
         self.key = key
@@ -430,6 +430,9 @@ class _Regex:
             self.translation = None
         self.folds = bool(pattern.flags & re.IGNORECASE)
         self._fallback: Any = None
+        # In re, \B never matches in an empty text (in RE2 and regex it does): that text gets this variant.
+        variant = lore_regex.without_non_boundary(pattern.pattern)
+        self.empty = None if variant is None else _Regex(key, re.compile(variant, pattern.flags))
 
     def fallback(self) -> Any:
         """The time-limited engine's compiled form (built on first need), or None if it cannot take it."""
@@ -722,6 +725,8 @@ class LoreScanner:
 
     def _hit(self, matcher_id: int, matcher: _Regex, window: _Window, distance: int) -> bool:
         view = window.view(distance)
+        if not view.text and matcher.empty is not None:
+            matcher = matcher.empty
         translation = matcher.translation
         if translation is not None and view.data is not None:
             folded = translation.folds and view.folded is not view.text
@@ -729,7 +734,7 @@ class LoreScanner:
                 (translation.word_boundary and not (view.folded_ascii if folded else view.is_ascii))
                 or (translation.end_anchor and view.newline_end)
             ):
-                if matcher_id in self._in_sets:
+                if matcher_id in self._in_sets and matcher is self._matchers[matcher_id]:
                     return matcher_id in self._set_hits(window, distance, folded)
                 single: Any = matcher.single
                 return single.search(view.folded_data if folded else view.data) is not None
