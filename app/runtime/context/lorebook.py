@@ -479,7 +479,18 @@ class _Compiled:
 class _Window:
     """One activate() call's view of the recent texts, newest first, with lazily built indexes."""
 
-    __slots__ = ("_joined", "_normal", "_views", "_words", "fallback_spent", "key_spent", "set_hits", "texts")
+    __slots__ = (
+        "_joined",
+        "_normal",
+        "_views",
+        "_words",
+        "fallback_spent",
+        "first_set_hits",
+        "key_spent",
+        "oddities",
+        "set_hits",
+        "texts",
+    )
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts  # newest first
@@ -490,6 +501,8 @@ class _Window:
         self.set_hits: dict[tuple[int, bool], set[int]] = {}  # (distance, folded) -> the RE2 keys matching
         self.key_spent: dict[int, float] = {}  # matcher id -> seconds of time-limited search in this scan
         self.fallback_spent = 0.0
+        self.first_set_hits: dict[int, int] | None = None  # RE2 key -> the nearest text it matches
+        self.oddities: _Oddities | None = None
 
     def view(self, distance: int) -> _TextView:
         found = self._views.get(distance)
@@ -553,6 +566,38 @@ def _find(matcher: _Literal, window: _Window) -> int:
             return bisect.bisect_right(starts, start) - 1
         start = joined.find(text, start + 1)
     return _NEVER
+
+
+@dataclass(frozen=True, slots=True)
+class _Oddities:
+    """What in a window's texts makes some regex keys take them one by one (see LoreScanner._hit)."""
+
+    non_ascii: bool
+    newline_end: bool
+    dotless: bool
+    not_utf8: bool
+    empty: bool
+
+    @classmethod
+    def of(cls, views: list[_TextView]) -> _Oddities:
+        return cls(
+            non_ascii=not all(v.is_ascii for v in views),
+            newline_end=any(v.newline_end for v in views),
+            dotless=any(v.folded is not v.text for v in views),
+            not_utf8=any(v.data is None for v in views),
+            empty=any(not v.text for v in views),
+        )
+
+    def affect(self, matcher: _Regex) -> bool:
+        translation = matcher.translation
+        assert translation is not None
+        return (
+            self.not_utf8
+            or (translation.word_boundary and self.non_ascii)
+            or (translation.end_anchor and self.newline_end)
+            or (translation.folds and self.dotless)
+            or (matcher.empty is not None and self.empty)
+        )
 
 
 class _TextView:
@@ -632,6 +677,7 @@ class LoreScanner:
         regexes = [(number, m) for number, m in enumerate(self._matchers) if isinstance(m, _Regex)]
         self._sets = lore_regex.SetGroup([(n, m.translation.pattern) for n, m in regexes if m.translation])
         self._in_sets = {n for n, m in regexes if m.translation} - set(self._sets.left_out)
+        self._regex_depth = max((self._limits[n] for n, _ in regexes), default=0)
 
     @property
     def disabled(self) -> tuple[LoreProblem, ...]:
@@ -716,7 +762,11 @@ class LoreScanner:
     # -- regex keys (lore_regex.py) --------------------------------------------------------------------
     def _search(self, matcher_id: int, matcher: _Regex, window: _Window) -> int:
         """How many texts back the regex key last matches (no deeper than its entries scan), or _NEVER."""
-        for distance in range(min(self._limits[matcher_id], len(window.texts))):
+        limit = min(self._limits[matcher_id], len(window.texts))
+        if matcher_id in self._in_sets and not self._oddities(window).affect(matcher):
+            found = self._first_set_hits(window).get(matcher_id, _NEVER)  # the usual case: one lookup
+            return found if found < limit else _NEVER
+        for distance in range(limit):
             if matcher_id in self._disabled:
                 return _NEVER
             if self._hit(matcher_id, matcher, window, distance):
@@ -739,6 +789,22 @@ class LoreScanner:
                 single: Any = matcher.single
                 return single.search(view.folded_data if folded else view.data) is not None
         return self._bounded_hit(matcher_id, matcher, window, view)
+
+    def _oddities(self, window: _Window) -> _Oddities:
+        if window.oddities is None:
+            depth = min(self._regex_depth, len(window.texts))
+            window.oddities = _Oddities.of([window.view(d) for d in range(depth)])
+        return window.oddities
+
+    def _first_set_hits(self, window: _Window) -> dict[int, int]:
+        """Each RE2 key that matches a text of the window -> the nearest such text (one pass per text)."""
+        if window.first_set_hits is None:
+            first: dict[int, int] = {}
+            for distance in range(min(self._regex_depth, len(window.texts))):
+                for matcher_id in self._set_hits(window, distance, False):
+                    first.setdefault(matcher_id, distance)
+            window.first_set_hits = first
+        return window.first_set_hits
 
     def _set_hits(self, window: _Window, distance: int, folded: bool) -> set[int]:
         hits = window.set_hits.get((distance, folded))
