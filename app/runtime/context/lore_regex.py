@@ -53,6 +53,7 @@ _log = logging.getLogger(__name__)
 KEY_BUDGET = 0.1  # seconds of `regex` searching one key may take in one scan before it is disabled
 SCAN_BUDGET = 0.5  # seconds of `regex` searching one scan may spend in all
 RE2_MAX_REPEAT = 1000  # RE2 refuses counted repetitions above this
+SET_SIZE = 32  # patterns per RE2 set
 
 IGNORECASE, MULTILINE, DOTALL, VERBOSE = re.IGNORECASE, re.MULTILINE, re.DOTALL, re.VERBOSE
 _DOTLESS = {0x130: "i", 0x131: "i"}  # İ and ı: one class with i and I under re's IGNORECASE, not RE2's
@@ -468,14 +469,16 @@ def compile_fallback(pattern: str, flags: int) -> Any | None:
 class SetGroup:
     """RE2 sets holding many translations: which of them match a text, in one pass per set.
 
-    RE2 refuses a set whose program outgrows its memory limit; such a set is split in two until it fits,
-    and a pattern that fits in no set is left out (`left_out`) for the caller to search alone.
+    Sets hold up to SET_SIZE patterns (a set's compile time grows faster than its size). RE2 refuses a set
+    whose program outgrows its memory limit, or holding a pattern it refuses alone; such a set is split in
+    two until it builds, and a pattern in no set is left out (`left_out`) for the caller to search alone.
     """
 
     def __init__(self, patterns: list[tuple[int, str]]) -> None:
         self._sets: list[tuple[Any, list[int]]] = []
         self.left_out: list[int] = []
-        self._build(patterns)
+        for start in range(0, len(patterns), SET_SIZE):
+            self._build(patterns[start : start + SET_SIZE])
 
     def _build(self, patterns: list[tuple[int, str]]) -> None:
         if not patterns:

@@ -419,20 +419,26 @@ class _Literal:
 class _Regex:
     """A `/pattern/flags` key, matched with the engines of lore_regex (anchors keep their meaning per text)."""
 
-    __slots__ = ("_fallback", "empty", "folds", "key", "pattern", "single", "translation")
+    __slots__ = ("_fallback", "_single", "empty", "folds", "key", "pattern", "translation")
 
     def __init__(self, key: str, pattern: re.Pattern[str]) -> None:
         self.key = key
         self.pattern = pattern
         self.translation = lore_regex.translate(pattern.pattern, pattern.flags)
-        self.single = None if self.translation is None else lore_regex.compile_re2(self.translation)
-        if self.single is None:
-            self.translation = None
         self.folds = bool(pattern.flags & re.IGNORECASE)
+        self._single: Any = None
         self._fallback: Any = None
         # In re, \B never matches in an empty text (in RE2 and regex it does): that text gets this variant.
         variant = lore_regex.without_non_boundary(pattern.pattern)
         self.empty = None if variant is None else _Regex(key, re.compile(variant, pattern.flags))
+
+    def single(self) -> Any:
+        """RE2's compiled form of the key alone (built on first need: most keys are searched through sets),
+        or None when RE2 refuses it."""
+        if self._single is None:
+            found = None if self.translation is None else lore_regex.compile_re2(self.translation)
+            self._single = found if found is not None else False
+        return self._single or None
 
     def fallback(self) -> Any:
         """The time-limited engine's compiled form (built on first need), or None if it cannot take it."""
@@ -786,8 +792,9 @@ class LoreScanner:
             ):
                 if matcher_id in self._in_sets and matcher is self._matchers[matcher_id]:
                     return matcher_id in self._set_hits(window, distance, folded)
-                single: Any = matcher.single
-                return single.search(view.folded_data if folded else view.data) is not None
+                single = matcher.single()
+                if single is not None:
+                    return single.search(view.folded_data if folded else view.data) is not None
         return self._bounded_hit(matcher_id, matcher, window, view)
 
     def _oddities(self, window: _Window) -> _Oddities:
