@@ -9,7 +9,11 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable, Coroutine
+from types import FrameType
+from typing import Any, TypeVar
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
@@ -23,6 +27,9 @@ _log = logging.getLogger("familiar")
 _STARTED = time.perf_counter()
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
+_T = TypeVar("_T")
+STOP_GRACE = 10.0  # seconds from the first SIGTERM / Ctrl-C to a forced exit, if the clean stop hangs
+SIGNAL_WAKE_MS = 200  # under Qt, how often Python gets a chance to run a pending signal handler
 
 
 def _check_data_root(paths: FamiliarPaths) -> str | None:
@@ -53,6 +60,56 @@ async def open_or_explain(paths: FamiliarPaths) -> Familiar | int:
         return EXIT_FAILURE
 
 
+# -- stopping on SIGTERM and Ctrl-C ---------------------------------------------------------------
+class StopSignals:
+    """SIGTERM and Ctrl-C (SIGINT) stop the process within seconds, whatever it is doing.
+
+    The first one asks for a clean stop (`request_stop`, run on the event loop); a second one, or the clean
+    stop still running after `grace` seconds, ends the process at once (the store is SQLite in WAL mode and
+    the index is rebuilt from it, so this is as safe as a kill -9). Python-level handlers rather than
+    `loop.add_signal_handler`: they also run inside long C calls that check for signals, and under Qt's
+    event loop (which only runs them when Python code runs: `wake_python` covers that).
+    """
+
+    def __init__(self, request_stop: Callable[[], None], grace: float = STOP_GRACE) -> None:
+        self._request_stop = request_stop
+        self._grace = grace
+        self._loop = asyncio.get_running_loop()
+        self._received = 0
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(ValueError, OSError):  # not the main thread, or not on this platform
+                self._previous[signum] = signal.signal(signum, self._on_signal)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        # Runs between two bytecodes of the main thread: no logging (its locks), no waiting.
+        self._received += 1
+        if self._received > 1:
+            _exit_now(f"{signal.Signals(signum).name} again: stopping at once")
+        self._loop.call_soon_threadsafe(self._stop, signum)
+        timer = threading.Timer(self._grace, _exit_now, (f"still stopping after {self._grace:g} s: exiting now",))
+        timer.daemon = True
+        timer.start()
+
+    def _stop(self, signum: int) -> None:
+        _log.info("%s received: stopping (send it again to stop at once)", signal.Signals(signum).name)
+        self._request_stop()
+
+
+def _exit_now(why: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(2, f"familiar: {why}\n".encode())
+    os._exit(EXIT_FAILURE)
+
+
 # -- headless ------------------------------------------------------------------------------------
 def _log_event(event: RuntimeEvent) -> None:
     if isinstance(event, ConnectionChanged):
@@ -70,38 +127,61 @@ async def _headless(paths: FamiliarPaths) -> int:
     if problem:
         error(problem)
         return EXIT_FAILURE
-    familiar = await open_or_explain(paths)
-    if isinstance(familiar, int):
-        return familiar
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):  # Windows: Ctrl-C still raises KeyboardInterrupt
-            loop.add_signal_handler(signum, stop.set)
-    familiar.subscribe(_log_event)
-    try:
+    with StopSignals(stop.set):
+        familiar = await _until_stopped(open_or_explain(paths), stop)
+        if familiar is None:
+            return EXIT_OK
+        if isinstance(familiar, int):
+            return familiar
+        familiar.subscribe(_log_event)
         try:
-            # Without a window nobody would see a dead endpoint until the first reply fails: check it
-            # once before going live, and refuse to start without it.
-            _log.info("LLM endpoint: %s", await familiar.test_llm_endpoint())
-            await familiar.start()
-            await familiar.start_learning()
-        except FamiliarError as exc:
-            error(str(exc))
-            return EXIT_FAILURE
-        _log.info("familiar '%s' is running; press Ctrl-C to stop", paths.name)
-        stopped = asyncio.create_task(stop.wait())
-        ended = asyncio.create_task(familiar.wait_closed())
-        await asyncio.wait({stopped, ended}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (stopped, ended):
-            task.cancel()
-        if ended.done() and not ended.cancelled() and ended.result() is not None:
-            error(familiar.get_status().last_error or str(ended.result()))
-            return EXIT_FAILURE
-        _log.info("stopping")
-        return EXIT_OK
+            return await _serve(familiar, paths, stop)
+        finally:
+            await familiar.close()
+
+
+async def _until_stopped(work: Coroutine[Any, Any, _T], stop: asyncio.Event) -> _T | None:
+    """The result of `work`, or None when a stop was asked for first (the work is then cancelled)."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        await familiar.close()
+        stopped.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    if task.cancelled() or task.exception() is not None:
+        return None
+    return task.result()  # it finished while being cancelled
+
+
+async def _serve(familiar: Familiar, paths: FamiliarPaths, stop: asyncio.Event) -> int:
+    async def go_live() -> bool:
+        # Without a window nobody would see a dead endpoint until the first reply fails: check it
+        # once before going live, and refuse to start without it.
+        _log.info("LLM endpoint: %s", await familiar.test_llm_endpoint())
+        await familiar.start()
+        await familiar.start_learning()
+        return True
+
+    try:
+        if await _until_stopped(go_live(), stop) is None:
+            _log.info("stopping")
+            return EXIT_OK
+    except FamiliarError as exc:
+        error(str(exc))
+        return EXIT_FAILURE
+    _log.info("familiar '%s' is running; press Ctrl-C to stop", paths.name)
+    ended = await _until_stopped(familiar.wait_closed(), stop)
+    if ended is not None:
+        error(familiar.get_status().last_error or str(ended))
+        return EXIT_FAILURE
+    _log.info("stopping")
+    return EXIT_OK
 
 
 def run_headless(paths: FamiliarPaths) -> int:
@@ -115,6 +195,7 @@ def run_headless(paths: FamiliarPaths) -> int:
 def run_window(paths: FamiliarPaths) -> int:
     os.environ.setdefault("QT_API", "pyside6")  # qasync picks its binding from this
     import qasync
+    from PySide6.QtCore import QTimer
 
     from app.ui.dialogs.startup_error import show_startup_error
     from app.ui.icons import app_icon
@@ -131,37 +212,49 @@ def run_window(paths: FamiliarPaths) -> int:
 
     async def main() -> None:
         nonlocal exit_code
-        problem = _check_data_root(paths)
-        familiar: Familiar | None = None
-        if problem is None:
+        stop = asyncio.Event()
+        # Python runs signal handlers only when it runs code; an idle Qt loop runs none: wake it now and then.
+        waker = QTimer()
+        waker.timeout.connect(lambda: None)
+        waker.start(SIGNAL_WAKE_MS)
+        with StopSignals(stop.set), contextlib.ExitStack() as cleanup:
+            cleanup.callback(waker.stop)
+            problem = _check_data_root(paths)
+            familiar: Familiar | None = None
+            if problem is None:
+                try:
+                    familiar = await _until_stopped(_open(paths), stop)
+                except ConfigError as exc:
+                    problem, exit_code = str(exc), EXIT_CONFIG
+                except FamiliarError as exc:
+                    problem, exit_code = str(exc), EXIT_FAILURE
+                if familiar is None and stop.is_set():
+                    return
+            if familiar is None:
+                exit_code = exit_code or EXIT_FAILURE
+                error(problem or "Familiar could not start.")
+                await _until_stopped(show_startup_error(problem or "Familiar could not start."), stop)
+                return
             try:
-                familiar = await _open(paths)
-            except ConfigError as exc:
-                problem, exit_code = str(exc), EXIT_CONFIG
-            except FamiliarError as exc:
-                problem, exit_code = str(exc), EXIT_FAILURE
-        if familiar is None:
-            exit_code = exit_code or EXIT_FAILURE
-            error(problem or "Familiar could not start.")
-            await show_startup_error(problem or "Familiar could not start.")
-            return
-        await familiar.start_learning()
-        window = MainWindow(familiar)
-        closed = asyncio.Event()
-        window.destroyed.connect(closed.set)
-        app.lastWindowClosed.connect(closed.set)
-        window.show()
-        if probe:
-            output(f"window shown after {time.perf_counter() - _STARTED:.3f} s")
-            closed.set()
-        else:
-            window.maybe_show_first_run()
-        try:
-            await closed.wait()
-        finally:
-            await window.shutdown()
-            await familiar.close()
-            window.deleteLater()
+                await familiar.start_learning()
+                window = MainWindow(familiar)
+            except BaseException:
+                await familiar.close()
+                raise
+            window.destroyed.connect(stop.set)
+            app.lastWindowClosed.connect(stop.set)
+            window.show()
+            if probe:
+                output(f"window shown after {time.perf_counter() - _STARTED:.3f} s")
+                stop.set()
+            else:
+                window.maybe_show_first_run()
+            try:
+                await stop.wait()
+            finally:
+                await window.shutdown()
+                await familiar.close()
+                window.deleteLater()
 
     qasync.run(main())
     return exit_code

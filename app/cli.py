@@ -695,11 +695,14 @@ def _lore_export(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, s
 
 
 def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
-    from app.runtime.context.lorebook import LoreScanner, load_lorebook
+    from app.runtime.context.lorebook import LoreScanner, describe_disabled, load_lorebook
 
     book = load_lorebook(paths.lorebook_toml)
-    matches = LoreScanner(book).activate(args.text)
+    scanner = LoreScanner(book)
+    matches = scanner.activate(args.text)
     problems, problem_lines = _lore_problems(book)
+    problems += [dataclasses.asdict(p) for p in scanner.disabled]  # regex keys over their time limit
+    problem_lines += [f"problem: {describe_disabled(p)}" for p in scanner.disabled]
     document = {
         "texts": args.text,
         "matches": [

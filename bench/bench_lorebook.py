@@ -4,17 +4,25 @@ The book mixes what real lorebooks hold: single-word and multi-word keys, a tent
 one entry in twenty with a regex key, a fifth with secondary keys under each logic, a few constant entries
 and per-entry scan depths. Each run scans a different window of a long conversation.
 
+Regex keys are matched in bounded time (RE2 sets, a time-limited engine for the rest: lore_regex.py). The
+baseline, measured in the same run on the same windows (alternating with the bounded scans), is the same
+scanner searching regex keys with Python's `re`, text by text and without a time limit, as before.
+Then the same book with catastrophic keys added (`(a|a)*$` and kin, which `re` would backtrack on for
+ages, so no baseline there) scans a window whose newest message is "aaaa...a!".
+
     python -m bench.bench_lorebook [--runs N] [--entries N] [--turns N]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import statistics
 import time
 from pathlib import Path
 
+from app.runtime.context import lorebook
 from app.runtime.context.lorebook import LoreScanner, parse_lorebook
 
 SYLLABLES = ("ka", "ri", "mo", "then", "dor", "el", "wyn", "sha", "lo", "vex", "ar", "um", "bri", "tal", "os")
@@ -54,6 +62,32 @@ def book_text(count: int, rng: random.Random) -> tuple[str, list[str]]:
     return "\n".join(lines), names
 
 
+# Keys that backtrack exponentially in Python's re on "aaaa...a!": the first five in RE2, the rest (look-arounds)
+# in the time-limited engine, where each runs over its limit once and is disabled.
+CATASTROPHIC = (
+    "/(a|a)*$/", "/^(a+)+$/", "/(a|aa)+$/", "/(\\w+\\s?)+$/", "/(x+x+)+y/",
+    "/(a|a)*(?=b)/", "/(a|a)*(?=c)/", "/(?<=x)(a|aa)*(?=b)/", "/(a|a)*(?!a)b/", "/(a|a)*(?=d)/",
+)  # fmt: skip
+
+
+def hostile_text(text: str) -> str:
+    lines = [text, ""]
+    for i, key in enumerate(CATASTROPHIC):
+        lines += ["[[entries]]", f'title = "Hostile {i}"', f"keys = ['{key}']", 'content = "x"', ""]
+    return "\n".join(lines)
+
+
+class UnboundedScanner(LoreScanner):
+    """The baseline: regex keys searched with Python's re, newest text first, with no time limit."""
+
+    def _search(self, matcher_id: int, matcher: lorebook._Regex, window: lorebook._Window) -> int:
+        search = matcher.pattern.search
+        for distance, text in enumerate(window.texts[: self._limits[matcher_id]]):
+            if search(text) is not None:
+                return distance
+        return lorebook._NEVER
+
+
 def conversation(length: int, names: list[str], rng: random.Random) -> list[str]:
     turns = []
     for _ in range(length):
@@ -69,6 +103,13 @@ def _pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _line(name: str, samples: list[float]) -> str:
+    return (
+        f"{name}: p50 {_pct(samples, 0.5):.3f} ms  p95 {_pct(samples, 0.95):.3f} ms"
+        f"  mean {statistics.fmean(samples):.3f} ms  max {max(samples):.3f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3000)
@@ -82,29 +123,59 @@ def main() -> None:
     parsed = time.perf_counter()
     scanner = LoreScanner(book)
     compiled = time.perf_counter()
+    baseline = UnboundedScanner(book)
     talk = conversation(args.runs + args.turns, names, rng)
     fired = 0
     for start in range(200):  # warm up
         scanner.activate(talk[start : start + args.turns])
+        baseline.activate(talk[start : start + args.turns])
     samples: list[float] = []
     cpu: list[float] = []  # this thread's CPU time: what the scan costs when a busy machine preempts it
+    base_samples: list[float] = []
+    base_cpu: list[float] = []
     for start in range(args.runs):
         window = talk[start : start + args.turns]
         began, began_cpu = time.perf_counter(), time.thread_time()
         matches = scanner.activate(window)
         cpu.append((time.thread_time() - began_cpu) * 1000)
         samples.append((time.perf_counter() - began) * 1000)
+        began, began_cpu = time.perf_counter(), time.thread_time()
+        expected = baseline.activate(window)
+        base_cpu.append((time.thread_time() - began_cpu) * 1000)
+        base_samples.append((time.perf_counter() - began) * 1000)
+        assert [m.entry.index for m in matches] == [m.entry.index for m in expected]
         fired += len(matches)
     keys = sum(len(e.keys) + len(e.secondary_keys) for e in book.entries)
     print(
         f"lorebook: {len(book.entries)} entries, {keys} keys; parse {(parsed - started) * 1000:.1f} ms,"
         f" compile {(compiled - parsed) * 1000:.1f} ms; {fired / args.runs:.1f} entries fire per scan"
     )
+    print(f"activation over {args.turns} turns (target p95 <= 2 ms):")
+    print("  " + _line("bounded matching          ", samples))
+    print("  " + _line("baseline re, no limit     ", base_samples))
+    print(f"  p50 ratio bounded / baseline: {_pct(samples, 0.5) / _pct(base_samples, 0.5):.2f}")
+    print("  " + _line("bounded, CPU time         ", cpu))
+    print("  " + _line("baseline, CPU time        ", base_cpu))
+
+    logging.getLogger("app.runtime.context.lorebook").setLevel(logging.ERROR)  # the disabled keys, counted below
+    hostile = LoreScanner(parse_lorebook(hostile_text(text), Path("lorebook.toml")))
+    trigger = "Mallory: " + "a" * 60 + "!"
+    began = time.perf_counter()
+    hostile.activate([*talk[: args.turns - 1], trigger])
+    first = (time.perf_counter() - began) * 1000
+    after: list[float] = []
+    for start in range(min(args.runs, 1000)):
+        window = [*talk[start : start + args.turns - 1], trigger]
+        began = time.perf_counter()
+        hostile.activate(window)
+        after.append((time.perf_counter() - began) * 1000)
     print(
-        f"activation over {args.turns} turns: p50 {_pct(samples, 0.5):.3f} ms  p95 {_pct(samples, 0.95):.3f} ms"
-        f"  mean {statistics.fmean(samples):.3f} ms  max {max(samples):.3f} ms  (target p95 <= 2 ms)"
+        f"with {len(CATASTROPHIC)} catastrophic keys and the message that triggers them"
+        f" (baseline re: exponential, not run):"
     )
-    print(f"  the same scans in CPU time: p50 {_pct(cpu, 0.5):.3f} ms  p95 {_pct(cpu, 0.95):.3f} ms")
+    print(f"  first scan {first:.1f} ms ({len(hostile.disabled)} keys over their time limit disabled in it)")
+    print("  " + _line("the scans after it        ", after))
+    print(f"  keys disabled in all: {len(hostile.disabled)} (the rest finish within their limit)")
 
 
 if __name__ == "__main__":

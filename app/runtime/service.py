@@ -38,6 +38,7 @@ from app.runtime.context.layers import (
     SummaryLayer,
     check_layer_names,
 )
+from app.runtime.context.lorebook import LoreProblem, describe_disabled
 from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
@@ -148,7 +149,7 @@ class Familiar:
             raise FamiliarError(f"{loaded.paths.character_toml}: [providers.embedding]: {exc}") from exc
         self.embeddings = EmbeddingIndex(history.store)
         self.retriever = Retriever(history, settings.memory.retrieval, self.embedder, self.embeddings)
-        self.lorebook_layer = LorebookLayer(loaded.paths.lorebook_toml)
+        self.lorebook_layer = LorebookLayer(loaded.paths.lorebook_toml, on_disabled=self._on_lore_disabled)
         self._assembler = Assembler(
             [
                 CharacterLayer(loaded.persona),
@@ -322,6 +323,10 @@ class Familiar:
         adapter, self._discord = self._discord, None
         if adapter is not None:
             await adapter.stop()
+
+    def _on_lore_disabled(self, problems: list[LoreProblem]) -> None:
+        """A lorebook regex key ran over its time limit and is off: say so in the window (the log has it)."""
+        self.publish(FailureReported(message=describe_disabled(problems[0])))
 
     def _fail(self, message: str) -> FamiliarError:
         self.publish(FailureReported(message=message))

@@ -159,3 +159,21 @@ def test_an_import_keeps_the_owner_s_comments_and_unknown_keys(cli: Cli) -> None
         assert kept in text
     assert "sparkle = 3" in text
     assert text.index('title = "Home"') < text.index("[[entries]]", text.index('title = "Home"'))
+
+
+def test_try_names_a_regex_key_over_its_time_limit(cli: Cli) -> None:
+    cli.lorebook.parent.mkdir(parents=True, exist_ok=True)
+    cli.lorebook.write_text(
+        "[[entries]]\ntitle = 'Owl'\nkeys = ['owl']\n[[entries]]\ntitle = 'Trap'\nkeys = ['/(a|a)*(?=b)/']\n",
+        encoding="utf-8",
+    )
+    tried = cli.json("lore", "try", "x: an owl " + "a" * 40 + "!")
+    assert [m["title"] for m in tried["matches"]] == ["Owl"]
+    assert [(p["index"], p["title"], p["key"]) for p in tried["problems"]] == [(1, "Trap", "/(a|a)*(?=b)/")]
+    code, out, _err = cli.run("lore", "try", "x: " + "a" * 40 + "!")
+    assert code == 0
+    assert out.splitlines() == [
+        "no entry fires",
+        'problem: lorebook.toml entry 2 "Trap": the regex key /(a|a)*(?=b)/ ran over its time limit (100 ms)'
+        " on one message; it is off until lorebook.toml changes",
+    ]

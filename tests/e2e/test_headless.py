@@ -226,3 +226,108 @@ async def test_terminal_escapes_in_discord_text_reach_the_log_escaped(
         " \\u202eesrever \\x9b31m\\n2024-05-01 12:00:00,000 ERROR familiar: forged"
     ) in incoming
     assert not any(line.startswith("2024-05-01") for line in process.lines)  # no forged line
+
+
+@pytest_asyncio.fixture
+async def reaper() -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    """The processes a test started: any still running at its end (the test failed) is killed."""
+    started: list[asyncio.subprocess.Process] = []
+    yield started
+    for process in started:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+def write_world_info(path: Path, *entries: tuple[str, list[str]]) -> Path:
+    """A SillyTavern World Info file, as a user would download one."""
+    data = {
+        "entries": {
+            str(uid): {"uid": uid, "key": keys, "keysecondary": [], "comment": title, "content": f"{title} lore."}
+            for uid, (title, keys) in enumerate(entries)
+        }
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+# /(a|a)*$/ backtracks exponentially in Python's re on "aaaa...a!" (it passed the old safety check); the second
+# needs a look-ahead, which RE2 cannot express, and backtracks exponentially in the time-limited engine too.
+CATASTROPHIC = "/(a|a)*$/"
+CATASTROPHIC_FALLBACK = "/(a|a)*(?=b)/"
+TRIGGER = "a" * 60 + "!"
+
+
+async def test_sigterm_stops_headless_within_seconds_with_a_catastrophic_key_and_a_reply_in_flight(
+    home: Path,
+    tmp_path: Path,
+    fake_discord: FakeDiscord,
+    fake_llm: FakeLLM,
+    reaper: list[asyncio.subprocess.Process],
+) -> None:
+    lore = write_world_info(
+        tmp_path / "world.json", ("Echo", [CATASTROPHIC]), ("Trap", [CATASTROPHIC_FALLBACK]), ("Owl", ["owl"])
+    )
+    code, _out, err = await _cli(home, "lore", "import", str(lore), "--replace")
+    assert code == 0, err
+    process = await _start(home)
+    reaper.append(process.process)
+    await process.wait_for_line("is running")
+    fake_llm.hang_next()  # the reply stays in flight: the LLM never answers
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content=TRIGGER, mentions_bot=True
+    )
+    await fake_llm.wait_for_requests(2, timeout=20)  # (1: the start-up check) the lorebook was scanned
+    assert "Echo lore." in fake_llm.requests[1].messages[0]["content"]
+    await process.wait_for_line('lorebook.toml entry 2 "Trap": the regex key /(a|a)*(?=b)/ ran over its time limit')
+    stopping = asyncio.get_running_loop().time()
+    process.process.send_signal(signal.SIGTERM)
+    assert await process.wait(timeout=20) == 0
+    assert asyncio.get_running_loop().time() - stopping < 5.0
+    await process.wait_for_line("stopping")
+
+
+async def test_sigterm_stops_headless_while_it_is_still_starting(
+    home: Path, fake_llm: FakeLLM, reaper: list[asyncio.subprocess.Process]
+) -> None:
+    fake_llm.hang_next()  # the start-up check of the LLM endpoint never gets an answer
+    process = await _start(home)
+    reaper.append(process.process)
+    await fake_llm.wait_for_requests(1, timeout=20)
+    stopping = asyncio.get_running_loop().time()
+    process.process.send_signal(signal.SIGTERM)
+    assert await process.wait(timeout=20) == 0
+    assert asyncio.get_running_loop().time() - stopping < 5.0
+
+
+# The window, as `familiar` starts it from a terminal; the harness only prints a line once it is shown.
+_WINDOW = """
+import app.ui.main_window as main_window
+shown = main_window.MainWindow.show
+def show(self):
+    shown(self)
+    print("window shown", flush=True)
+main_window.MainWindow.show = show
+from app.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+async def test_ctrl_c_and_sigterm_stop_the_window_within_seconds(
+    home: Path, signum: signal.Signals, reaper: list[asyncio.subprocess.Process]
+) -> None:
+    env = {**_env(home), "QT_QPA_PLATFORM": "offscreen"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _WINDOW, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    reaper.append(process)
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), 60)
+    assert line == b"window shown\n"
+    stopping = asyncio.get_running_loop().time()
+    process.send_signal(signum)  # what Ctrl-C in the launching terminal sends
+    _out, err = await asyncio.wait_for(process.communicate(), 20)
+    code = process.returncode
+    assert (code, err.decode()) == (0, "")
+    assert asyncio.get_running_loop().time() - stopping < 5.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +22,15 @@ from app.memory.policy import visible_scopes
 from app.memory.records import Turn
 from app.runtime.context.budget import count_tokens, pack, truncate_to_budget
 from app.runtime.context.fence import escape, fence
-from app.runtime.context.lorebook import Lorebook, LorebookError, ScannerCache, empty_lorebook, load_lorebook
+from app.runtime.context.lorebook import (
+    Lorebook,
+    LorebookError,
+    LoreProblem,
+    ScannerCache,
+    describe_disabled,
+    empty_lorebook,
+    load_lorebook,
+)
 from app.runtime.llm import ChatMessage
 from app.runtime.retrieval import Retriever
 
@@ -118,11 +126,12 @@ class CharacterLayer:
 class LorebookLayer:
     name = "lorebook"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, on_disabled: Callable[[list[LoreProblem]], None] | None = None) -> None:
+        """`on_disabled` hears of each regex key switched off for running over its time limit."""
         self._path = path
         self._stamp: tuple[int, int] | None = None
         self._book: Lorebook | None = None
-        self._scanners = ScannerCache(size=2)
+        self._scanners = ScannerCache(size=2, on_disabled=on_disabled)
         self._matches_for: tuple[Hashable, Any] | None = None
         self.error = ""  # why the file on disk is not the one in use, if it is not
 
@@ -200,6 +209,7 @@ class LorebookLayer:
             [
                 *([self.error] if self.error else []),
                 *(f"entry {p.index} ({p.title}): {p.key}: {p.message}" for p in book.problems),
+                *(describe_disabled(p) for p in self._scanners.scanner(book).disabled),
             ]
         )
         return LayerOutput(

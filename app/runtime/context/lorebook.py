@@ -15,9 +15,12 @@ Matching rules:
   character. Scripts written without spaces (CJK, Hangul, Thai, Lao, Khmer, Myanmar) never need a boundary,
   so "東京" is found in "私は東京に住んでいる" and "C++" in "I like C++!".
 - Only the first 6000 characters of each scanned text are looked at (a Discord message has at most 4000).
-- Keys are stripped of surrounding whitespace. An empty key, a regex that does not compile, is longer than
-  200 characters or nests unbounded repetitions (`(a+)+`, which can take exponential time: Python's `re` has
-  no timeout) is recorded in `Lorebook.problems` and never matches; the rest of the book still works.
+- Keys are stripped of surrounding whitespace. An empty key, or a regex that does not compile or is longer
+  than 200 characters, is recorded in `Lorebook.problems` and never matches; the rest of the book still works.
+- Regex keys are written for Python's `re` and mean what they mean there, but are matched in bounded time
+  (lore_regex.py): any pattern RE2 can express runs in linear time; the rest have a time limit, and a key that
+  runs over it is disabled for as long as the scanner lives (until lorebook.toml changes), reported to the
+  scanner's `on_disabled` and logged with its entry, and the scan goes on without it.
 """
 
 from __future__ import annotations
@@ -25,17 +28,20 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
-import importlib
+import logging
 import re
 import tomllib
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from app.config.errors import ConfigError
+from app.runtime.context import lore_regex
 from app.runtime.errors import FamiliarError
+
+_log = logging.getLogger(__name__)
 
 DEFAULT_SCAN_DEPTH = 10
 DEFAULT_PRIORITY = 100
@@ -43,7 +49,7 @@ MAX_SCAN_DEPTH = 1000
 MAX_REGEX_LENGTH = 200
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_ENTRIES = 10_000
-MAX_TEXT_CHARS = 6000  # of each scanned text (a Discord message is at most 4000): bounds a slow regex
+MAX_TEXT_CHARS = 6000  # of each scanned text (a Discord message is at most 4000)
 LOGICS = ("and_any", "and_all", "not_any", "not_all")
 CONSTANT_KEY = "(constant)"
 
@@ -357,54 +363,9 @@ def compile_regex_key(key: str) -> re.Pattern[str] | str | None:
         flags |= _FLAGS[letter]
     pattern = _JS_NAMED_REF.sub(r"(?P=\1)", _JS_NAMED_GROUP.sub("(?P<", pattern))  # JS spellings of named groups
     try:
-        compiled = re.compile(pattern, flags)
+        return re.compile(pattern, flags)
     except (re.error, ValueError, OverflowError, RecursionError) as exc:
         return f"invalid regex: {exc}"
-    if _nested_repetition(pattern, flags):
-        return (
-            "nested unbounded repetition such as (a+)+ can take exponential time; "
-            "use a possessive quantifier (a++) or an atomic group (?>...)"
-        )
-    return compiled
-
-
-def _nested_repetition(pattern: str, flags: int) -> bool:
-    """True when an unbounded repeat sits inside another one (the shape of catastrophic backtracking)."""
-    try:
-        parser: Any = importlib.import_module("re._parser")  # CPython's own parser; no public API exists
-        constants: Any = importlib.import_module("re._constants")
-        tree = parser.parse(pattern, flags)
-    except Exception:  # noqa: BLE001 - the analysis is best-effort; compile() already accepted the pattern
-        return False
-    repeats = (constants.MAX_REPEAT, constants.MIN_REPEAT)
-
-    def children(op: Any, av: Any) -> list[Any]:
-        if op == constants.SUBPATTERN:
-            return [av[-1]]
-        if op == constants.BRANCH:
-            return list(av[1])
-        if op in (constants.ASSERT, constants.ASSERT_NOT):
-            return [av[1]]
-        if op == constants.GROUPREF_EXISTS:
-            return [branch for branch in av[1:] if branch is not None]
-        return []  # ATOMIC_GROUP and POSSESSIVE_REPEAT never backtrack into themselves: safe
-
-    def walk(items: Any, inside: bool, depth: int) -> bool:
-        if depth > 100:
-            return True
-        for op, av in items:
-            if op in repeats:
-                big = av[1] == constants.MAXREPEAT or av[1] > 16
-                if (big and inside) or walk(av[2], inside or big, depth + 1):
-                    return True
-            elif any(walk(child, inside, depth + 1) for child in children(op, av)):
-                return True
-        return False
-
-    try:
-        return walk(tree, False, 0)
-    except Exception:  # noqa: BLE001 - see above
-        return False
 
 
 def _key_problems(entry: LoreEntry) -> Iterator[LoreProblem]:
@@ -430,7 +391,8 @@ def key_problem(key: str) -> str | None:
 # collected once into word -> distance maps (distance 0 = the newest text); a whole-word key of one word is a
 # dictionary hit, and an entry is examined only when one of its primary keys was seen. Other literal keys
 # first require their inner words in that map, then look in the texts joined by NUL (str.find runs in C).
-# Regex keys are searched text by text, newest first, only as deep as the entries using them scan.
+# Regex keys that RE2 can take are all put in RE2 sets, which tell in one pass over a text which of them
+# match it; the other regex keys are searched text by text, newest first, only as deep as their entries scan.
 _UNKNOWN = -1
 _NEVER = 1 << 30
 
@@ -454,13 +416,35 @@ class _Literal:
     after: bool  # no word character may follow a match
 
 
-@dataclass(frozen=True, slots=True)
 class _Regex:
-    """A `/pattern/flags` key, searched in each recent text in turn (anchors keep their meaning)."""
+    """A `/pattern/flags` key, matched with the engines of lore_regex (anchors keep their meaning per text)."""
 
-    pattern: re.Pattern[str]
-    literal: str  # text every match contains (lower-cased when the regex ignores case), or ""
-    ignore_case: bool
+    __slots__ = ("_fallback", "_single", "empty", "folds", "key", "pattern", "translation")
+
+    def __init__(self, key: str, pattern: re.Pattern[str]) -> None:
+        self.key = key
+        self.pattern = pattern
+        self.translation = lore_regex.translate(pattern.pattern, pattern.flags)
+        self.folds = bool(pattern.flags & re.IGNORECASE)
+        self._single: Any = None
+        self._fallback: Any = None
+        # In re, \B never matches in an empty text (in RE2 and regex it does): that text gets this variant.
+        variant = lore_regex.without_non_boundary(pattern.pattern)
+        self.empty = None if variant is None else _Regex(key, re.compile(variant, pattern.flags))
+
+    def single(self) -> Any:
+        """RE2's compiled form of the key alone (built on first need: most keys are searched through sets),
+        or None when RE2 refuses it."""
+        if self._single is None:
+            found = None if self.translation is None else lore_regex.compile_re2(self.translation)
+            self._single = found if found is not None else False
+        return self._single or None
+
+    def fallback(self) -> Any:
+        """The time-limited engine's compiled form (built on first need), or None if it cannot take it."""
+        if self._fallback is None:
+            self._fallback = lore_regex.compile_fallback(self.pattern.pattern, self.pattern.flags) or False
+        return self._fallback or None
 
 
 _Matcher = _Token | _Literal | _Regex | None  # None never matches
@@ -490,52 +474,6 @@ def _literal_matcher(key: str, case_sensitive: bool, whole_words: bool) -> _Matc
     return _Literal(text, words, case_sensitive, before, after)
 
 
-def _regex_matcher(pattern: re.Pattern[str]) -> _Regex:
-    ignore_case = bool(pattern.flags & re.IGNORECASE)
-    literal = _required_literal(pattern.pattern, pattern.flags)
-    return _Regex(pattern, literal.lower() if ignore_case else literal, ignore_case)
-
-
-def _required_literal(pattern: str, flags: int) -> str:
-    """The longest run of plain characters every match must contain (best effort; "" when unsure).
-
-    Whitespace ends a run (texts are searched with whitespace runs collapsed), and so does any character
-    outside ASCII. Under IGNORECASE, i and s also match ı and ſ, which lower() leaves alone: _search does
-    without this prefilter when the window holds either.
-    """
-    try:
-        parser: Any = importlib.import_module("re._parser")
-        constants: Any = importlib.import_module("re._constants")
-        tree = parser.parse(pattern, flags)
-    except Exception:  # noqa: BLE001 - best effort
-        return ""
-    runs: list[str] = []
-
-    def walk(items: Any, depth: int) -> None:
-        run: list[str] = []
-        for op, av in items:
-            if op == constants.LITERAL and 32 < av < 127 and not chr(av).isspace():
-                run.append(chr(av))
-                continue
-            runs.append("".join(run))
-            run = []
-            if depth > 50:
-                continue
-            if op == constants.SUBPATTERN and not (av[1] | av[2]):  # a group without scoped flags
-                walk(av[-1], depth + 1)
-            elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT, constants.POSSESSIVE_REPEAT) and av[0] >= 1:
-                walk(av[2], depth + 1)
-            elif op == constants.ATOMIC_GROUP:
-                walk(av, depth + 1)
-        runs.append("".join(run))
-
-    try:
-        walk(tree, 0)
-    except Exception:  # noqa: BLE001 - best effort
-        return ""
-    return max(runs, key=len) if runs else ""
-
-
 @dataclass(frozen=True, slots=True)
 class _Compiled:
     entry: LoreEntry
@@ -547,13 +485,36 @@ class _Compiled:
 class _Window:
     """One activate() call's view of the recent texts, newest first, with lazily built indexes."""
 
-    __slots__ = ("_joined", "_normal", "_words", "texts")
+    __slots__ = (
+        "_joined",
+        "_normal",
+        "_views",
+        "_words",
+        "fallback_spent",
+        "first_set_hits",
+        "key_spent",
+        "oddities",
+        "set_hits",
+        "texts",
+    )
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts  # newest first
         self._normal: dict[bool, list[str]] = {}
         self._words: dict[bool, dict[str, int]] = {}
         self._joined: dict[bool, tuple[str, list[int]]] = {}
+        self._views: dict[int, _TextView] = {}
+        self.set_hits: dict[tuple[int, bool], set[int]] = {}  # (distance, folded) -> the RE2 keys matching
+        self.key_spent: dict[int, float] = {}  # matcher id -> seconds of time-limited search in this scan
+        self.fallback_spent = 0.0
+        self.first_set_hits: dict[int, int] | None = None  # RE2 key -> the nearest text it matches
+        self.oddities: _Oddities | None = None
+
+    def view(self, distance: int) -> _TextView:
+        found = self._views.get(distance)
+        if found is None:
+            found = self._views[distance] = _TextView(self.texts[distance])
+        return found
 
     def normal(self, case_sensitive: bool) -> list[str]:
         found = self._normal.get(case_sensitive)
@@ -613,28 +574,63 @@ def _find(matcher: _Literal, window: _Window) -> int:
     return _NEVER
 
 
-def _search(matcher: _Regex, window: _Window, limit: int) -> int:
-    """How many texts back the regex key last matches (searching no deeper than `limit`), or _NEVER."""
-    literal = matcher.literal
-    search = matcher.pattern.search
-    if literal:
-        normal = window.normal(not matcher.ignore_case)
-        joined = window.joined(not matcher.ignore_case)[0]
-        if matcher.ignore_case and ("\u0131" in joined or "\u017f" in joined):
-            literal = ""  # dotless i and long s match i and s but do not lower-case to them
-        elif literal not in joined:
-            return _NEVER
-    for distance, text in enumerate(window.texts[:limit]):
-        if (not literal or literal in normal[distance]) and search(text) is not None:
-            return distance
-    return _NEVER
+@dataclass(frozen=True, slots=True)
+class _Oddities:
+    """What in a window's texts makes some regex keys take them one by one (see LoreScanner._hit)."""
+
+    non_ascii: bool
+    newline_end: bool
+    dotless: bool
+    not_utf8: bool
+    empty: bool
+
+    @classmethod
+    def of(cls, views: list[_TextView]) -> _Oddities:
+        return cls(
+            non_ascii=not all(v.is_ascii for v in views),
+            newline_end=any(v.newline_end for v in views),
+            dotless=any(v.folded is not v.text for v in views),
+            not_utf8=any(v.data is None for v in views),
+            empty=any(not v.text for v in views),
+        )
+
+    def affect(self, matcher: _Regex) -> bool:
+        translation = matcher.translation
+        assert translation is not None
+        return (
+            self.not_utf8
+            or (translation.word_boundary and self.non_ascii)
+            or (translation.end_anchor and self.newline_end)
+            or (translation.folds and self.dotless)
+            or (matcher.empty is not None and self.empty)
+        )
+
+
+class _TextView:
+    """One scanned text as the regex engines take it: UTF-8, and folded for IGNORECASE keys (lore_regex)."""
+
+    __slots__ = ("data", "folded", "folded_ascii", "folded_data", "is_ascii", "newline_end", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.is_ascii = text.isascii()
+        self.newline_end = text.endswith("\n")
+        try:
+            self.data: bytes | None = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8 only, so the time-limited engine searches
+            self.data = None
+        self.folded = lore_regex.fold(text) if lore_regex.has_dotless(text) else text
+        self.folded_ascii = self.folded.isascii()
+        self.folded_data = self.data if self.folded is text or self.data is None else self.folded.encode("utf-8")
 
 
 class LoreScanner:
     """A book compiled for activation. Build it once per book (ScannerCache keys it on the digest)."""
 
-    def __init__(self, book: Lorebook) -> None:
+    def __init__(self, book: Lorebook, on_disabled: Callable[[list[LoreProblem]], None] | None = None) -> None:
         self.book = book
+        self._on_disabled = on_disabled
+        self._disabled: dict[int, list[LoreProblem]] = {}  # matcher id -> what was reported when disabling it
         self._matchers: list[_Matcher] = []
         self._ids: dict[tuple[str, bool, bool], int] = {}
         self._limits: list[int] = []  # per matcher: the deepest scan of the entries using it
@@ -684,6 +680,15 @@ class LoreScanner:
                 self._substrings[matcher.case_sensitive].append((matcher_id, matcher.text))
             else:
                 self._searched.append(matcher_id)
+        regexes = [(number, m) for number, m in enumerate(self._matchers) if isinstance(m, _Regex)]
+        self._sets = lore_regex.SetGroup([(n, m.translation.pattern) for n, m in regexes if m.translation])
+        self._in_sets = {n for n, m in regexes if m.translation} - set(self._sets.left_out)
+        self._regex_depth = max((self._limits[n] for n, _ in regexes), default=0)
+
+    @property
+    def disabled(self) -> tuple[LoreProblem, ...]:
+        """The regex keys switched off for running over their time limit, once per entry using them."""
+        return tuple(problem for problems in self._disabled.values() for problem in problems)
 
     def _intern(self, key: str, case_sensitive: bool, whole_words: bool, depth: int) -> int:
         regex = compile_regex_key(key)
@@ -697,7 +702,7 @@ class LoreScanner:
         number = len(self._matchers)
         self._ids[ident] = number
         if isinstance(regex, re.Pattern):
-            self._matchers.append(_regex_matcher(regex))
+            self._matchers.append(_Regex(key.strip(), regex))
         elif regex is not None or key_problem(key) is not None:
             self._matchers.append(None)
         else:
@@ -756,9 +761,100 @@ class LoreScanner:
         if isinstance(matcher, _Literal):
             found = _find(matcher, window)
         elif isinstance(matcher, _Regex):
-            found = _search(matcher, window, self._limits[matcher_id])
+            found = self._search(matcher_id, matcher, window)
         distances[matcher_id] = found
         return found
+
+    # -- regex keys (lore_regex.py) --------------------------------------------------------------------
+    def _search(self, matcher_id: int, matcher: _Regex, window: _Window) -> int:
+        """How many texts back the regex key last matches (no deeper than its entries scan), or _NEVER."""
+        limit = min(self._limits[matcher_id], len(window.texts))
+        if matcher_id in self._in_sets and not self._oddities(window).affect(matcher):
+            found = self._first_set_hits(window).get(matcher_id, _NEVER)  # the usual case: one lookup
+            return found if found < limit else _NEVER
+        for distance in range(limit):
+            if matcher_id in self._disabled:
+                return _NEVER
+            if self._hit(matcher_id, matcher, window, distance):
+                return distance
+        return _NEVER
+
+    def _hit(self, matcher_id: int, matcher: _Regex, window: _Window, distance: int) -> bool:
+        view = window.view(distance)
+        if not view.text and matcher.empty is not None:
+            matcher = matcher.empty
+        translation = matcher.translation
+        if translation is not None and view.data is not None:
+            folded = translation.folds and view.folded is not view.text
+            if not (
+                (translation.word_boundary and not (view.folded_ascii if folded else view.is_ascii))
+                or (translation.end_anchor and view.newline_end)
+            ):
+                if matcher_id in self._in_sets and matcher is self._matchers[matcher_id]:
+                    return matcher_id in self._set_hits(window, distance, folded)
+                single = matcher.single()
+                if single is not None:
+                    return single.search(view.folded_data if folded else view.data) is not None
+        return self._bounded_hit(matcher_id, matcher, window, view)
+
+    def _oddities(self, window: _Window) -> _Oddities:
+        if window.oddities is None:
+            depth = min(self._regex_depth, len(window.texts))
+            window.oddities = _Oddities.of([window.view(d) for d in range(depth)])
+        return window.oddities
+
+    def _first_set_hits(self, window: _Window) -> dict[int, int]:
+        """Each RE2 key that matches a text of the window -> the nearest such text (one pass per text)."""
+        if window.first_set_hits is None:
+            first: dict[int, int] = {}
+            for distance in range(min(self._regex_depth, len(window.texts))):
+                for matcher_id in self._set_hits(window, distance, False):
+                    first.setdefault(matcher_id, distance)
+            window.first_set_hits = first
+        return window.first_set_hits
+
+    def _set_hits(self, window: _Window, distance: int, folded: bool) -> set[int]:
+        hits = window.set_hits.get((distance, folded))
+        if hits is None:
+            view = window.view(distance)
+            data = view.folded_data if folded else view.data
+            hits = window.set_hits[(distance, folded)] = set(self._sets.match(data)) if data is not None else set()
+        return hits
+
+    def _bounded_hit(self, matcher_id: int, matcher: _Regex, window: _Window, view: _TextView) -> bool:
+        """Search with the time-limited engine; a key over its budget is disabled, the scan goes on."""
+        compiled = matcher.fallback()
+        if compiled is None:
+            self._disable(matcher_id, "the time-limited regex engine cannot run it")
+            return False
+        key_left = lore_regex.KEY_BUDGET - window.key_spent.get(matcher_id, 0.0)
+        scan_left = lore_regex.SCAN_BUDGET - window.fallback_spent
+        if scan_left <= 0:
+            return False  # this scan spent its time on other keys; this one is searched again next time
+        text = view.folded if matcher.folds else view.text
+        found, took = lore_regex.search_with_budget(compiled, text, min(key_left, scan_left))
+        window.key_spent[matcher_id] = window.key_spent.get(matcher_id, 0.0) + took
+        window.fallback_spent += took
+        if found is None and key_left <= scan_left:
+            limit = round(lore_regex.KEY_BUDGET * 1000)
+            self._disable(matcher_id, f"ran over its time limit ({limit} ms) on one message; it is off")
+        elif found is None:
+            _log.warning("lorebook: regex key %s not searched to the end: the scan ran out of time", matcher.key)
+        return bool(found)
+
+    def _disable(self, matcher_id: int, reason: str) -> None:
+        key = self._matchers[matcher_id]
+        assert isinstance(key, _Regex)
+        problems = [
+            LoreProblem(item.entry.index, item.entry.title, key.key, reason)
+            for item in self._compiled
+            if matcher_id in item.primary or matcher_id in item.secondary
+        ]
+        self._disabled[matcher_id] = problems
+        for problem in problems:
+            _log.warning("%s", describe_disabled(problem))
+        if self._on_disabled is not None and problems:
+            self._on_disabled(problems)
 
     def _check(self, item: _Compiled, distances: list[int], window: _Window) -> LoreMatch | None:
         depth = item.depth
@@ -785,17 +881,30 @@ class LoreScanner:
         return None if all(present) else LoreMatch(entry, fired, entry.secondary_keys[present.index(False)])
 
 
-class ScannerCache:
-    """The compiled scanners of the last few books, keyed on the file digest (the context layer owns one)."""
+def describe_disabled(problem: LoreProblem) -> str:
+    """One line naming a disabled key and its entry (1-based, as a person counts the entries of the file)."""
+    title = f' "{problem.title}"' if problem.title else ""
+    return (
+        f"lorebook.toml entry {problem.index + 1}{title}: the regex key {problem.key} {problem.message} "
+        "until lorebook.toml changes"
+    )
 
-    def __init__(self, size: int = 4) -> None:
+
+class ScannerCache:
+    """The compiled scanners of the last few books, keyed on the file digest (the context layer owns one).
+
+    A scanner keeps the keys it disabled, so they stay off until the file changes.
+    """
+
+    def __init__(self, size: int = 4, on_disabled: Callable[[list[LoreProblem]], None] | None = None) -> None:
         self._size = size
+        self._on_disabled = on_disabled
         self._scanners: OrderedDict[str, LoreScanner] = OrderedDict()
 
     def scanner(self, book: Lorebook) -> LoreScanner:
         scanner = self._scanners.get(book.digest)
         if scanner is None:
-            scanner = LoreScanner(book)
+            scanner = LoreScanner(book, self._on_disabled)
             self._scanners[book.digest] = scanner
             while len(self._scanners) > self._size:
                 self._scanners.popitem(last=False)
@@ -817,6 +926,7 @@ __all__ = [
     "LorebookError",
     "ScannerCache",
     "compile_regex_key",
+    "describe_disabled",
     "empty_lorebook",
     "key_problem",
     "load_lorebook",

@@ -1,0 +1,69 @@
+"""The lorebook in the running familiar: a hostile key in an imported World Info file costs a reply nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from app.cli import main as cli_main
+from app.config.paths import FamiliarPaths
+from app.runtime.events import FailureReported, RuntimeEvent
+from app.runtime.service import Familiar
+from tests.conftest import ALICE, GENERAL, GUILD_ID
+from tests.e2e.test_headless import CATASTROPHIC, CATASTROPHIC_FALLBACK, TRIGGER, write_world_info
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.llm_server import FakeLLM
+
+pytestmark = pytest.mark.asyncio
+
+DISABLED = (
+    f'lorebook.toml entry 2 "Trap": the regex key {CATASTROPHIC_FALLBACK} ran over its time limit (100 ms) '
+    "on one message; it is off until lorebook.toml changes"
+)
+
+
+async def test_a_catastrophic_key_neither_delays_the_reply_nor_stops_the_next(
+    familiar: Familiar,
+    familiar_paths: FamiliarPaths,
+    fake_discord: FakeDiscord,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lore = write_world_info(
+        tmp_path / "world.json", ("Echo", [CATASTROPHIC]), ("Trap", [CATASTROPHIC_FALLBACK]), ("Owl", ["owl"])
+    )
+    monkeypatch.setenv("FAMILIAR_HOME", str(familiar_paths.root))
+    assert cli_main(["lore", "import", str(lore), "--replace"]) == 0  # accepted: both are valid regexes
+    events: list[RuntimeEvent] = []
+    familiar.subscribe(events.append)
+    await familiar.start()
+    loop = asyncio.get_running_loop()
+
+    with caplog.at_level(logging.WARNING, logger="app.runtime.context.lorebook"):
+        started = loop.time()
+        await fake_discord.send_message(
+            channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content=TRIGGER, mentions_bot=True
+        )
+        posted = await fake_discord.wait_for_posted(1, timeout=10)
+        took = loop.time() - started
+    assert took < 5.0  # Python's re alone would still be backtracking on either key
+    assert posted[0].content.startswith("echo: alice: ")
+    system = fake_llm.requests[-1].messages[0]["content"]
+    assert "Echo lore." in system  # /(a|a)*$/ matches (the empty string at the end), as in re: in linear time
+    assert "Trap lore." not in system
+    assert [e.message for e in events if isinstance(e, FailureReported)] == [DISABLED]
+    assert [r.getMessage() for r in caplog.records if r.name == "app.runtime.context.lorebook"] == [DISABLED]
+    explanation = await familiar.assemble(f"guild:{GUILD_ID}/{GENERAL}")
+    assert DISABLED in next(output.note for output in explanation.outputs if output.name == "lorebook")
+
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="an owl, again aaaaaaaaa!", mentions_bot=True
+    )
+    await fake_discord.wait_for_posted(2, timeout=10)
+    assert "Owl lore." in fake_llm.requests[-1].messages[0]["content"]
+    assert len([e for e in events if isinstance(e, FailureReported)]) == 1  # reported once; it stays off
