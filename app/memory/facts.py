@@ -13,7 +13,7 @@ import math
 import re
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeGuard
 
@@ -173,6 +173,18 @@ def _fact(row: Sequence[Any]) -> Fact:
         # The sources column is what fact_sources was filled from (by trigger) and never changes.
         source_turn_ids=tuple(sorted(int(t) for t in json.loads(row[17]))),
     )
+
+
+# The status a fact row had at a recorded time (one parameter: that time), from its status log.
+_STATUS_AT = (
+    "(SELECT l.status FROM fact_status_log l WHERE l.fact_id = f.id AND l.at <= ?"
+    " ORDER BY l.at DESC, l.rowid DESC LIMIT 1)"
+)
+
+
+def _status_then(fact: Fact, status: object) -> Fact:
+    """`fact` as it stood at a recorded time: the status it had then (its own when the log is silent)."""
+    return fact if status is None or status == fact.status else replace(fact, status=str(status))
 
 
 def _row_values(fact: NewFact, key: str, scope: str, status: str, at: str | None) -> tuple[Any, ...]:
@@ -539,6 +551,7 @@ class FactBook:
         where: list[str] = ["f.status != 'forgotten'"]
         params: list[Any] = []
         join = ""
+        as_of: str | None = None
         if subject is not None:
             join = " JOIN fact_subjects s ON s.fact_id = f.id AND s.subject = ?"
             params.append(subject)
@@ -554,23 +567,27 @@ class FactBook:
                 params.append(status)
         else:
             world = _iso(world_at or datetime.now(UTC))
-            recorded = _iso(recorded_at or datetime.now(UTC))
+            recorded = as_of = _iso(recorded_at or datetime.now(UTC))
             where.append("f.created_at <= ? AND (f.superseded_at IS NULL OR f.superseded_at > ?)")
             params += [recorded, recorded]
             where.append("(f.valid_from IS NULL OR f.valid_from <= ?) AND (f.valid_to IS NULL OR f.valid_to > ?)")
             params += [world, world]
             if status != "all":
-                where.append(
-                    "(SELECT l.status FROM fact_status_log l WHERE l.fact_id = f.id AND l.at <= ?"
-                    " ORDER BY l.at DESC, l.rowid DESC LIMIT 1) = ?"
-                )
+                where.append(f"{_STATUS_AT} = ?")
                 params += [recorded, status]
+        columns = ", ".join("f." + c.strip() for c in _COLUMNS.split(","))
+        if as_of is not None:
+            # The status each row had at the recorded time, not today's: a slice shows what was believed then.
+            columns += f", {_STATUS_AT}"
+            params = [as_of, *params]
         sql = (
-            f"SELECT {', '.join('f.' + c.strip() for c in _COLUMNS.split(','))} FROM facts f{join}"
-            f" WHERE {' AND '.join(where)} ORDER BY f.created_at DESC, f.id DESC LIMIT ?"
+            f"SELECT {columns} FROM facts f{join} WHERE {' AND '.join(where)}"
+            " ORDER BY f.created_at DESC, f.id DESC LIMIT ?"
         )
         rows = await self._store.read_all(sql, [*params, limit])
-        return [_fact(r) for r in rows]
+        if as_of is None:
+            return [_fact(r) for r in rows]
+        return [_status_then(_fact(r), r[-1]) for r in rows]
 
     async def visible_ids(self, ids: Sequence[int], where: str, *, now: datetime | None = None) -> list[int]:
         """Of `ids`, those recall may use at `where`: active, current heads, in scope. Order kept."""

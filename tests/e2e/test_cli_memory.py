@@ -502,3 +502,15 @@ def test_a_bad_import_is_one_line_changes_nothing_and_the_familiar_stays_usable(
     assert [(f["id"], f["created_at"]) for f in listed] == [(1, "2024-05-01T12:00:00+00:00")]
     assert "lisbon" in cli.lorebook.read_text(encoding="utf-8")
     assert cli.json("forget", "1")["fact_ids"] == [1]  # what the audit found could never be forgotten
+
+
+def test_facts_list_recorded_at_shows_the_status_the_fact_had_then(cli: Cli) -> None:
+    made = cli.json("facts", "remember", "The bell tower clock runs slow", "--where", WHERE)["fact"]
+    cli.json("facts", "archive", str(made["id"]), "--revision", str(made["revision"]))
+    then = cli.json("facts", "list", "--status", "all", "--recorded-at", made["created_at"])["facts"]
+    assert [(f["id"], f["status"]) for f in then] == [(made["id"], "active")]
+    code, out, _err = cli.run("facts", "list", "--status", "all", "--recorded-at", made["created_at"])
+    assert code == 0
+    assert " active " in out
+    assert "archived" not in out
+    assert [f["status"] for f in cli.json("facts", "list", "--status", "all")["facts"]] == ["archived"]
