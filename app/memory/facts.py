@@ -175,6 +175,8 @@ def _fact(row: Sequence[Any]) -> Fact:
     )
 
 
+# A fact with a forget scheduled is held out of every read until the forget is applied or undone.
+_NOT_HELD = "f.id NOT IN (SELECT fact_id FROM forget_holds)"
 # The status a fact row had at a recorded time (one parameter: that time), from its status log.
 _STATUS_AT = (
     "(SELECT l.status FROM fact_status_log l WHERE l.fact_id = f.id AND l.at <= ?"
@@ -548,7 +550,7 @@ class FactBook:
         if status not in ("pending", "active", "rejected", "archived", "all"):
             raise FactError(f"status '{status}' is not pending, active, rejected, archived or all")
         limit = max(1, min(limit, 10_000))
-        where: list[str] = ["f.status != 'forgotten'"]
+        where: list[str] = ["f.status != 'forgotten'", _NOT_HELD]
         params: list[Any] = []
         join = ""
         as_of: str | None = None
@@ -603,7 +605,7 @@ class FactBook:
             rows = await self._store.read_all(
                 f"SELECT id FROM facts WHERE id IN ({marks}) AND status = 'active' AND superseded_at IS NULL"
                 f" AND (valid_to IS NULL OR valid_to > ?) AND (valid_from IS NULL OR valid_from <= ?)"
-                f" AND scope IN ({scope_marks})",
+                f" AND scope IN ({scope_marks}) AND id NOT IN (SELECT fact_id FROM forget_holds)",
                 [*chunk, moment, moment, *scopes],
             )
             found.update(int(r[0]) for r in rows)
@@ -632,7 +634,7 @@ class FactBook:
 
     @staticmethod
     def _pending_where(now: datetime | None, *, snoozed: bool | None, subject: str | None) -> tuple[str, list[Any]]:
-        clauses = ["status = 'pending'", "superseded_at IS NULL"]
+        clauses = ["status = 'pending'", "superseded_at IS NULL", "id NOT IN (SELECT fact_id FROM forget_holds)"]
         params: list[Any] = []
         if snoozed is not None:
             clauses.append("snoozed_until > ?" if snoozed else "(snoozed_until IS NULL OR snoozed_until <= ?)")
@@ -650,7 +652,8 @@ class FactBook:
         rows = await self._store.read_all(
             f"SELECT DISTINCT {', '.join('f.' + c.strip() for c in _COLUMNS.split(','))} FROM facts f"
             f" JOIN fact_subjects s ON s.fact_id = f.id WHERE s.subject IN ({marks}) AND f.id != ?"
-            " AND f.superseded_at IS NULL AND f.status = 'active' AND f.scope = ? ORDER BY f.id DESC LIMIT ?",
+            f" AND f.superseded_at IS NULL AND f.status = 'active' AND f.scope = ? AND {_NOT_HELD}"
+            " ORDER BY f.id DESC LIMIT ?",
             (*fact.subjects, fact.id, fact.scope, limit),
         )
         return [_fact(r) for r in rows]
@@ -781,6 +784,94 @@ class FactBook:
             )
         changes = Changes(facts_index=True, fact_ids=[new_id, fact_id])
         return await self._require(new_id), changes
+
+    # -- reversals: the owner's undo, each an honest new state in the status log ------------------
+    async def reopen(self, fact_id: int, revision: int, *, now: datetime | None = None) -> Fact:
+        """Undo an accept or a reject: the fact goes back to the pending queue (logged, so an as-of
+        slice between the two still shows the decision)."""
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status not in ("active", "rejected"):
+                raise FactError(f"fact {fact_id} is {fact.status}; only an accepted or rejected fact can be reopened")
+            await self._set_status(conn, fact, "pending", moment, snoozed_until=None)
+        return await self._require(fact_id)
+
+    async def unarchive(self, fact_id: int, revision: int, *, now: datetime | None = None) -> Fact:
+        """Undo an archive: the fact is current truth again (logged)."""
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status != "archived":
+                raise FactError(f"fact {fact_id} is {fact.status}, not archived")
+            await self._set_status(conn, fact, "active", moment)
+        return await self._require(fact_id)
+
+    async def restore_snooze(
+        self, fact_id: int, revision: int, until: datetime | None, *, now: datetime | None = None
+    ) -> Fact:
+        """Undo a snooze: the pending fact's snooze goes back to what it was (`None`: in the queue now)."""
+        moment = now or datetime.now(UTC)
+        if until is not None and until.tzinfo is None:
+            raise FactError("a snooze time needs a time zone")
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status != "pending":
+                raise FactError(f"fact {fact_id} is {fact.status}, not pending")
+            await self._set_status(conn, fact, "pending", moment, snoozed_until=None if until is None else _iso(until))
+        return await self._require(fact_id)
+
+    async def revert_edit(self, fact_id: int, revision: int, *, now: datetime | None = None) -> tuple[Fact, Changes]:
+        """Undo an edit: the text from before comes back as a new version superseding `fact_id`, with the
+        status that version had. Nothing is rewritten: as-of slices still show the edit while it stood."""
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            await self._current(conn, fact_id, revision)
+            async with conn.execute(
+                f"SELECT {_COLUMNS} FROM facts WHERE superseded_by = ? ORDER BY superseded_at DESC, id DESC LIMIT 1",
+                (fact_id,),
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                raise FactError(f"fact {fact_id} replaced no earlier version: there is no edit to undo")
+            before = _fact(tuple(row))
+            if before.status not in ("pending", "active"):
+                raise FactError(f"the version before fact {fact_id} is {before.status}; it cannot come back")
+            key = dedup_key(before.content, (*before.subjects, f"@scope={before.scope}"))
+            secret = await self._tombstone_secret(conn)
+            async with conn.execute(
+                "SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL LIMIT 1",
+                (tombstone_hash(secret, before.content, before.subjects),),
+            ) as cursor:
+                if await cursor.fetchone() is not None:
+                    raise FactError("the text before the edit was forgotten since (a tombstone blocks it)")
+            async with conn.execute(
+                "SELECT id FROM facts WHERE dedup_key = ? AND superseded_at IS NULL AND status IN ('pending', 'active')"
+                " AND id != ? LIMIT 1",
+                (key, fact_id),
+            ) as cursor:
+                twin = await cursor.fetchone()
+            if twin is not None:
+                raise FactError(f"the text before the edit is a current fact again (fact {int(twin[0])})")
+            restored = NewFact(
+                content=before.content,
+                type=before.type,
+                importance=before.importance,
+                confidence=before.confidence,
+                subjects=before.subjects,
+                place=before.scope,
+                speaker=before.speaker,
+                source_turn_ids=before.source_turn_ids,
+                valid_from=before.valid_from,
+                valid_to=before.valid_to,
+                origin="edit",
+            )
+            new_id = await self._insert_row(conn, restored, before.scope, key, before.status, moment)
+            await conn.execute(
+                "UPDATE facts SET superseded_at = ?, superseded_by = ?, revision = revision + 1 WHERE id = ?",
+                (_iso(moment), new_id, fact_id),
+            )
+        return await self._require(new_id), Changes(facts_index=True, fact_ids=[new_id, fact_id])
 
     async def supersede(
         self, old_id: int, new_id: int, *, now: datetime | None = None
