@@ -80,6 +80,14 @@ class Catalog:
             for r in rows
         ]
 
+    async def dossiers_of(self, canonical_key: str) -> list[tuple[str, str, datetime]]:
+        """(scope, text, updated_at) of every dossier written about a person."""
+        rows = await self._store.read_all(
+            "SELECT scope, text, updated_at FROM people_dossiers WHERE canonical_key = ? ORDER BY scope",
+            (canonical_key,),
+        )
+        return [(str(r[0]), str(r[1]), datetime.fromisoformat(r[2])) for r in rows]
+
     # -- places --------------------------------------------------------------------------------
     async def place_names(self, places: Sequence[str]) -> dict[str, str]:
         """The stored name of each of these places (a guild's or a channel's own name) that is known."""

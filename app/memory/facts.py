@@ -632,6 +632,25 @@ class FactBook:
         row = await self._store.read_one(f"SELECT COUNT(*) FROM facts WHERE {where}", params)
         return int(row[0]) if row else 0
 
+    async def waiting_count(self, *, now: datetime | None = None, subject: str | None = None) -> int:
+        """Pending heads in the queue now (not snoozed): the "N pending" of the owner's queue."""
+        where, params = self._pending_where(now, snoozed=False, subject=subject)
+        row = await self._store.read_one(f"SELECT COUNT(*) FROM facts WHERE {where}", params)
+        return int(row[0]) if row else 0
+
+    async def status_log(self, ids: Sequence[int]) -> dict[int, list[tuple[str, datetime]]]:
+        """Each fact's statuses over recorded time, oldest first (what an as-of slice reads)."""
+        out: dict[int, list[tuple[str, datetime]]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = await self._store.read_all(
+                f"SELECT fact_id, status, at FROM fact_status_log WHERE fact_id IN ({marks}) ORDER BY at, rowid", chunk
+            )
+            for fact_id, status, at in rows:
+                out.setdefault(int(fact_id), []).append((str(status), datetime.fromisoformat(at)))
+        return out
+
     @staticmethod
     def _pending_where(now: datetime | None, *, snoozed: bool | None, subject: str | None) -> tuple[str, list[Any]]:
         clauses = ["status = 'pending'", "superseded_at IS NULL", "id NOT IN (SELECT fact_id FROM forget_holds)"]

@@ -373,6 +373,8 @@ class DiscordAdapter:
             mentions_familiar=me is not None and me.mentioned_in(message) and not message.mention_everyone,
             replies_to_familiar=replied,
             reply_to=reference.message_id if reference is not None else None,
+            guild_name=message.guild.name if message.guild is not None else None,
+            channel_name=getattr(message.channel, "name", None),
         )
 
     def should_answer(self, incoming: IncomingMessage) -> bool:

@@ -23,6 +23,8 @@ class IncomingMessage:
     mentions_familiar: bool
     replies_to_familiar: bool
     reply_to: int | None
+    guild_name: str | None = None  # the server's and the channel's names, kept so views can say where
+    channel_name: str | None = None
 
 
 def place_for(guild_id: int | None, channel_id: int, author_id: int) -> str:
