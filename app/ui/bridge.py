@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import assert_never
 
 from PySide6.QtCore import QObject, QTimer, Signal
+from shiboken6 import isValid
 
 from app.runtime.events import (
     Activity,
@@ -60,7 +61,10 @@ class RuntimeBridge(QObject):
         self._changes: MemoryChanged | None = None
         self._change_initiator: object = _NOBODY
         self._changes_timer = _quiet_timer(self, throttle_ms, self._flush_changes)
-        self._unsubscribe: Callable[[], None] | None = facade.subscribe(self._on_runtime_event)
+        unsubscribe = facade.subscribe(self._on_runtime_event)
+        self._unsubscribe: Callable[[], None] | None = unsubscribe
+        # Deleted with its parent without close(): stop the runtime calling into a dead object.
+        self.destroyed.connect(lambda _obj=None: unsubscribe())
 
     @property
     def is_subscribed(self) -> bool:
@@ -69,8 +73,9 @@ class RuntimeBridge(QObject):
     def close(self) -> None:
         """Stop listening to the runtime. Safe to call more than once."""
         unsubscribe, self._unsubscribe = self._unsubscribe, None
-        self._health_timer.stop()
-        self._changes_timer.stop()
+        if isValid(self):  # the window may already be gone (deleted with its parent)
+            self._health_timer.stop()
+            self._changes_timer.stop()
         if unsubscribe is not None:
             unsubscribe()
 

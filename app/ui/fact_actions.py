@@ -106,11 +106,16 @@ def edit(memory: MemoryApi, fact: FactView, text: str, initiator: object | None 
 class ForgetStep:
     """A deferred forget: the fact is out of every read at once and erased when the undo window ends."""
 
-    undo_window: float | None = FORGET_UNDO_SECONDS
-
     def __init__(
-        self, memory: MemoryApi, fact: FactView, *, redact_sources: bool = False, initiator: object | None = None
+        self,
+        memory: MemoryApi,
+        fact: FactView,
+        *,
+        redact_sources: bool = False,
+        initiator: object | None = None,
+        undo_seconds: float = FORGET_UNDO_SECONDS,
     ) -> None:
+        self.undo_window: float | None = undo_seconds
         self._memory = memory
         self.fact = fact
         self._redact_sources = redact_sources
@@ -126,7 +131,7 @@ class ForgetStep:
             self.fact.id,
             self.fact.revision,
             redact_sources=self._redact_sources,
-            delay=FORGET_UNDO_SECONDS,
+            delay=self.undo_window or 0.0,
             initiator=self._initiator,
         )
 
@@ -137,6 +142,11 @@ class ForgetStep:
 
 
 def forget(
-    memory: MemoryApi, fact: FactView, *, redact_sources: bool = False, initiator: object | None = None
+    memory: MemoryApi,
+    fact: FactView,
+    *,
+    redact_sources: bool = False,
+    initiator: object | None = None,
+    undo_seconds: float = FORGET_UNDO_SECONDS,
 ) -> ForgetStep:
-    return ForgetStep(memory, fact, redact_sources=redact_sources, initiator=initiator)
+    return ForgetStep(memory, fact, redact_sources=redact_sources, initiator=initiator, undo_seconds=undo_seconds)

@@ -121,8 +121,20 @@ class UndoCentre(QObject):
         if command.expiry is None:
             command.expiry = QTimer(self)
             command.expiry.setSingleShot(True)
-            command.expiry.timeout.connect(lambda: _expire(command))
+            command.expiry.timeout.connect(lambda: self._expire(command))
         command.expiry.start(int(window * 1000))
+
+    def _expire(self, command: _Command) -> None:
+        """Its undo window ended (a forget was applied): Ctrl+Z skips it from now on."""
+        if isValid(command):  # Qt may have deleted it already (dropped from the stack)
+            command.setObsolete(True)
+            self._prune()
+
+    def _prune(self) -> None:
+        """Drop obsolete commands from the top, so Undo names what it would really undo."""
+        if not self.busy:
+            self._top()
+            self._sync_actions()
 
     # -- undoing ------------------------------------------------------------------------------------
     def _top(self) -> _Command | None:
@@ -156,8 +168,10 @@ class UndoCentre(QObject):
             self.stack.undo()
             if command.expiry is not None:
                 command.expiry.stop()
-            self.changed.emit()
-            return True
+            self._top()  # what was undone from its notice, now on top, goes
+        self._sync_actions()
+        self.changed.emit()
+        return True
 
     async def redo(self) -> bool:
         async with self._lock:
@@ -213,9 +227,3 @@ class UndoCentre(QObject):
     @async_slot()
     async def _on_notice_undo(self, command: _Command) -> None:
         await self.undo_this(command)
-
-
-def _expire(command: _Command) -> None:
-    """Its undo window ended (a forget was applied): Ctrl+Z skips it from now on."""
-    if isValid(command):  # Qt may have deleted it already (dropped from the stack)
-        command.setObsolete(True)

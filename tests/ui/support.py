@@ -42,6 +42,8 @@ def make_context(qtbot: QtBot, facade: FamiliarFacade) -> PaneContext:
     (on a host widget), status-bar progress."""
     host = QWidget()
     qtbot.addWidget(host)
+    # qtbot only holds widgets weakly: keep the host (and so the bridge and undo on it) for the test.
+    qtbot.__dict__.setdefault("_kept_hosts", []).append(host)
     bridge = RuntimeBridge(facade, host)
     notices = NoticeArea(host)
     return PaneContext(

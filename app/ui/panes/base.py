@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -169,7 +170,7 @@ class Pane(QWidget):
         """Fetch through the facade and fill the models; return whether there is anything to show."""
         return True
 
-    def set_empty_action(self, text: str, slot: object) -> None:
+    def set_empty_action(self, text: str, slot: Callable[[], object]) -> None:
         """A button under the empty state's text (e.g. "Open Settings…")."""
         self._empty_page.button.setText(text)
         self._empty_page.button.setVisible(True)
