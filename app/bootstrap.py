@@ -10,6 +10,8 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
@@ -19,10 +21,14 @@ from app.runtime.errors import FamiliarError
 from app.runtime.events import Activity, ConnectionChanged, FailureReported, GuildsChanged, RuntimeEvent
 from app.runtime.service import Familiar
 
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
 _log = logging.getLogger("familiar")
 _STARTED = time.perf_counter()
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
+EXIT_USAGE = 2  # a command line naming something that does not exist
 
 
 def _check_data_root(paths: FamiliarPaths) -> str | None:
@@ -112,18 +118,43 @@ def run_headless(paths: FamiliarPaths) -> int:
 
 
 # -- window --------------------------------------------------------------------------------------
-def run_window(paths: FamiliarPaths) -> int:
+def _qt_app(*, offscreen: bool = False) -> QApplication:
     os.environ.setdefault("QT_API", "pyside6")  # qasync picks its binding from this
-    import qasync
+    if offscreen:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
-
-    from app.ui.dialogs.startup_error import show_startup_error
-    from app.ui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv)
     assert isinstance(app, QApplication)
     app.setApplicationName("Familiar")
     app.setQuitOnLastWindowClosed(False)  # the loop must outlive the window to close the store cleanly
+    return app
+
+
+def _unknown_pane(pane: str | None) -> str | None:
+    """The error for a pane name no pane has (the registry in app/ui/main_window.py is the only list)."""
+    from app.ui.main_window import check_pane_name
+
+    if pane is None:
+        return None
+    try:
+        check_pane_name(pane)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
+    app = _qt_app()
+    import qasync
+
+    from app.ui.dialogs.startup_error import show_startup_error
+    from app.ui.main_window import MainWindow
+
+    problem = _unknown_pane(pane)
+    if problem is not None:
+        error(problem)
+        return EXIT_USAGE
     exit_code = EXIT_OK
     probe = os.environ.get("FAMILIAR_BENCH_EXIT_WHEN_SHOWN") == "1"
 
@@ -144,13 +175,14 @@ def run_window(paths: FamiliarPaths) -> int:
             await show_startup_error(problem or "Familiar could not start.")
             return
         await familiar.start_learning()
-        window = MainWindow(familiar)
+        familiar.start_watching()
+        window = MainWindow(familiar, pane=pane)
         closed = asyncio.Event()
         window.destroyed.connect(closed.set)
         app.lastWindowClosed.connect(closed.set)
         window.show()
         if probe:
-            output(f"window shown after {time.perf_counter() - _STARTED:.3f} s")
+            output(f"window shown after {time.perf_counter() - _STARTED:.3f} s on the {window.current_pane.name} pane")
             closed.set()
         else:
             window.maybe_show_first_run()
@@ -160,6 +192,39 @@ def run_window(paths: FamiliarPaths) -> int:
             await window.shutdown()
             await familiar.close()
             window.deleteLater()
+
+    qasync.run(main())
+    return exit_code
+
+
+def run_screenshot(paths: FamiliarPaths, pane: str, out: Path, size: tuple[int, int]) -> int:
+    """`familiar screenshot`: the window offscreen on `pane` over this familiar's data, as a PNG."""
+    _qt_app(offscreen=True)
+    import qasync
+
+    from app.ui.screenshot import save_screenshot
+
+    problem = _unknown_pane(pane)
+    if problem is not None:
+        error(problem)
+        return EXIT_USAGE
+    exit_code = EXIT_OK
+
+    async def main() -> None:
+        nonlocal exit_code
+        familiar = await open_or_explain(paths)
+        if isinstance(familiar, int):
+            exit_code = familiar
+            return
+        try:
+            written = await save_screenshot(familiar, pane, out, size)
+        except FamiliarError as exc:
+            error(str(exc))
+            exit_code = EXIT_FAILURE
+        else:
+            output(f"wrote {written} ({size[0]}x{size[1]}, the {pane} pane)")
+        finally:
+            await familiar.close()
 
     qasync.run(main())
     return exit_code

@@ -68,6 +68,21 @@ def _revision(text: str) -> int:
     return value
 
 
+DEFAULT_SCREENSHOT_SIZE = (1100, 700)
+
+
+def _size(text: str) -> tuple[int, int]:
+    """WxH in pixels, e.g. 1100x700."""
+    width, _x, height = text.lower().partition("x")
+    try:
+        size = (int(width), int(height))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size like 1100x700") from None
+    if not all(200 <= side <= 8000 for side in size):
+        raise argparse.ArgumentTypeError(f"'{text}': each side must be between 200 and 8000 pixels")
+    return size
+
+
 def _moment(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
@@ -82,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"familiar {__version__}")
     parser.add_argument("--familiar", default="default", metavar="NAME", help="which familiar (default: default)")
+    parser.add_argument("--pane", metavar="NAME", help="open the window on this pane (dashboard, chat, ...)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def sub(group: Any, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -176,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     imported = sub(commands, "import", "read an export into an empty familiar")
     imported.add_argument("file", type=Path)
 
+    shot = commands.add_parser("screenshot", help="render the window offscreen on one pane, over this familiar's data")
+    shot.add_argument("--pane", required=True, metavar="NAME", help="the pane to show (dashboard, chat, ...)")
+    shot.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
+    shot.add_argument("--size", type=_size, default=DEFAULT_SCREENSHOT_SIZE, metavar="WxH", help="default 1100x700")
+
     lore = commands.add_parser("lore", help="the lorebook (lorebook.toml)").add_subparsers(
         dest="lore_command", metavar="ACTION", required=True
     )
@@ -200,7 +221,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None or (args.command == "run" and not args.headless):
         from app.bootstrap import run_window  # imports Qt only when a window is wanted
 
-        return run_window(paths)
+        return run_window(paths, pane=args.pane)
+    if args.command == "screenshot":
+        from app.bootstrap import run_screenshot
+
+        return run_screenshot(paths, args.pane, args.out, args.size)
     _configure_logging()
     if args.command == "run":
         from app.bootstrap import run_headless
