@@ -13,7 +13,8 @@ How to add a pane
            def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
                super().__init__(context, parent)
                self.model = PeopleModel(self)   # a RecordTableModel (app/ui/models/base.py)
-               view = RecordTableView(...)
+               view = PlaceholderTableView()    # app/ui/widgets/placeholder_table.py
+               view.setModel(self.model)
                self.set_body(view)              # what shows once loaded with content
 
            async def load(self) -> bool:       # fetch through the facade, fill the models
@@ -36,6 +37,32 @@ How to add a pane
    `qtmodeltester` on each model, and `familiar screenshot --pane <name>` (look at the PNG).
 import-linter keeps panes independent of each other and models free of panes and dialogs: shared
 widgets go to app/ui/widgets/, shared models to app/ui/models/.
+
+Recipes
+-------
+- Records: app/runtime/views.py (FactView, PendingItem, FactDetail, TimelineSlice, ForgetPreview,
+  TombstoneView, PauseView, IndexStatusView, Explanation...). People and places are `PersonRef` /
+  `PlaceRef`: show `.name`, act with `.key`.
+- A stale revision: the action's outcome is `Failed` with a `StaleRevisionError` carrying the fact as
+  it is now; show that version instead of an error::
+
+      outcome = await self.ops.run("accept the fact", lambda: self.context.undo.perform(step))
+      if isinstance(outcome, Failed) and isinstance(outcome.error, StaleRevisionError):
+          self.show_new_version(outcome.error.current)
+
+- Long work with progress and Cancel (the dialog appears only after half a second)::
+
+      await self.ops.run_with_progress(
+          "rebuild the indexes", lambda report: self.facade.indexes.rebuild(report),
+          label="Rebuilding the indexes", blocking=True,
+      )
+
+- A forget: `fact_actions.forget(memory, fact, initiator=self)` through `undo.perform`; its preview
+  first with `memory.forget_preview(fact.id)`. The fact leaves every read at once and is erased when
+  its Undo notice goes (FORGET_UNDO_SECONDS) or when the window closes.
+- Tests: tests/ui/conftest.py gives `real_familiar` (the runtime over a tmp store) and
+  `memory_facade` (the scripted fake over it); tests/ui/support.py `make_context` builds one pane
+  alone. Stall scenarios (a slider drag, keyboard triage) go in bench/bench_ui_stall.py SCENARIOS.
 
 Staleness: on a MemoryChanged touching `watches` that this pane did not initiate, a visible pane
 reloads at once and a hidden one marks itself stale and reloads when shown. `loaded` is emitted each
