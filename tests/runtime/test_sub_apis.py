@@ -381,3 +381,20 @@ async def test_a_worker_tick_that_wrote_publishes_what_changed(familiar: Familia
     assert len(seen) == 1  # one event for the whole tick
     assert ChangeKind.FACTS in seen[0].kinds
     assert seen[0].initiator is None
+
+
+async def test_server_names_from_the_guild_list_are_kept_for_views_and_other_processes(
+    familiar_paths: FamiliarPaths, familiar: Familiar
+) -> None:
+    seen = Seen(familiar)
+    familiar.start_watching()
+    await familiar.start()  # the adapter lists the guilds it is in
+    await seen.until(lambda e: ChangeKind.PLACES in e.kinds, "the server's name to be stored")
+    await familiar.stop()
+    # Another process, offline, names the server too.
+    other = await Familiar.open(familiar_paths, SecretStore("default", familiar_paths.secrets_file, use_keyring=False))
+    try:
+        made = await other.memory.remember("The club meets on Fridays", f"guild:{GUILD_ID}")
+        assert made.fact.scope.name == "Lantern Club"
+    finally:
+        await other.close()

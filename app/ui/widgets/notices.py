@@ -20,6 +20,7 @@ UNDO_NOTICE_MS = 8_000
 MESSAGE_NOTICE_MS = 6_000
 NOTICE_WIDTH = 380
 MARGIN = 16
+BOTTOM_MARGIN = 60  # above a pane's bottom row of buttons
 MAX_NOTICES = 5
 
 
@@ -137,16 +138,21 @@ class NoticeArea(QWidget):
             self._place()
 
     def _place(self) -> None:
+        """Bottom right of the parent, each notice as tall as its wrapped text needs."""
         parent = self.parentWidget()
         if parent is None:
             return
-        self.adjustSize()
-        size = self.sizeHint()
+        heights = []
+        for notice in self.notices():
+            height = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
+            notice.setFixedHeight(height)
+            heights.append(height)
+        total = sum(heights) + self._layout.spacing() * max(0, len(heights) - 1)
         self.setGeometry(
-            max(0, parent.width() - size.width() - MARGIN),
-            max(0, parent.height() - size.height() - MARGIN),
-            size.width(),
-            size.height(),
+            max(0, parent.width() - NOTICE_WIDTH - MARGIN),
+            max(0, parent.height() - total - BOTTOM_MARGIN),
+            NOTICE_WIDTH,
+            total,
         )
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
