@@ -902,11 +902,13 @@ class FactBook:
         moment = now or datetime.now(UTC)
         async with self._store.transaction() as conn:
             # Both must still stand: a fact forgotten (or retired) while the model decided retires nothing.
+            # Neither may be waiting to be forgotten: linking them would carry the forget over to the other.
             cursor = await conn.execute(
                 "UPDATE facts SET superseded_at = ?, superseded_by = ?, revision = revision + 1"
                 " WHERE id = ? AND superseded_at IS NULL AND status = 'active' AND EXISTS (SELECT 1 FROM facts"
-                "   WHERE id = ? AND status = 'active' AND superseded_at IS NULL)",
-                (_iso(moment), new_id, old_id, new_id),
+                "   WHERE id = ? AND status = 'active' AND superseded_at IS NULL)"
+                " AND NOT EXISTS (SELECT 1 FROM forget_holds WHERE fact_id IN (?, ?))",
+                (_iso(moment), new_id, old_id, new_id, old_id, new_id),
             )
             return "superseded" if cursor.rowcount else "skipped"
 

@@ -236,3 +236,15 @@ async def test_places_are_known_from_turns_and_named_when_seen(history: History)
     assert await catalog.display_names(["discord:7001", "discord:9"]) == {"discord:7001": "alice"}
     (person,) = await catalog.people()
     assert (person.participant.display_name, person.current_facts) == ("alice", 0)
+
+
+async def test_a_fact_waiting_to_be_forgotten_is_not_superseded_meanwhile(history: History) -> None:
+    """Linking it to a newer fact would carry the forget over to that one (a chain is forgotten whole)."""
+    queue = ForgetQueue(history.store, history.facts)
+    old = await inserted(history, new_fact("Alice lives in Lisbon", type="episodic"))
+    new = await inserted(history, new_fact("Alice lives in Porto", type="episodic"))
+    scheduled = await queue.schedule(old.id, old.revision, due_at=datetime.now(UTC) + timedelta(seconds=10))
+    assert await history.facts.supersede(old.id, new.id) == "skipped"
+    assert await history.facts.supersede(new.id, old.id) == "skipped"
+    await queue.cancel(scheduled.id)
+    assert await history.facts.supersede(old.id, new.id) == "superseded"
