@@ -12,8 +12,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
@@ -23,6 +24,9 @@ from app.runtime.errors import FamiliarError
 from app.runtime.events import Activity, ConnectionChanged, FailureReported, GuildsChanged, RuntimeEvent
 from app.runtime.service import Familiar
 
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
 _log = logging.getLogger("familiar")
 _STARTED = time.perf_counter()
 
@@ -30,6 +34,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_CONFIG = 0, 1, 2
 _T = TypeVar("_T")
 STOP_GRACE = 10.0  # seconds from the first SIGTERM / Ctrl-C to a forced exit, if the clean stop hangs
 SIGNAL_WAKE_MS = 200  # under Qt, how often Python gets a chance to run a pending signal handler
+EXIT_USAGE = 2  # a command line naming something that does not exist
 
 
 def _check_data_root(paths: FamiliarPaths) -> str | None:
@@ -192,14 +197,11 @@ def run_headless(paths: FamiliarPaths) -> int:
 
 
 # -- window --------------------------------------------------------------------------------------
-def run_window(paths: FamiliarPaths) -> int:
+def _qt_app(*, offscreen: bool = False) -> QApplication:
     os.environ.setdefault("QT_API", "pyside6")  # qasync picks its binding from this
-    import qasync
-    from PySide6.QtCore import QTimer
-
-    from app.ui.dialogs.startup_error import show_startup_error
+    if offscreen:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from app.ui.icons import app_icon
-    from app.ui.main_window import MainWindow
     from app.ui.platform_guard import start_application
 
     app = start_application(sys.argv)  # a platform plugin that cannot start: one line and exit 1, not an abort
@@ -207,6 +209,34 @@ def run_window(paths: FamiliarPaths) -> int:
     app.setWindowIcon(app_icon())  # every window and dialog, and the task bar
     app.setDesktopFileName("familiar")  # Wayland shows the icon of familiar.desktop (installers/linux)
     app.setQuitOnLastWindowClosed(False)  # the loop must outlive the window to close the store cleanly
+    return app
+
+
+def _unknown_pane(pane: str | None) -> str | None:
+    """The error for a pane name no pane has (the registry in app/ui/main_window.py is the only list)."""
+    from app.ui.main_window import check_pane_name
+
+    if pane is None:
+        return None
+    try:
+        check_pane_name(pane)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
+    app = _qt_app()
+    import qasync
+    from PySide6.QtCore import QTimer
+
+    from app.ui.dialogs.startup_error import show_startup_error
+    from app.ui.main_window import MainWindow
+
+    problem = _unknown_pane(pane)
+    if problem is not None:
+        error(problem)
+        return EXIT_USAGE
     exit_code = EXIT_OK
     probe = os.environ.get("FAMILIAR_BENCH_EXIT_WHEN_SHOWN") == "1"
 
@@ -237,7 +267,8 @@ def run_window(paths: FamiliarPaths) -> int:
                 return
             try:
                 await familiar.start_learning()
-                window = MainWindow(familiar)
+                familiar.start_watching()
+                window = MainWindow(familiar, pane=pane)
             except BaseException:
                 await familiar.close()
                 raise
@@ -245,7 +276,9 @@ def run_window(paths: FamiliarPaths) -> int:
             app.lastWindowClosed.connect(stop.set)
             window.show()
             if probe:
-                output(f"window shown after {time.perf_counter() - _STARTED:.3f} s")
+                output(
+                    f"window shown after {time.perf_counter() - _STARTED:.3f} s on the {window.current_pane.name} pane"
+                )
                 stop.set()
             else:
                 window.maybe_show_first_run()
@@ -255,6 +288,39 @@ def run_window(paths: FamiliarPaths) -> int:
                 await window.shutdown()
                 await familiar.close()
                 window.deleteLater()
+
+    qasync.run(main())
+    return exit_code
+
+
+def run_screenshot(paths: FamiliarPaths, pane: str, out: Path, size: tuple[int, int]) -> int:
+    """`familiar screenshot`: the window offscreen on `pane` over this familiar's data, as a PNG."""
+    _qt_app(offscreen=True)
+    import qasync
+
+    from app.ui.screenshot import save_screenshot
+
+    problem = _unknown_pane(pane)
+    if problem is not None:
+        error(problem)
+        return EXIT_USAGE
+    exit_code = EXIT_OK
+
+    async def main() -> None:
+        nonlocal exit_code
+        familiar = await open_or_explain(paths)
+        if isinstance(familiar, int):
+            exit_code = familiar
+            return
+        try:
+            written = await save_screenshot(familiar, pane, out, size)
+        except FamiliarError as exc:
+            error(str(exc))
+            exit_code = EXIT_FAILURE
+        else:
+            output(f"wrote {written} ({size[0]}x{size[1]}, the {pane} pane)")
+        finally:
+            await familiar.close()
 
     qasync.run(main())
     return exit_code

@@ -34,6 +34,7 @@ from app.console import EscapingFormatter, error, escape, output, output_json
 from app.runtime.errors import FamiliarError
 from app.runtime.memory_ops import RebuildProgress
 from app.runtime.service import Familiar
+from app.runtime.views import Explanation, FactView, TombstoneView
 
 _log = logging.getLogger("familiar")
 
@@ -76,6 +77,21 @@ def _revision(text: str) -> int:
     return value
 
 
+DEFAULT_SCREENSHOT_SIZE = (1100, 700)
+
+
+def _size(text: str) -> tuple[int, int]:
+    """WxH in pixels, e.g. 1100x700."""
+    width, _x, height = text.lower().partition("x")
+    try:
+        size = (int(width), int(height))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size like 1100x700") from None
+    if not all(200 <= side <= 8000 for side in size):
+        raise argparse.ArgumentTypeError(f"'{text}': each side must be between 200 and 8000 pixels")
+    return size
+
+
 def _moment(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
@@ -93,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--self-test", action="store_true", help="check this installation offscreen in a temporary familiar, then exit"
     )
+    parser.add_argument("--pane", metavar="NAME", help="open the window on this pane (dashboard, chat, ...)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def sub(group: Any, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -198,6 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     imported = sub(commands, "import", "read an export into an empty familiar")
     imported.add_argument("file", type=Path)
 
+    shot = commands.add_parser("screenshot", help="render the window offscreen on one pane, over this familiar's data")
+    shot.add_argument("--pane", required=True, metavar="NAME", help="the pane to show (dashboard, chat, ...)")
+    shot.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
+    shot.add_argument("--size", type=_size, default=DEFAULT_SCREENSHOT_SIZE, metavar="WxH", help="default 1100x700")
+
     lore = commands.add_parser("lore", help="the lorebook (lorebook.toml)").add_subparsers(
         dest="lore_command", metavar="ACTION", required=True
     )
@@ -243,7 +265,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.bootstrap import run_window  # imports Qt only when a window is wanted
 
         _configure_logging(logging.WARNING)  # the window shows the rest; warnings still reach a terminal, escaped
-        return run_window(paths)
+        return run_window(paths, pane=args.pane)
+    if args.command == "screenshot":
+        from app.bootstrap import run_screenshot
+
+        _configure_logging(logging.WARNING)
+        return run_screenshot(paths, args.pane, args.out, args.size)
     _configure_logging()
     if args.command == "run":
         from app.bootstrap import run_headless
@@ -304,34 +331,51 @@ def _json_default(value: object) -> object:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-def _snoozed(fact: Any) -> bool:
-    """A pending fact whose snooze has not ended: out of the queue until `snoozed_until`."""
-    until = fact.snoozed_until
-    return bool(fact.status == "pending" and until is not None and until > datetime.now(UTC))
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
 
 
-def _fact_dict(fact: Any) -> dict[str, Any]:
-    document = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in dataclasses.asdict(fact).items()}
-    document["snoozed"] = _snoozed(fact)
-    return document
+def _fact_dict(fact: FactView) -> dict[str, Any]:
+    """A fact as the memory commands print it (keys, not names: scripts match on them)."""
+    return {
+        "id": fact.id,
+        "content": fact.content,
+        "type": fact.type,
+        "importance": fact.importance,
+        "confidence": fact.confidence,
+        "subjects": [s.key for s in fact.subjects],
+        "speaker": fact.speaker.key if fact.speaker is not None else None,
+        "scope": fact.scope.key,
+        "status": fact.status,
+        "revision": fact.revision,
+        "origin": fact.origin,
+        "created_at": _iso(fact.created_at),
+        "superseded_at": _iso(fact.superseded_at),
+        "superseded_by": fact.superseded_by,
+        "valid_from": _iso(fact.valid_from),
+        "valid_to": _iso(fact.valid_to),
+        "snoozed_until": _iso(fact.snoozed_until),
+        "source_turn_ids": list(fact.source_turn_ids),
+        "snoozed": fact.snoozed(datetime.now(UTC)),
+    }
 
 
-def _fact_line(fact: Any) -> str:
+def _fact_line(fact: FactView) -> str:
     time_axis = ""
     if fact.valid_from or fact.valid_to:
         start = fact.valid_from.date().isoformat() if fact.valid_from else "…"
         end = fact.valid_to.date().isoformat() if fact.valid_to else "…"
         time_axis = f" [{start} → {end}]"
     retired = " (superseded)" if fact.superseded_at else ""
-    if _snoozed(fact):
+    if fact.snoozed(datetime.now(UTC)) and fact.snoozed_until is not None:
         retired += f" (snoozed until {fact.snoozed_until.isoformat()})"
-    head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope:<20}"
+    head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope.key:<20}"
     return escape(f"{head} {fact.content}{time_axis}{retired}")
 
 
 # -- handlers ---------------------------------------------------------------------------------------
 async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    await familiar.history.catch_up()
+    await familiar.indexes.catch_up()
     hits = await familiar.search_turns(args.query, args.limit)
     document = {
         "query": args.query,
@@ -362,11 +406,12 @@ async def _facts_list(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
         queue = await familiar.memory.pending(
             include_snoozed=args.include_snoozed, subject=args.subject, limit=args.limit
         )
-        facts = list(queue.facts)
+        facts = [item.fact for item in queue.items]
+        hidden = 0 if args.include_snoozed else queue.snoozed
         document["include_snoozed"] = args.include_snoozed
-        document["snoozed_hidden"] = queue.snoozed_hidden
-        if queue.snoozed_hidden:
-            note = f"({queue.snoozed_hidden} snoozed, not shown: --include-snoozed shows them)"
+        document["snoozed_hidden"] = hidden
+        if hidden:
+            note = f"({hidden} snoozed, not shown: --include-snoozed shows them)"
     else:
         facts = await familiar.memory.list_facts(
             status=args.status,
@@ -381,27 +426,33 @@ async def _facts_list(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
 
 
 async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    detail = await familiar.memory.show(args.id)
-    fact = next(f for f in detail.chain.facts if f.id == args.id)
+    detail = await familiar.memory.fact(args.id)
+    fact = detail.fact
     document = {
         "fact": _fact_dict(fact),
         "revision": fact.revision,
-        "head_id": detail.chain.head_id,
-        "chain": [_fact_dict(f) for f in detail.chain.facts],
+        "head_id": detail.head_id,
+        "chain": [_fact_dict(f) for f in detail.versions],
         "sources": [
-            {"turn_id": t.id, "where": t.place, "author": t.author_name, "content": t.content, "redacted": t.redacted}
+            {
+                "turn_id": t.turn_id,
+                "where": t.place.key,
+                "author": t.author.name,
+                "content": t.content,
+                "redacted": t.redacted,
+            }
             for t in detail.sources
         ],
-        "may_duplicate_or_supersede": [_fact_dict(f) for f in detail.related],
+        "may_duplicate_or_supersede": [_fact_dict(r.fact) for r in detail.related],
     }
-    lines = [_fact_line(f) for f in detail.chain.facts]
-    lines += [f"  source #{t.id} {t.author_name}: {t.content or '(redacted)'}" for t in detail.sources]
-    lines += [f"  may duplicate or supersede: {_fact_line(f)}" for f in detail.related]
+    lines = [_fact_line(f) for f in detail.versions]
+    lines += [f"  source #{t.turn_id} {t.author.name}: {t.content or '(redacted)'}" for t in detail.sources]
+    lines += [f"  may duplicate or supersede: {_fact_line(r.fact)}" for r in detail.related]
     return document, _lines(lines)
 
 
 async def _facts_remember(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    outcome, fact = await familiar.memory.remember(
+    remembered = await familiar.memory.remember(
         args.text,
         args.where,
         subjects=tuple(args.subject),
@@ -409,9 +460,8 @@ async def _facts_remember(familiar: Familiar, args: argparse.Namespace) -> tuple
         valid_from=args.valid_from,
         valid_to=args.valid_to,
     )
-    assert fact is not None
-    prefix = "already known as " if outcome == "duplicate" else "remembered "
-    return {"outcome": outcome, "fact": _fact_dict(fact)}, prefix + _fact_line(fact)
+    prefix = "already known as " if remembered.outcome == "duplicate" else "remembered "
+    return {"outcome": remembered.outcome, "fact": _fact_dict(remembered.fact)}, prefix + _fact_line(remembered.fact)
 
 
 def _owner_action(name: str) -> Handler:
@@ -463,19 +513,30 @@ def _turn_list(turn_ids: Sequence[int]) -> str:
 
 async def _tombstones_list(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
     stones = await familiar.memory.tombstones()
-    document = {"tombstones": [dataclasses.asdict(t) for t in stones]}
+    document = {"tombstones": [_tombstone_dict(t) for t in stones]}
     lines = [f"#{t.id} {t.created_at:%Y-%m-%d %H:%M} {t.reason} ({t.hash[:12]}…)" for t in stones]
     return document, _lines(lines) or "no tombstones"
 
 
 async def _tombstones_lift(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     stone = await familiar.memory.lift_tombstone(args.id)
-    return {"tombstone": dataclasses.asdict(stone)}, f"tombstone #{stone.id} lifted"
+    return {"tombstone": _tombstone_dict(stone)}, f"tombstone #{stone.id} lifted"
+
+
+def _tombstone_dict(stone: TombstoneView) -> dict[str, Any]:
+    """Content-free: a keyed hash, never the forgotten text."""
+    return {
+        "id": stone.id,
+        "hash": stone.hash,
+        "reason": stone.reason,
+        "created_at": stone.created_at,
+        "lifted_at": stone.lifted_at,
+    }
 
 
 async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    await familiar.history.catch_up()
-    scored = await familiar.retriever.facts(args.query, args.where, args.limit)
+    await familiar.indexes.catch_up()
+    scored = await familiar.memory.recall(args.query, args.where, args.limit)
     document = {
         "query": args.query,
         "where": args.where,
@@ -493,26 +554,62 @@ async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
 
 async def _explain(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     found = await familiar.explain(args.turn_id)
-    lines = [f"reply turn {args.turn_id} in {found['place']} ({found['tier']} budgets)"]
-    for layer in found["layers"]:
-        cached = " (cached)" if layer["cached"] else ""
-        note = f" - {layer['note']}" if layer.get("note") else ""
-        lines.append(f"  {layer['name']:<12} {layer['tokens']:>5} / {layer['budget']} tokens{cached}{note}")
-    for entry in found["lorebook"]:
-        lines.append(f"  lore: {entry['title'] or entry['index']} (fired by {entry['key']!r})")
-    for fact in found["facts"]:
-        lines.append(f"  fact #{fact['fact_id']} score {fact['score']:.3f}: {fact['content']}")
-    for turn in found["turns"]:
-        lines.append(f"  older message T#{turn['turn_id']} score {turn['score']:.3f}")
-    for dropped in found["dropped"]:
-        what = ", ".join(f"{k}={v}" for k, v in dropped.items() if k not in ("layer", "reason", "signals"))
-        lines.append(f"  dropped from {dropped['layer']} ({dropped['reason']}): {what}")
-    return found, _lines(lines)
+    lines = [f"reply turn {args.turn_id} in {found.place.key} ({found.tier} budgets)"]
+    for layer in found.layers:
+        cached = " (cached)" if layer.cached else ""
+        note = f" - {layer.note}" if layer.note else ""
+        lines.append(f"  {layer.name:<12} {layer.tokens:>5} / {layer.budget} tokens{cached}{note}")
+    for entry in found.lore:
+        lines.append(f"  lore: {entry.title or entry.index} (fired by {entry.key!r})")
+    for fact in found.facts:
+        lines.append(f"  fact #{fact.fact_id} score {fact.score:.3f}: {fact.content}")
+    for turn in found.turns:
+        lines.append(f"  older message T#{turn.turn_id} score {turn.score:.3f}")
+    for dropped in found.dropped:
+        what = ", ".join(f"{k}={v}" for k, v in dropped.details.items() if k != "signals")
+        lines.append(f"  dropped from {dropped.layer} ({dropped.reason}): {what}")
+    return _explanation_dict(found), _lines(lines)
+
+
+def _explanation_dict(found: Explanation) -> dict[str, Any]:
+    return {
+        "turn_id": found.turn_id,
+        "explanation_id": found.explanation_id,
+        "place": found.place.key,
+        "created_at": found.created_at.isoformat(),
+        "tier": found.tier,
+        "recall_paused": found.recall_paused,
+        "assembly_ms": found.assembly_ms,
+        "layers": [
+            {
+                "name": layer.name,
+                "tokens": layer.tokens,
+                "budget": layer.budget,
+                "cached": layer.cached,
+                **({"note": layer.note} if layer.note else {}),
+            }
+            for layer in found.layers
+        ],
+        "lorebook": [dataclasses.asdict(entry) for entry in found.lore],
+        "facts": [
+            {
+                "fact_id": f.fact_id,
+                "score": f.score,
+                "signals": dict(f.signals),
+                "content": f.content,
+                "status": f.status,
+            }
+            for f in found.facts
+        ],
+        "turns": [{"turn_id": t.turn_id, "score": t.score, "signals": dict(t.signals)} for t in found.turns],
+        "dropped": [{"layer": d.layer, **d.details, "reason": d.reason} for d in found.dropped],
+    }
 
 
 def _pause_action(paused: bool) -> Handler:
     async def handler(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-        state = await familiar.set_paused(args.kind, args.where, paused)
+        switch = familiar.controls.pause if paused else familiar.controls.resume
+        state = await switch(args.kind, args.where)
         document = {"learning": list(state.learning), "recall": list(state.recall)}
         verb = "paused" if paused else "resumed"
         where = "everywhere" if args.where == "*" else f"in {args.where}"
@@ -523,13 +620,12 @@ def _pause_action(paused: bool) -> Handler:
 
 
 async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
-    state = await familiar.pause_state()
-    failed = await familiar.projections.work(status="failed")
-    queued = await familiar.projections.work(status="queued")
+    workers = await familiar.controls.workers()
+    state, failed = workers.pause, workers.failed
     document = {
-        "projectors": list(familiar.learning.names),
+        "projectors": list(workers.projectors),
         "paused": {"learning": list(state.learning), "recall": list(state.recall)},
-        "queued_work": len(queued),
+        "queued_work": workers.queued,
         "failed_work": [
             {
                 "id": w.id,
@@ -543,10 +639,10 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
         ],
     }
     lines = [
-        f"memory workers: {', '.join(familiar.learning.names) or 'none'}",
+        f"memory workers: {', '.join(workers.projectors) or 'none'}",
         f"learning paused: {', '.join(state.learning) or 'nowhere'};"
         f" recall paused: {', '.join(state.recall) or 'nowhere'}",
-        f"queued work: {len(queued)}; failed work: {len(failed)}",
+        f"queued work: {workers.queued}; failed work: {len(failed)}",
         *(
             f"  failed {w.kind} of T#{w.turn_id} in {w.place} after {w.attempts} attempts: {w.last_error}"
             for w in failed
@@ -556,24 +652,27 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
 
 
 async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
-    reports = await familiar.memory.index_status()
+    reports = await familiar.indexes.status()
     # pending: documents SQL has that the index does not yet (to add + to remove), counted in SQL now;
     # lag: rows (ids) the index's watermark is behind SQL's newest row.
     document = {
         "indexes": [
-            {**dataclasses.asdict(r.health), "pending_to_add": r.to_add, "pending_to_remove": r.to_remove}
+            {
+                **{k: v for k, v in dataclasses.asdict(r).items() if k not in ("state", "to_add", "to_remove")},
+                "pending_to_add": r.to_add,
+                "pending_to_remove": r.to_remove,
+            }
             for r in reports
         ]
     }
     lines = [
         f"{h.name}: {h.commits} commits, {h.retries} retries, {h.failures} failures,"
-        f" pending {h.pending} documents ({r.to_add} to add, {r.to_remove} to remove),"
+        f" pending {h.pending} documents ({h.to_add} to add, {h.to_remove} to remove),"
         f" lag {h.lag} rows behind SQL"
         + (f", retrying (attempt {h.live_attempt})" if h.live_attempt else "")
         + (f", {h.awaiting_purge} removed documents await compaction" if h.awaiting_purge else "")
         + (f", last error: {h.last_error}" if h.last_error else "")
-        for r in reports
-        for h in (r.health,)
+        for h in reports
     ]
     return document, _lines(lines)
 
@@ -591,7 +690,7 @@ async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[
             sys.stderr.write(f"{step.index} index: {step.done}/{step.total} documents ({step.percent:.0f}%)\n")
         sys.stderr.flush()
 
-    counts = await familiar.memory.rebuild_indexes(progress)
+    counts = await familiar.indexes.rebuild(steps=progress)
     document = {"event": "result", "rebuilt": counts}
     return document, ", ".join(f"{name} index rebuilt: {n} documents" for name, n in counts.items())
 

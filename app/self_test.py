@@ -143,8 +143,9 @@ async def _check_window(familiar: Familiar) -> str:
         try:
             window.show()
             rendered = []
-            for title, pane in window.panes:
-                window.show_pane(title)
+            for pane in window.panes:
+                title = pane.title
+                window.show_pane(pane.name)
                 await _settle(window)
                 if not pane.isVisible():
                     raise SelfTestError(f"render the panes: {title} is not shown when chosen")

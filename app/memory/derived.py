@@ -477,3 +477,12 @@ async def change_counters(store: Store) -> dict[str, int]:
     """Per-table change counters (bumped by triggers on every write, from any process)."""
     rows = await store.read_all("SELECT name, value FROM change_counters")
     return {str(r[0]): int(r[1]) for r in rows}
+
+
+async def change_marks(store: Store) -> dict[str, int]:
+    """`change_counters` plus the newest turn id as "turns", in one read: what a watcher compares to
+    tell, from any process, which kinds of memory changed since it last looked."""
+    rows = await store.read_all(
+        "SELECT name, value FROM change_counters UNION ALL SELECT 'turns', COALESCE(MAX(id), 0) FROM turns"
+    )
+    return {str(r[0]): int(r[1]) for r in rows}

@@ -14,7 +14,7 @@ import math
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeGuard
 
@@ -176,6 +176,20 @@ def _fact(row: Sequence[Any]) -> Fact:
         # The sources column is what fact_sources was filled from (by trigger) and never changes.
         source_turn_ids=tuple(sorted(int(t) for t in json.loads(row[17]))),
     )
+
+
+# A fact with a forget scheduled is held out of every read until the forget is applied or undone.
+_NOT_HELD = "f.id NOT IN (SELECT fact_id FROM forget_holds)"
+# The status a fact row had at a recorded time (one parameter: that time), from its status log.
+_STATUS_AT = (
+    "(SELECT l.status FROM fact_status_log l WHERE l.fact_id = f.id AND l.at <= ?"
+    " ORDER BY l.at DESC, l.rowid DESC LIMIT 1)"
+)
+
+
+def _status_then(fact: Fact, status: object) -> Fact:
+    """`fact` as it stood at a recorded time: the status it had then (its own when the log is silent)."""
+    return fact if status is None or status == fact.status else replace(fact, status=str(status))
 
 
 def _row_values(fact: NewFact, key: str, scope: str, status: str, at: str | None) -> tuple[Any, ...]:
@@ -640,9 +654,10 @@ class FactBook:
         if status not in ("pending", "active", "rejected", "archived", "all"):
             raise FactError(f"status '{status}' is not pending, active, rejected, archived or all")
         limit = max(1, min(limit, 10_000))
-        where: list[str] = ["f.status != 'forgotten'"]
+        where: list[str] = ["f.status != 'forgotten'", _NOT_HELD]
         params: list[Any] = []
         join = ""
+        as_of: str | None = None
         if subject is not None:
             join = " JOIN fact_subjects s ON s.fact_id = f.id AND s.subject = ?"
             params.append(subject)
@@ -658,23 +673,27 @@ class FactBook:
                 params.append(status)
         else:
             world = _iso(world_at or datetime.now(UTC))
-            recorded = _iso(recorded_at or datetime.now(UTC))
+            recorded = as_of = _iso(recorded_at or datetime.now(UTC))
             where.append("f.created_at <= ? AND (f.superseded_at IS NULL OR f.superseded_at > ?)")
             params += [recorded, recorded]
             where.append("(f.valid_from IS NULL OR f.valid_from <= ?) AND (f.valid_to IS NULL OR f.valid_to > ?)")
             params += [world, world]
             if status != "all":
-                where.append(
-                    "(SELECT l.status FROM fact_status_log l WHERE l.fact_id = f.id AND l.at <= ?"
-                    " ORDER BY l.at DESC, l.rowid DESC LIMIT 1) = ?"
-                )
+                where.append(f"{_STATUS_AT} = ?")
                 params += [recorded, status]
+        columns = ", ".join("f." + c.strip() for c in _COLUMNS.split(","))
+        if as_of is not None:
+            # The status each row had at the recorded time, not today's: a slice shows what was believed then.
+            columns += f", {_STATUS_AT}"
+            params = [as_of, *params]
         sql = (
-            f"SELECT {', '.join('f.' + c.strip() for c in _COLUMNS.split(','))} FROM facts f{join}"
-            f" WHERE {' AND '.join(where)} ORDER BY f.created_at DESC, f.id DESC LIMIT ?"
+            f"SELECT {columns} FROM facts f{join} WHERE {' AND '.join(where)}"
+            " ORDER BY f.created_at DESC, f.id DESC LIMIT ?"
         )
         rows = await self._store.read_all(sql, [*params, limit])
-        return [_fact(r) for r in rows]
+        if as_of is None:
+            return [_fact(r) for r in rows]
+        return [_status_then(_fact(r), r[-1]) for r in rows]
 
     async def visible_ids(self, ids: Sequence[int], where: str, *, now: datetime | None = None) -> list[int]:
         """Of `ids`, those recall may use at `where`: active, current heads, in scope. Order kept."""
@@ -690,7 +709,7 @@ class FactBook:
             rows = await self._store.read_all(
                 f"SELECT id FROM facts WHERE id IN ({marks}) AND status = 'active' AND superseded_at IS NULL"
                 f" AND (valid_to IS NULL OR valid_to > ?) AND (valid_from IS NULL OR valid_from <= ?)"
-                f" AND scope IN ({scope_marks})",
+                f" AND scope IN ({scope_marks}) AND id NOT IN (SELECT fact_id FROM forget_holds)",
                 [*chunk, moment, moment, *scopes],
             )
             found.update(int(r[0]) for r in rows)
@@ -717,9 +736,28 @@ class FactBook:
         row = await self._store.read_one(f"SELECT COUNT(*) FROM facts WHERE {where}", params)
         return int(row[0]) if row else 0
 
+    async def waiting_count(self, *, now: datetime | None = None, subject: str | None = None) -> int:
+        """Pending heads in the queue now (not snoozed): the "N pending" of the owner's queue."""
+        where, params = self._pending_where(now, snoozed=False, subject=subject)
+        row = await self._store.read_one(f"SELECT COUNT(*) FROM facts WHERE {where}", params)
+        return int(row[0]) if row else 0
+
+    async def status_log(self, ids: Sequence[int]) -> dict[int, list[tuple[str, datetime]]]:
+        """Each fact's statuses over recorded time, oldest first (what an as-of slice reads)."""
+        out: dict[int, list[tuple[str, datetime]]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = await self._store.read_all(
+                f"SELECT fact_id, status, at FROM fact_status_log WHERE fact_id IN ({marks}) ORDER BY at, rowid", chunk
+            )
+            for fact_id, status, at in rows:
+                out.setdefault(int(fact_id), []).append((str(status), datetime.fromisoformat(at)))
+        return out
+
     @staticmethod
     def _pending_where(now: datetime | None, *, snoozed: bool | None, subject: str | None) -> tuple[str, list[Any]]:
-        clauses = ["status = 'pending'", "superseded_at IS NULL"]
+        clauses = ["status = 'pending'", "superseded_at IS NULL", "id NOT IN (SELECT fact_id FROM forget_holds)"]
         params: list[Any] = []
         if snoozed is not None:
             clauses.append("snoozed_until > ?" if snoozed else "(snoozed_until IS NULL OR snoozed_until <= ?)")
@@ -737,7 +775,8 @@ class FactBook:
         rows = await self._store.read_all(
             f"SELECT DISTINCT {', '.join('f.' + c.strip() for c in _COLUMNS.split(','))} FROM facts f"
             f" JOIN fact_subjects s ON s.fact_id = f.id WHERE s.subject IN ({marks}) AND f.id != ?"
-            " AND f.superseded_at IS NULL AND f.status = 'active' AND f.scope = ? ORDER BY f.id DESC LIMIT ?",
+            f" AND f.superseded_at IS NULL AND f.status = 'active' AND f.scope = ? AND {_NOT_HELD}"
+            " ORDER BY f.id DESC LIMIT ?",
             (*fact.subjects, fact.id, fact.scope, limit),
         )
         return [_fact(r) for r in rows]
@@ -869,6 +908,94 @@ class FactBook:
         changes = Changes(facts_index=True, fact_ids=[new_id, fact_id])
         return await self._require(new_id), changes
 
+    # -- reversals: the owner's undo, each an honest new state in the status log ------------------
+    async def reopen(self, fact_id: int, revision: int, *, now: datetime | None = None) -> Fact:
+        """Undo an accept or a reject: the fact goes back to the pending queue (logged, so an as-of
+        slice between the two still shows the decision)."""
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status not in ("active", "rejected"):
+                raise FactError(f"fact {fact_id} is {fact.status}; only an accepted or rejected fact can be reopened")
+            await self._set_status(conn, fact, "pending", moment, snoozed_until=None)
+        return await self._require(fact_id)
+
+    async def unarchive(self, fact_id: int, revision: int, *, now: datetime | None = None) -> Fact:
+        """Undo an archive: the fact is current truth again (logged)."""
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status != "archived":
+                raise FactError(f"fact {fact_id} is {fact.status}, not archived")
+            await self._set_status(conn, fact, "active", moment)
+        return await self._require(fact_id)
+
+    async def restore_snooze(
+        self, fact_id: int, revision: int, until: datetime | None, *, now: datetime | None = None
+    ) -> Fact:
+        """Undo a snooze: the pending fact's snooze goes back to what it was (`None`: in the queue now)."""
+        moment = now or datetime.now(UTC)
+        if until is not None and until.tzinfo is None:
+            raise FactError("a snooze time needs a time zone")
+        async with self._store.transaction() as conn:
+            fact = await self._current(conn, fact_id, revision)
+            if fact.status != "pending":
+                raise FactError(f"fact {fact_id} is {fact.status}, not pending")
+            await self._set_status(conn, fact, "pending", moment, snoozed_until=None if until is None else _iso(until))
+        return await self._require(fact_id)
+
+    async def revert_edit(self, fact_id: int, revision: int, *, now: datetime | None = None) -> tuple[Fact, Changes]:
+        """Undo an edit: the text from before comes back as a new version superseding `fact_id`, with the
+        status that version had. Nothing is rewritten: as-of slices still show the edit while it stood."""
+        moment = now or datetime.now(UTC)
+        async with self._store.transaction() as conn:
+            await self._current(conn, fact_id, revision)
+            async with conn.execute(
+                f"SELECT {_COLUMNS} FROM facts WHERE superseded_by = ? ORDER BY superseded_at DESC, id DESC LIMIT 1",
+                (fact_id,),
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                raise FactError(f"fact {fact_id} replaced no earlier version: there is no edit to undo")
+            before = _fact(tuple(row))
+            if before.status not in ("pending", "active"):
+                raise FactError(f"the version before fact {fact_id} is {before.status}; it cannot come back")
+            key = dedup_key(before.content, (*before.subjects, f"@scope={before.scope}"))
+            secret = await self._tombstone_secret(conn)
+            async with conn.execute(
+                "SELECT 1 FROM tombstones WHERE hash = ? AND lifted_at IS NULL LIMIT 1",
+                (tombstone_hash(secret, before.content, before.subjects),),
+            ) as cursor:
+                if await cursor.fetchone() is not None:
+                    raise FactError("the text before the edit was forgotten since (a tombstone blocks it)")
+            async with conn.execute(
+                "SELECT id FROM facts WHERE dedup_key = ? AND superseded_at IS NULL AND status IN ('pending', 'active')"
+                " AND id != ? LIMIT 1",
+                (key, fact_id),
+            ) as cursor:
+                twin = await cursor.fetchone()
+            if twin is not None:
+                raise FactError(f"the text before the edit is a current fact again (fact {int(twin[0])})")
+            restored = NewFact(
+                content=before.content,
+                type=before.type,
+                importance=before.importance,
+                confidence=before.confidence,
+                subjects=before.subjects,
+                place=before.scope,
+                speaker=before.speaker,
+                source_turn_ids=before.source_turn_ids,
+                valid_from=before.valid_from,
+                valid_to=before.valid_to,
+                origin="edit",
+            )
+            new_id = await self._insert_row(conn, restored, before.scope, key, before.status, moment)
+            await conn.execute(
+                "UPDATE facts SET superseded_at = ?, superseded_by = ?, revision = revision + 1 WHERE id = ?",
+                (_iso(moment), new_id, fact_id),
+            )
+        return await self._require(new_id), Changes(facts_index=True, fact_ids=[new_id, fact_id])
+
     async def supersede(
         self, old_id: int, new_id: int, *, now: datetime | None = None
     ) -> Literal["superseded", "skipped"]:
@@ -879,11 +1006,13 @@ class FactBook:
         moment = now or datetime.now(UTC)
         async with self._store.transaction() as conn:
             # Both must still stand: a fact forgotten (or retired) while the model decided retires nothing.
+            # Neither may be waiting to be forgotten: linking them would carry the forget over to the other.
             cursor = await conn.execute(
                 "UPDATE facts SET superseded_at = ?, superseded_by = ?, revision = revision + 1"
                 " WHERE id = ? AND superseded_at IS NULL AND status = 'active' AND EXISTS (SELECT 1 FROM facts"
-                "   WHERE id = ? AND status = 'active' AND superseded_at IS NULL)",
-                (_iso(moment), new_id, old_id, new_id),
+                "   WHERE id = ? AND status = 'active' AND superseded_at IS NULL)"
+                " AND NOT EXISTS (SELECT 1 FROM forget_holds WHERE fact_id IN (?, ?))",
+                (_iso(moment), new_id, old_id, new_id, old_id, new_id),
             )
             return "superseded" if cursor.rowcount else "skipped"
 

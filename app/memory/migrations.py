@@ -322,6 +322,66 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX deleted_sources_unfinished ON deleted_sources (platform, message_id) WHERE propagated = 0;
         """,
     ),
+    Migration(
+        6,
+        "place names, deferred forgets and forget receipts",
+        # Place names let the window and the CLI say "Lantern Club #general" offline. A deferred forget is a
+        # durable row (hidden at once, applied at its deadline, at close, or at the next open), so a crash
+        # inside the undo window loses nothing. Receipts are content-free: ids, counts, subject keys, scope.
+        """
+        CREATE TABLE places (
+            place  TEXT PRIMARY KEY,  -- guild:<id>, guild:<id>/<channel id>, dm:<user id>, local
+            name   TEXT NOT NULL DEFAULT ''  -- the server's or the channel's own name; '' until seen
+        ) WITHOUT ROWID;
+        INSERT OR IGNORE INTO places (place) SELECT DISTINCT place FROM turns;
+        CREATE TRIGGER turns_place AFTER INSERT ON turns BEGIN
+            INSERT OR IGNORE INTO places (place) VALUES (NEW.place);
+        END;
+        CREATE TABLE scheduled_forgets (
+            id             INTEGER PRIMARY KEY,
+            fact_id        INTEGER NOT NULL,
+            redact_sources INTEGER NOT NULL DEFAULT 0,
+            due_at         TEXT    NOT NULL,
+            created_at     TEXT    NOT NULL
+        );
+        CREATE INDEX scheduled_forgets_due ON scheduled_forgets (due_at);
+        -- Every version of a chain with a forget scheduled: kept out of every read until it is applied.
+        CREATE TABLE forget_holds (
+            fact_id     INTEGER PRIMARY KEY,
+            schedule_id INTEGER NOT NULL REFERENCES scheduled_forgets (id)
+        );
+        CREATE INDEX forget_holds_schedule ON forget_holds (schedule_id);
+        CREATE TABLE forget_receipts (
+            id                INTEGER PRIMARY KEY,
+            tombstone_id      INTEGER,
+            fact_ids          TEXT NOT NULL,
+            stores            TEXT NOT NULL,
+            redacted_turn_ids TEXT NOT NULL DEFAULT '[]',
+            redacted_reply_ids TEXT NOT NULL DEFAULT '[]',
+            subjects          TEXT NOT NULL DEFAULT '[]',
+            scope             TEXT NOT NULL,
+            created_at        TEXT NOT NULL
+        );
+        CREATE INDEX forget_receipts_tombstone ON forget_receipts (tombstone_id);
+        INSERT INTO change_counters (name, value) VALUES ('places', 0), ('scheduled_forgets', 0),
+            ('forget_receipts', 0);
+        CREATE TRIGGER count_places_insert AFTER INSERT ON places BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'places';
+        END;
+        CREATE TRIGGER count_places_update AFTER UPDATE ON places BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'places';
+        END;
+        CREATE TRIGGER count_scheduled_forgets_insert AFTER INSERT ON scheduled_forgets BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'scheduled_forgets';
+        END;
+        CREATE TRIGGER count_scheduled_forgets_delete AFTER DELETE ON scheduled_forgets BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'scheduled_forgets';
+        END;
+        CREATE TRIGGER count_forget_receipts_insert AFTER INSERT ON forget_receipts BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'forget_receipts';
+        END;
+        """,
+    ),
 )
 
 

@@ -391,6 +391,8 @@ class DiscordAdapter:
             replies_to_familiar=replied,
             reply_to=reference.message_id if reference is not None else None,
             from_familiar=me is not None and message.author.id == me.id,
+            guild_name=message.guild.name if message.guild is not None else None,
+            channel_name=getattr(message.channel, "name", None),
         )
 
     def should_answer(self, incoming: IncomingMessage) -> bool:

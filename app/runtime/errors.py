@@ -1,5 +1,25 @@
 """The runtime's exception root. Every message is one line a user can act on."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.runtime.views import FactView
+
 
 class FamiliarError(Exception):
     """A failure of the familiar explained in one line (bad token, missing intent, unreachable LLM...)."""
+
+
+class StaleRevisionError(FamiliarError):
+    """An action carried a revision that is no longer current: the fact changed meanwhile.
+
+    `current` is the fact as it stands now (None when it is gone), so a pane can show the new version
+    instead of an error.
+    """
+
+    def __init__(self, message: str, fact_id: int, current: FactView | None) -> None:
+        super().__init__(message)
+        self.fact_id = fact_id
+        self.current = current

@@ -93,4 +93,33 @@ class IndexHealthReport:
     at: datetime = field(default_factory=_now)
 
 
-RuntimeEvent = ConnectionChanged | GuildsChanged | LatencyMeasured | Activity | FailureReported | IndexHealthReport
+class ChangeKind(enum.StrEnum):
+    """What a memory change touched; a pane refreshes only for the kinds it shows."""
+
+    TURNS = "turns"
+    FACTS = "facts"
+    EMBEDDINGS = "embeddings"
+    SUMMARIES = "summaries"
+    DOSSIERS = "dossiers"
+    REFLECTIONS = "reflections"
+    PAUSE = "pause"
+    TOMBSTONES = "tombstones"
+    FORGETS = "forgets"  # deferred forgets scheduled, undone or applied; receipts
+    PLACES = "places"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryChanged:
+    """The memory changed: published after every facade write (with the caller's `initiator`, an opaque
+    token it passed, so the pane that made the change need not reload twice), after every memory-worker
+    tick that wrote something, and within about a second for writes by another process (`initiator`
+    None for both)."""
+
+    kinds: frozenset[ChangeKind]
+    initiator: object | None = None
+    at: datetime = field(default_factory=_now)
+
+
+RuntimeEvent = (
+    ConnectionChanged | GuildsChanged | LatencyMeasured | Activity | FailureReported | IndexHealthReport | MemoryChanged
+)

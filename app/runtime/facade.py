@@ -1,14 +1,43 @@
-"""The facade the window and the CLI talk to. The UI depends on this Protocol, never on internals."""
+"""The facade the window and the CLI talk to. The UI depends on these Protocols, never on internals.
+
+`FamiliarFacade` is the familiar itself (status, start / stop, local chat, settings, events); its
+typed sub-APIs are `memory` (facts, the queue, decisions and their undo, forgetting, people),
+`controls` (pause switches, workers) and `indexes` (health, rebuild), plus `explain(turn_id)`.
+They return view records (app/runtime/views.py) with names resolved. Every write takes an optional
+`initiator`, an opaque token carried on the MemoryChanged it publishes.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from app.runtime.events import ConnectionState, GuildInfo, RuntimeEvent
+from app.runtime.views import (
+    FORGET_UNDO_SECONDS,
+    Explanation,
+    FactDetail,
+    FactView,
+    ForgetPreview,
+    ForgetReceipt,
+    IndexStatusView,
+    PauseKind,
+    PauseView,
+    PendingQueue,
+    PersonDossiers,
+    PersonView,
+    Progress,
+    RecalledFact,
+    RememberOutcome,
+    ScheduledForget,
+    SourceMessage,
+    TimelineSlice,
+    TombstoneView,
+    WorkersView,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +71,138 @@ class ChatLine:
     created_at: datetime
 
 
+class MemoryApi(Protocol):
+    """What the familiar remembers, read and steered. Actions carry the revision seen; a stale one
+    raises StaleRevisionError (with the fact as it is now), anything else refused a FamiliarError."""
+
+    # reads
+    async def pending(
+        self, *, include_snoozed: bool = False, subject: str | None = None, limit: int = 200, with_related: bool = True
+    ) -> PendingQueue: ...
+
+    async def fact(self, fact_id: int) -> FactDetail: ...
+
+    async def list_facts(
+        self,
+        *,
+        status: str = "active",
+        subject: str | None = None,
+        world_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+        limit: int = 200,
+    ) -> list[FactView]: ...
+
+    async def timeline(
+        self,
+        *,
+        world_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+        status: str = "all",
+        subject: str | None = None,
+        limit: int = 10_000,
+    ) -> TimelineSlice: ...
+
+    async def sources(self, turn_ids: Sequence[int]) -> list[SourceMessage]: ...
+
+    async def recall(self, query: str, where: str, limit: int = 10) -> list[RecalledFact]: ...
+
+    async def people(self, limit: int = 1000) -> list[PersonView]: ...
+
+    async def dossiers(self, person_key: str) -> PersonDossiers: ...
+
+    # decisions
+    async def remember(
+        self,
+        text: str,
+        where: str,
+        *,
+        subjects: tuple[str, ...] = (),
+        fact_type: str = "semantic",
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        initiator: object | None = None,
+    ) -> RememberOutcome: ...
+
+    async def accept(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView: ...
+
+    async def reject(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView: ...
+
+    async def snooze(
+        self, fact_id: int, revision: int, until: datetime | None = None, *, initiator: object | None = None
+    ) -> FactView: ...
+
+    async def archive(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView: ...
+
+    async def edit(self, fact_id: int, revision: int, text: str, *, initiator: object | None = None) -> FactView: ...
+
+    # reversals (undo)
+    async def reopen(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView: ...
+
+    async def unarchive(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView: ...
+
+    async def restore_snooze(
+        self, fact_id: int, revision: int, until: datetime | None, *, initiator: object | None = None
+    ) -> FactView: ...
+
+    async def revert_edit(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView: ...
+
+    # forgetting
+    async def forget_preview(self, fact_id: int, *, redact_sources: bool = False) -> ForgetPreview: ...
+
+    async def forget(
+        self,
+        fact_id: int,
+        *,
+        revision: int | None = None,
+        redact_sources: bool = False,
+        initiator: object | None = None,
+    ) -> ForgetReceipt: ...
+
+    async def schedule_forget(
+        self,
+        fact_id: int,
+        revision: int,
+        *,
+        redact_sources: bool = False,
+        delay: float = FORGET_UNDO_SECONDS,
+        initiator: object | None = None,
+    ) -> ScheduledForget: ...
+
+    async def cancel_forget(self, schedule_id: int, *, initiator: object | None = None) -> ScheduledForget: ...
+
+    async def scheduled_forgets(self) -> list[ScheduledForget]: ...
+
+    async def apply_due_forgets(self, *, own_too: bool = False) -> list[ForgetReceipt]: ...
+
+    async def receipts(self, limit: int = 500) -> list[ForgetReceipt]: ...
+
+    async def tombstones(self) -> list[TombstoneView]: ...
+
+    async def lift_tombstone(self, tombstone_id: int, *, initiator: object | None = None) -> TombstoneView: ...
+
+
+class ControlsApi(Protocol):
+    """Pause switches (learning, recall; everywhere, per server, per channel) and the memory workers."""
+
+    async def state(self) -> PauseView: ...
+
+    async def pause(self, kind: PauseKind, where: str = "*", *, initiator: object | None = None) -> PauseView: ...
+
+    async def resume(self, kind: PauseKind, where: str = "*", *, initiator: object | None = None) -> PauseView: ...
+
+    async def workers(self) -> WorkersView: ...
+
+
+class IndexesApi(Protocol):
+    """The search indexes: health, and a rebuild with progress (cancel it by cancelling its task)."""
+
+    async def status(self) -> list[IndexStatusView]: ...
+
+    async def rebuild(self, progress: Callable[[Progress], None] | None = None) -> dict[str, int]: ...
+
+    async def catch_up(self, timeout: float = 60.0) -> None: ...
+
+
 class FamiliarFacade(Protocol):
     """Everything a pane or a CLI command can do. All I/O is async; `get_*` never does I/O."""
 
@@ -54,6 +215,19 @@ class FamiliarFacade(Protocol):
     @property
     def secrets_location(self) -> str:
         """Where the bot token and API key are kept, in words ("OS keyring", or the fallback file)."""
+        ...
+
+    @property
+    def memory(self) -> MemoryApi: ...
+
+    @property
+    def controls(self) -> ControlsApi: ...
+
+    @property
+    def indexes(self) -> IndexesApi: ...
+
+    async def explain(self, turn_id: int) -> Explanation:
+        """What went into the reply that produced this turn; FamiliarError when it is not a reply."""
         ...
 
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:

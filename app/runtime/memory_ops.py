@@ -1,5 +1,6 @@
-"""The owner's memory operations, as the CLI and the window call them: facts, forget, tombstones,
-recall, export and import, index status and rebuild. Store errors become one-line FamiliarErrors."""
+"""Whole-memory operations under the facade's sub-APIs: export and import, the index files' purge,
+index status and rebuild. Store errors become one-line FamiliarErrors. (Facts, forgetting and people
+are `facade.memory`: memory_api.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal, TextIO
 
@@ -26,9 +26,8 @@ from app.memory.export import (
     mark_import_done,
     unchanged_since,
 )
-from app.memory.facts import Fact, FactChain, ForgetReceipt, NewFact, Tombstone
 from app.memory.history import History
-from app.memory.records import IndexHealth, Turn
+from app.memory.records import IndexHealth
 from app.runtime.errors import FamiliarError
 
 OWNER_KEY = "local:owner"
@@ -41,21 +40,6 @@ async def _explained() -> AsyncIterator[None]:
         yield
     except (StoreError, ValueError) as exc:
         raise FamiliarError(str(exc)) from exc
-
-
-@dataclass(frozen=True, slots=True)
-class FactDetail:
-    chain: FactChain
-    sources: tuple[Turn, ...]
-    related: tuple[Fact, ...]  # current facts of the same subjects and scope it may duplicate or supersede
-
-
-@dataclass(frozen=True, slots=True)
-class PendingQueue:
-    """The owner's pending queue: pending facts, oldest first, with their sources."""
-
-    facts: tuple[Fact, ...]
-    snoozed_hidden: int  # pending facts left out because their snooze has not ended (0 when included)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,103 +74,6 @@ class MemoryOps:
         self._lorebook = lorebook
         self._finished_imports: set[str] = set()  # imports (file digests) an interruption left, finished here
 
-    async def list_facts(
-        self,
-        *,
-        status: str = "active",
-        subject: str | None = None,
-        world_at: datetime | None = None,
-        recorded_at: datetime | None = None,
-        limit: int = 200,
-    ) -> list[Fact]:
-        """Current truth, or the bi-temporal slice (FactBook.list_facts), each fact with its sources."""
-        async with _explained():
-            return await self._history.facts.list_facts(
-                status=status, subject=subject, world_at=world_at, recorded_at=recorded_at, limit=limit
-            )
-
-    async def pending(
-        self, *, include_snoozed: bool = False, subject: str | None = None, limit: int = 200
-    ) -> PendingQueue:
-        """The owner's queue (FactBook.pending): pending heads, oldest first, without the snoozed ones
-        until their snooze ends, unless `include_snoozed`."""
-        limit = max(1, min(limit, 10_000))
-        book = self._history.facts
-        async with _explained():
-            shown = await book.pending(limit=limit, include_snoozed=include_snoozed, subject=subject)
-            hidden = 0 if include_snoozed else await book.snoozed_count(subject=subject)
-            return PendingQueue(facts=tuple(shown), snoozed_hidden=hidden)
-
-    async def show(self, fact_id: int) -> FactDetail:
-        async with _explained():
-            chain = await self._history.facts.chain(fact_id)
-            turn_ids = sorted({t for f in chain.facts for t in f.source_turn_ids})
-            fact = next(f for f in chain.facts if f.id == fact_id)
-            related = await self._history.facts.related_current(fact) if fact.status == "pending" else []
-            return FactDetail(
-                chain=chain,
-                sources=tuple(await self._history.store.turns_by_ids(turn_ids)),
-                related=tuple(related),
-            )
-
-    async def remember(
-        self,
-        text: str,
-        where: str,
-        *,
-        subjects: tuple[str, ...] = (),
-        fact_type: str = "semantic",
-        valid_from: datetime | None = None,
-        valid_to: datetime | None = None,
-    ) -> tuple[str, Fact | None]:
-        """The owner's explicit path: inserts active (unless it duplicates a current fact or is tombstoned)."""
-        async with _explained():
-            outcome = await self._history.insert_fact(
-                NewFact(
-                    content=text,
-                    type=fact_type,
-                    importance=7,
-                    confidence=1.0,
-                    subjects=subjects,
-                    place=where,
-                    speaker=OWNER_KEY,
-                    valid_from=valid_from,
-                    valid_to=valid_to,
-                    origin="remember",
-                    channel_scoped="/" in where,
-                )
-            )
-            if outcome.outcome == "tombstoned":
-                raise FamiliarError(
-                    "that fact was forgotten before and is blocked by a tombstone; lift the tombstone first"
-                )
-            return outcome.outcome, outcome.fact
-
-    async def accept(self, fact_id: int, revision: int) -> Fact:
-        async with _explained():
-            return await self._history.facts.accept(fact_id, revision)
-
-    async def reject(self, fact_id: int, revision: int) -> Fact:
-        async with _explained():
-            return await self._history.facts.reject(fact_id, revision)
-
-    async def snooze(self, fact_id: int, revision: int, until: datetime | None = None) -> Fact:
-        async with _explained():
-            return await self._history.facts.snooze(fact_id, revision, until or datetime.now(UTC) + timedelta(days=1))
-
-    async def archive(self, fact_id: int, revision: int) -> Fact:
-        """An active fact leaves current truth (it stays in the history slices); the revision seen is checked."""
-        async with _explained():
-            return await self._history.facts.archive(fact_id, revision)
-
-    async def edit(self, fact_id: int, revision: int, text: str) -> Fact:
-        async with _explained():
-            return await self._history.edit_fact(fact_id, revision, text)
-
-    async def forget(self, fact_id: int, *, revision: int | None = None, redact_sources: bool = False) -> ForgetReceipt:
-        async with _explained():
-            return await self._history.forget_fact(fact_id, revision=revision, redact_sources=redact_sources)
-
     async def purge_index_files(self, timeout: float = 300.0) -> dict[str, bool]:
         """Compact now every index this process writes that holds removed documents' words, so they
         leave the files before a one-shot command exits. Per index: True = purged here, False = the
@@ -201,14 +88,6 @@ class MemoryOps:
                     await committer.purge(timeout)
                     out[name] = True
         return out
-
-    async def tombstones(self) -> list[Tombstone]:
-        async with _explained():
-            return await self._history.facts.tombstones()
-
-    async def lift_tombstone(self, tombstone_id: int) -> Tombstone:
-        async with _explained():
-            return await self._history.facts.lift_tombstone(tombstone_id)
 
     async def export(self, target: Path) -> dict[str, int]:
         """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`."""

@@ -24,6 +24,8 @@ class IncomingMessage:
     replies_to_familiar: bool
     reply_to: int | None
     from_familiar: bool = False  # its own message (seen in history fetched after a restart)
+    guild_name: str | None = None  # the server's and the channel's names, kept so views can say where
+    channel_name: str | None = None
 
 
 def place_for(guild_id: int | None, channel_id: int, author_id: int) -> str:

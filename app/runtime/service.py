@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import discord
 
@@ -20,11 +19,14 @@ from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, check_familiar_files, ensure_familiar, secure_familiar
 from app.config.secrets import SecretStore
 from app.config.settings import BudgetTier, Secrets, Settings, apply_environment, config_error_at, load_settings
+from app.memory.catalog import Catalog
 from app.memory.derived import PauseKind, PauseState, Projections, change_counters
 from app.memory.embeddings import EmbeddingError, EmbeddingIndex, make_embedder
 from app.memory.errors import StoreError
+from app.memory.forgets import ForgetQueue
 from app.memory.history import History
 from app.memory.records import IndexHealth, NewTurn, Turn
+from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.assembler import Assembler, Assembly
 from app.runtime.context.layers import (
     DEFAULT_ORDER,
@@ -39,16 +41,25 @@ from app.runtime.context.layers import (
     check_layer_names,
 )
 from app.runtime.context.lorebook import LoreProblem, describe_disabled
+from app.runtime.controls_api import ControlsService
 from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
-from app.runtime.events import ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
+from app.runtime.events import ConnectionState, FailureReported, GuildsChanged, IndexHealthReport, RuntimeEvent
+from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
+from app.runtime.indexes_api import IndexesService
 from app.runtime.llm import LLMClient, LLMEndpoint
+from app.runtime.memory_api import MemoryService
+from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
 from app.runtime.messages import IncomingMessage
+from app.runtime.names import Names
+from app.runtime.places import PlaceNamer
 from app.runtime.projectors.base import ProjectorDeps, create_projectors, projector_names, unknown_projectors
 from app.runtime.projectors.runner import ProjectorRunner
 from app.runtime.retrieval import Retriever
+from app.runtime.view_builder import ViewBuilder
+from app.runtime.views import Explanation
 
 SELF_KEY = "familiar:self"
 
@@ -134,7 +145,7 @@ class Familiar:
         self._discord: DiscordAdapter | None = None
         self._last_error: str | None = None
         self._index_health: dict[str, IndexHealth] = {}
-        self.memory = MemoryOps(history, loaded.paths.lorebook_toml)
+        self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml)
         settings = loaded.settings
         self.projections = Projections(history.store)
         embedding = settings.providers.embedding
@@ -170,12 +181,36 @@ class Familiar:
             embedder=self.embedder,
             embeddings=self.embeddings,
         )
+        # One change broadcast (MemoryChanged) after every facade write, worker tick and foreign write.
+        self.changes = ChangeBroadcaster(history.store, self.publish)
         self.learning = ProjectorRunner(
             create_projectors(settings.providers.memory.projectors, self.projector_deps),
             self.projector_deps,
             settings.memory.learning.tick_seconds,
+            after_tick=self.changes.check,
         )
         self._explanations: dict[int, int] = {}  # Discord message id -> explanation of its reply
+        self._closed = False
+        # The facade's typed sub-APIs, shared by the window and the CLI.
+        catalog = Catalog(history.store)
+        self._names = Names(catalog, settings.familiar.display_name)
+        self._place_namer = PlaceNamer(catalog)
+        self.memory = MemoryService(
+            MemoryDeps(
+                history=history,
+                projections=self.projections,
+                catalog=catalog,
+                forgets=ForgetQueue(history.store, history.facts),
+                views=ViewBuilder(history.store, self._names),
+                changes=self.changes,
+                retriever=self.retriever,
+                ops=self.memory_ops,
+            )
+        )
+        self.controls = ControlsService(
+            self.projections, catalog, self._names, self.changes, self.set_paused, lambda: self.learning.names
+        )
+        self.indexes = IndexesService(self.memory_ops, history)
 
     @classmethod
     async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
@@ -196,18 +231,37 @@ class Familiar:
         familiar = cls(loaded, history, secret_store, env)
         holder.append(familiar)
         try:
-            await familiar.memory.finish_interrupted_import()  # an import killed after its commit is finished
+            await familiar.memory_ops.finish_interrupted_import()  # an import killed after its commit is finished
         except BaseException:
             await familiar.close()
             raise
+        try:
+            # Forgets whose undo window ended while no window ran (a crash) are applied before anything reads.
+            await familiar.memory.apply_due_forgets()
+            await familiar.changes.prime()
+        except (FamiliarError, StoreError) as exc:
+            _log.warning("could not finish deferred forgets at start: %s", exc)
         return familiar
 
     async def close(self) -> None:
+        """Stop everything and close the store. Safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
         await self.stop()
         await self.learning.close()
+        # The window closing ends the undo window of the forgets it scheduled: apply them now.
+        await self.memory.close_forgets()
+        await self.changes.close()
+        await self._place_namer.close()
         await self._llm.aclose()
         await self._background_llm.aclose()
         await self.history.close()
+
+    def start_watching(self) -> None:
+        """For the window: publish foreign writes (the CLI beside it) and apply deferred forgets on time."""
+        self.changes.start()
+        self.memory.start_forget_timer()
 
     # -- facade: memory work ---------------------------------------------------------------------
     async def start_learning(self) -> None:
@@ -234,18 +288,9 @@ class Familiar:
             self.learning.nudge()
         return state
 
-    async def explain(self, turn_id: int) -> dict[str, Any]:
+    async def explain(self, turn_id: int) -> Explanation:
         """What went into the reply that produced this turn."""
-        found = await self.projections.explanation(turn_id)
-        if found is None:
-            raise FamiliarError(f"turn {turn_id} has no explanation: it is not a reply of this familiar")
-        # Explanations keep ids only; the text is looked up now, so a forgotten fact shows as such.
-        facts = await self.history.facts.get_many([int(f["fact_id"]) for f in found.get("facts", [])])
-        for item in found.get("facts", []):
-            fact = facts.get(int(item["fact_id"]))
-            item["content"] = fact.content if fact is not None and fact.status != "forgotten" else "(forgotten)"
-            item["status"] = fact.status if fact is not None else "forgotten"
-        return {"turn_id": turn_id, **found}
+        return await explain(self.projections, self.history.facts, self._names, turn_id)
 
     # -- facade: identity and events -----------------------------------------------------------
     @property
@@ -276,6 +321,8 @@ class Familiar:
     def publish(self, event: RuntimeEvent) -> None:
         if isinstance(event, FailureReported):
             self._last_error = event.message
+        elif isinstance(event, GuildsChanged):
+            self._place_namer.note_guilds(event.guilds)
         for callback in list(self._subscribers):
             try:
                 callback(event)
@@ -367,6 +414,10 @@ class Familiar:
         )
 
     async def on_discord_message(self, message: IncomingMessage) -> None:
+        if message.guild_id is not None and message.guild_name and message.channel_name:
+            await self._place_namer.note(
+                {f"guild:{message.guild_id}": message.guild_name, message.place: message.channel_name}
+            )
         await self._append_discord(
             message,
             message_id=message.message_id,

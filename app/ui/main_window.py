@@ -1,4 +1,9 @@
-"""The main window: a navigation list on the left, one pane at a time on the right, the connection in the status bar.
+"""The main window: a navigation list on the left, one pane at a time on the right, the connection and
+background progress in the status bar, Undo notices at the bottom right, Ctrl+Z / Ctrl+Shift+Z.
+
+Panes are built from `PANES`, the one registry of panes: adding a pane is one line there (see
+app/ui/panes/base.py). Its names are what `familiar --pane NAME` and `familiar screenshot --pane NAME`
+accept.
 
 The bootstrap builds `MainWindow(facade)`, shows it, calls `maybe_show_first_run()`, and once the window has
 closed (the `closed` signal, or QApplication.lastWindowClosed) awaits `shutdown()` before it stops the facade.
@@ -7,6 +12,7 @@ closed (the `closed` signal, or QApplication.lastWindowClosed) awaits `shutdown(
 from __future__ import annotations
 
 import logging
+from typing import TypeVar
 
 from PySide6.QtCore import QSize, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -16,15 +22,40 @@ from app.runtime.events import ConnectionChanged, ConnectionState
 from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import cancel_running_slots
 from app.ui.bridge import RuntimeBridge
-from app.ui.connection_indicator import ConnectionIndicator
 from app.ui.dialogs.settings_dialog import SettingsDialog
 from app.ui.icons import app_icon
+from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
+from app.ui.progress import StatusProgress
+from app.ui.theme import NAVIGATION_STYLE
+from app.ui.undo import UndoCentre
+from app.ui.widgets.connection_indicator import ConnectionIndicator
+from app.ui.widgets.notices import NoticeArea
 
 _log = logging.getLogger(__name__)
 
 NAVIGATION_WIDTH = 170
+DEFAULT_SIZE = QSize(1100, 700)
+
+PANES: tuple[type[Pane], ...] = (
+    DashboardPane,
+    ChatPane,
+)
+"""Every pane, in navigation order. Adding a pane is one line here."""
+
+P = TypeVar("P", bound=Pane)
+
+
+def pane_names() -> tuple[str, ...]:
+    return tuple(pane.name for pane in PANES)
+
+
+def check_pane_name(name: str) -> str:
+    """`name` if a pane has it; otherwise ValueError naming the choices."""
+    if name not in pane_names():
+        raise ValueError(f"there is no pane '{name}'; choose one of: {', '.join(pane_names())}")
+    return name
 
 
 class MainWindow(QMainWindow):
@@ -32,49 +63,47 @@ class MainWindow(QMainWindow):
 
     closed = Signal()
 
-    def __init__(self, facade: FamiliarFacade, parent: QWidget | None = None) -> None:
+    def __init__(self, facade: FamiliarFacade, parent: QWidget | None = None, *, pane: str | None = None) -> None:
         super().__init__(parent)
         self._facade = facade
         self._settings_dialog: SettingsDialog | None = None
         self.setWindowTitle(f"Familiar — {facade.familiar_name}")
         self.setWindowIcon(app_icon())
-        self.resize(1100, 700)
+        self.resize(DEFAULT_SIZE)
         self.setMinimumSize(QSize(760, 480))
 
+        central = QWidget()
+        self.setCentralWidget(central)
+        self.notices = NoticeArea(central)
         self.bridge = RuntimeBridge(facade, self)
-        self.dashboard = DashboardPane(facade, self.bridge)
-        self.dashboard.settings_requested.connect(self.open_settings)
-        self.chat = ChatPane(facade)
+        self.undo = UndoCentre(self.notices, self)
+        self.status_progress = StatusProgress()
+        context = PaneContext(
+            facade=facade, bridge=self.bridge, undo=self.undo, status=self.status_progress, window=self
+        )
+        self.panes: list[Pane] = [pane_class(context) for pane_class in PANES]
 
-        # Adding a pane is one line here.
-        self.panes: list[tuple[str, QWidget]] = [
-            ("Dashboard", self.dashboard),
-            ("Chat", self.chat),
-        ]
+        self.dashboard = self.pane_of(DashboardPane)
+        self.dashboard.settings_requested.connect(self.open_settings)
+        self.chat = self.pane_of(ChatPane)
 
         self.navigation = QListWidget()
         self.navigation.setFixedWidth(NAVIGATION_WIDTH)
         self.navigation.setObjectName("navigation")
-        self.navigation.setStyleSheet(
-            "#navigation { border: none; border-right: 1px solid #d6d6d6; background: #f4f4f6; padding-top: 8px;"
-            " outline: 0; }"
-            " #navigation::item { padding: 8px 14px; }"
-            " #navigation::item:selected { background: #dde6f6; color: black; border-left: 3px solid #3b6fd4; }"
-        )
+        self.navigation.setStyleSheet(NAVIGATION_STYLE)
         self.stack = QStackedWidget()
-        for title, pane in self.panes:
-            self.navigation.addItem(title)
-            self.stack.addWidget(pane)
+        for each in self.panes:
+            self.navigation.addItem(each.title)
+            self.stack.addWidget(each)
         self.navigation.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.navigation.setCurrentRow(0)
 
-        central = QWidget()
         layout = QHBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.navigation)
         layout.addWidget(self.stack, 1)
-        self.setCentralWidget(central)
+        self.notices.raise_()
 
         self._build_menu()
 
@@ -83,10 +112,13 @@ class MainWindow(QMainWindow):
         self.connection_indicator.set_state(status.state)
         self.latency_label = QLabel(latency_text(status.latency_ms))
         self.statusBar().addWidget(self.connection_indicator)
+        self.statusBar().addWidget(self.status_progress)
         self.statusBar().addPermanentWidget(self.latency_label)
         self.statusBar().setContentsMargins(8, 0, 8, 0)
         self.bridge.connection_changed.connect(self._on_bridge_connection_changed)
         self.bridge.latency_measured.connect(self._on_bridge_latency_measured)
+        if pane is not None:
+            self.show_pane(pane)
 
     def _build_menu(self) -> None:
         self.file_menu = file_menu = self.menuBar().addMenu("&File")
@@ -99,15 +131,36 @@ class MainWindow(QMainWindow):
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         self.quit_action.triggered.connect(self.close)
         file_menu.addAction(self.quit_action)
+        self.edit_menu = edit_menu = self.menuBar().addMenu("&Edit")
+        edit_menu.addAction(self.undo.undo_action)
+        edit_menu.addAction(self.undo.redo_action)
 
-    def show_pane(self, title: str) -> None:
-        """Switch to the pane called `title` (as listed in the navigation)."""
-        for row, (pane_title, _pane) in enumerate(self.panes):
-            if pane_title == title:
-                self.navigation.setCurrentRow(row)
-                return
-        raise KeyError(title)
+    # -- panes -------------------------------------------------------------------------------------
+    def pane_of(self, pane_class: type[P]) -> P:
+        """The window's pane of this class."""
+        for each in self.panes:
+            if isinstance(each, pane_class):
+                return each
+        raise KeyError(pane_class.__name__)
 
+    def pane(self, name: str) -> Pane:
+        """The pane called `name` (its registry name, e.g. "chat", or its title, e.g. "Chat")."""
+        for each in self.panes:
+            if name in (each.name, each.title):
+                return each
+        raise KeyError(name)
+
+    @property
+    def current_pane(self) -> Pane:
+        return self.panes[self.stack.currentIndex()]
+
+    def show_pane(self, name: str) -> Pane:
+        """Switch to a pane by name or title; returns it."""
+        found = self.pane(name)
+        self.navigation.setCurrentRow(self.panes.index(found))
+        return found
+
+    # -- settings ----------------------------------------------------------------------------------
     @property
     def settings_dialog(self) -> SettingsDialog | None:
         return self._settings_dialog
@@ -134,6 +187,7 @@ class MainWindow(QMainWindow):
         self.open_settings()
         return True
 
+    # -- lifetime ----------------------------------------------------------------------------------
     async def shutdown(self) -> None:
         """Stop listening to the runtime and cancel handlers still in flight. The bootstrap then stops the facade."""
         self.bridge.close()

@@ -1,4 +1,8 @@
-"""Fonts and colours shared by the panes, so every pane looks like part of one window."""
+"""Every colour, font and stylesheet of the window, so every pane looks like part of one window.
+
+Widgets never carry inline colours or stylesheets: they call the functions here (a future dark theme
+changes this module only).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,18 @@ from app.runtime.events import ConnectionState
 
 ERROR_RED = "#c62828"
 OK_GREEN = "#2e7d32"
+AMBER = "#b26a00"
 MUTED_GREY = "#6b6b6b"
 HINT_BACKGROUND = "#fff4d6"
 HINT_BORDER = "#e0b84d"
 FAMILIAR_LINE_BACKGROUND = "#eef3fb"
+ERROR_BACKGROUND = "#fdecea"
+ERROR_BORDER = "#f5c2c0"
+NOTICE_BACKGROUND = "#323232"
+NOTICE_TEXT = "#f5f5f5"
+NOTICE_ACTION = "#8ab4f8"
+DIFF_ADDED = "#e6f4ea"
+DIFF_REMOVED = "#fce8e6"
 
 STATE_COLOURS: dict[ConnectionState, str] = {
     ConnectionState.STOPPED: "#9e9e9e",
@@ -29,6 +41,38 @@ STATE_WORDS: dict[ConnectionState, str] = {
     ConnectionState.CONNECTED: "Connected",
     ConnectionState.FAILED: "Failed",
 }
+
+# -- stylesheets (each scoped to an object name, so it styles that widget only) ----------------------
+NAVIGATION_STYLE = (
+    "#navigation { border: none; border-right: 1px solid #d6d6d6; background: #f4f4f6; padding-top: 8px;"
+    " outline: 0; }"
+    " #navigation::item { padding: 8px 14px; }"
+    " #navigation::item:selected { background: #dde6f6; color: black; border-left: 3px solid #3b6fd4; }"
+)
+ERROR_BANNER_STYLE = (
+    f"color: {ERROR_RED}; background-color: {ERROR_BACKGROUND}; border: 1px solid {ERROR_BORDER};"
+    " border-radius: 4px; padding: 6px 8px;"
+)
+SETUP_HINT_STYLE = (
+    f"#setupHint {{ background-color: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER}; border-radius: 4px; }}"
+)
+NOTICE_STYLE = (
+    f"#notice {{ background-color: {NOTICE_BACKGROUND}; border-radius: 6px; }}"
+    f" #notice QLabel {{ color: {NOTICE_TEXT}; }}"
+    f" #notice QPushButton {{ color: {NOTICE_ACTION}; background: transparent; border: none; font-weight: bold;"
+    " padding: 2px 6px; }"
+    f" #notice QPushButton:hover {{ text-decoration: underline; }}"
+)
+STATE_MESSAGE_STYLE = f"color: {MUTED_GREY};"
+
+
+def dot_style(colour: str, size: int) -> str:
+    """A round coloured dot (a QLabel of `size` x `size`)."""
+    return f"background-color: {colour}; border-radius: {size // 2}px;"
+
+
+def text_colour_style(colour: str) -> str:
+    return f"color: {colour};"
 
 
 def error_colour() -> QColor:
@@ -65,5 +109,5 @@ def small_label(text: str) -> QLabel:
     font.setPointSizeF(font.pointSizeF() * 0.9)
     label.setFont(font)
     label.setWordWrap(True)
-    label.setStyleSheet(f"color: {MUTED_GREY};")
+    label.setStyleSheet(STATE_MESSAGE_STYLE)
     return label

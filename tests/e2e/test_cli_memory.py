@@ -773,3 +773,15 @@ def test_an_import_whose_lorebook_cannot_be_written_says_so_and_is_finished_once
     imported = cli.json("import", str(good))  # finished first, then reported as one whole run
     assert imported["records"] == {"fact": 1, "lore": 1}
     assert "lisbon" in cli.lorebook.read_text(encoding="utf-8")
+
+
+def test_facts_list_recorded_at_shows_the_status_the_fact_had_then(cli: Cli) -> None:
+    made = cli.json("facts", "remember", "The bell tower clock runs slow", "--where", WHERE)["fact"]
+    cli.json("facts", "archive", str(made["id"]), "--revision", str(made["revision"]))
+    then = cli.json("facts", "list", "--status", "all", "--recorded-at", made["created_at"])["facts"]
+    assert [(f["id"], f["status"]) for f in then] == [(made["id"], "active")]
+    code, out, _err = cli.run("facts", "list", "--status", "all", "--recorded-at", made["created_at"])
+    assert code == 0
+    assert " active " in out
+    assert "archived" not in out
+    assert [f["status"] for f in cli.json("facts", "list", "--status", "all")["facts"]] == ["archived"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any
 
 import pytest
 
@@ -16,6 +15,7 @@ from app.memory.facts import NewFact
 from app.memory.records import Turn
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
+from app.runtime.views import Explanation
 from tests.conftest import ALICE, GENERAL, GUILD_ID
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLM
@@ -53,7 +53,7 @@ async def test_a_split_discord_reply_is_explained_from_each_of_its_messages(
     assert "The kettle sings in D minor." in sent
     assert "Alice takes her tea black." in sent
 
-    async def explained_turns() -> list[tuple[Turn, dict[str, Any]]]:
+    async def explained_turns() -> list[tuple[Turn, Explanation]]:
         """Each posted message's turn and its explanation, once stored: the reply turn is appended
         and linked right after Discord accepts the message, so poll (bounded) until both are there."""
         while True:
@@ -71,10 +71,11 @@ async def test_a_split_discord_reply_is_explained_from_each_of_its_messages(
     pairs = await asyncio.wait_for(explained_turns(), 5)
     turns = [turn for turn, _e in pairs]
     explained = [e for _t, e in pairs]
-    assert explained[0]["explanation_id"] == explained[1]["explanation_id"]
-    assert explained[0]["lorebook"][0]["title"] == "Kettle lore"
-    assert explained[0]["lorebook"][0]["key"] == "kettle"
-    assert [f["fact_id"] for f in explained[0]["facts"]] == [outcome.fact.id]
+    assert explained[0].explanation_id == explained[1].explanation_id
+    assert explained[0].lore[0].title == "Kettle lore"
+    assert explained[0].lore[0].key == "kettle"
+    assert [f.fact_id for f in explained[0].facts] == [outcome.fact.id]
+    assert explained[0].place.name == "Lantern Club #general"  # named from what the adapter saw
 
     # The same from the terminal, beside the running familiar (same store, WAL readers).
     monkeypatch.setenv("FAMILIAR_HOME", str(familiar_paths.root))

@@ -281,6 +281,29 @@ async def test_a_status_change_is_reflected_by_recorded_time(history: History) -
         await history.facts.list_facts(status="forgotten")
 
 
+async def test_an_as_of_slice_shows_the_status_each_fact_had_then_not_todays(history: History) -> None:
+    fact = await inserted(history, new_fact("Alice's favourite tea is sencha", type="semantic"), now=year(2023))
+    accepted = await history.facts.accept(fact.id, fact.revision, now=year(2023.5))
+    await history.facts.archive(accepted.id, accepted.revision, now=year(2024))
+    other = await inserted(history, new_fact("Alice keeps a kettle", subjects=(BOB,)), now=year(2023))
+
+    def statuses(facts: list[Fact]) -> dict[int, str]:
+        return {f.id: f.status for f in facts}
+
+    then = await history.facts.list_facts(status="all", world_at=year(2023.25), recorded_at=year(2023.25))
+    assert statuses(then) == {fact.id: "pending", other.id: "active"}
+    later = await history.facts.list_facts(status="all", world_at=year(2023.75), recorded_at=year(2023.75))
+    assert statuses(later) == {fact.id: "active", other.id: "active"}
+    (filtered,) = await history.facts.list_facts(status="pending", recorded_at=year(2023.25), world_at=year(2023.25))
+    assert filtered.status == "pending"
+    with_subject = await history.facts.list_facts(
+        status="all", subject=ALICE, world_at=year(2023.75), recorded_at=year(2023.75)
+    )
+    assert statuses(with_subject) == {fact.id: "active"}
+    # current truth still reads today's status
+    assert statuses(await history.facts.list_facts(status="all")) == {fact.id: "archived", other.id: "active"}
+
+
 async def test_an_edit_onto_a_pending_twin_is_logged_so_as_of_agrees_with_current_truth(history: History) -> None:
     """Editing a fact into the text of a pending one accepts that one; the status log must say so."""
     active = await inserted(history, new_fact("Alice keeps bees"), now=year(2023))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Coroutine, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -18,6 +19,9 @@ import qasync
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from app.config.paths import FamiliarPaths
+from app.config.secrets import SecretStore
+from app.runtime.service import Familiar
 from app.ui.async_slot import running_slots
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import WAIT_MS, Run
@@ -72,3 +76,20 @@ def run(qtbot: QtBot) -> Run[Any]:
 @pytest.fixture
 def facade() -> FakeFacade:
     return FakeFacade()
+
+
+@pytest.fixture
+def real_familiar(run: Run[Any], tmp_path: Path) -> Iterator[Familiar]:
+    """The real runtime over a real store in a tmp folder (no Discord, no LLM needed)."""
+    paths = FamiliarPaths(root=tmp_path / "home", name="default")
+    familiar = run(Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False), env={}))
+    try:
+        yield familiar
+    finally:
+        run(familiar.close())
+
+
+@pytest.fixture
+def memory_facade(real_familiar: Familiar) -> FakeFacade:
+    """The fake facade over a real familiar: scripted connection and chat, real memory sub-APIs."""
+    return FakeFacade(backing=real_familiar)

@@ -1,4 +1,10 @@
-"""An in-process FamiliarFacade for UI tests: scripted, observable, and honest about the Protocol."""
+"""An in-process FamiliarFacade for UI tests: scripted, observable, and honest about the Protocol.
+
+The connection, the local chat and the settings are scripted here. The memory sub-APIs are not faked:
+built with `backing=` a real Familiar over a store in a tmp folder (the `memory_facade` fixture), the
+fake hands out that familiar's own `memory`, `controls`, `indexes` and `explain`, and passes on its
+MemoryChanged and IndexHealthReport events.
+"""
 
 from __future__ import annotations
 
@@ -18,10 +24,14 @@ from app.runtime.events import (
     FailureReported,
     GuildInfo,
     GuildsChanged,
+    IndexHealthReport,
     LatencyMeasured,
+    MemoryChanged,
     RuntimeEvent,
 )
-from app.runtime.facade import ChatLine, FamiliarFacade, StatusSnapshot, TurnHit
+from app.runtime.facade import ChatLine, ControlsApi, FamiliarFacade, IndexesApi, MemoryApi, StatusSnapshot, TurnHit
+from app.runtime.service import Familiar
+from app.runtime.views import Explanation
 
 Callback = Callable[[RuntimeEvent], None]
 
@@ -50,8 +60,12 @@ class FakeFacade:
         missing: tuple[str, ...] = (),
         guilds_on_start: tuple[GuildInfo, ...] = (),
         latency_on_start: float | None = 42.0,
+        backing: Familiar | None = None,
     ) -> None:
         self._name = name
+        self._backing = backing
+        if backing is not None:
+            backing.subscribe(self._from_backing)
         self._subscribers: list[Callback] = []
         self._turn_ids = iter(range(1, 1_000_000))
         self.status = StatusSnapshot(
@@ -97,7 +111,7 @@ class FakeFacade:
                 self.status = replace(self.status, latency_ms=milliseconds)
             case FailureReported(message=message):
                 self.status = replace(self.status, last_error=message)
-            case Activity():
+            case Activity() | IndexHealthReport() | MemoryChanged():
                 pass
         for callback in list(self._subscribers):
             callback(event)
@@ -113,6 +127,15 @@ class FakeFacade:
             from_familiar=from_familiar,
             created_at=datetime.now(UTC),
         )
+
+    def _from_backing(self, event: RuntimeEvent) -> None:
+        if isinstance(event, MemoryChanged | IndexHealthReport):
+            self.publish(event)
+
+    def _real(self) -> Familiar:
+        if self._backing is None:
+            raise AssertionError("this FakeFacade has no memory: build it with backing=a real Familiar (memory_facade)")
+        return self._backing
 
     async def _pass_gate(self) -> None:
         if self.gate is not None:
@@ -131,6 +154,22 @@ class FakeFacade:
     @property
     def secrets_location(self) -> str:
         return "OS keyring"
+
+    @property
+    def memory(self) -> MemoryApi:
+        return self._real().memory
+
+    @property
+    def controls(self) -> ControlsApi:
+        return self._real().controls
+
+    @property
+    def indexes(self) -> IndexesApi:
+        return self._real().indexes
+
+    async def explain(self, turn_id: int) -> Explanation:
+        self.calls.append(Call("explain", {"turn_id": turn_id}))
+        return await self._real().explain(turn_id)
 
     def subscribe(self, callback: Callback) -> Callable[[], None]:
         self.calls.append(Call("subscribe"))

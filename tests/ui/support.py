@@ -6,9 +6,16 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
+from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
+from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import running_slots
+from app.ui.bridge import RuntimeBridge
+from app.ui.panes.base import PaneContext
+from app.ui.progress import StatusProgress
+from app.ui.undo import UndoCentre
+from app.ui.widgets.notices import NoticeArea
 
 T = TypeVar("T")
 Run = Callable[[Coroutine[Any, Any, T]], T]
@@ -28,3 +35,17 @@ QT_STRICT = [
 def settle(qtbot: QtBot) -> None:
     """Wait until every async handler the window started has finished."""
     qtbot.waitUntil(lambda: not running_slots(), timeout=WAIT_MS)
+
+
+def make_context(qtbot: QtBot, facade: FamiliarFacade) -> PaneContext:
+    """What a window gives its panes, for building one pane alone: a bridge, undo with its notices
+    (on a host widget), status-bar progress."""
+    host = QWidget()
+    qtbot.addWidget(host)
+    # qtbot only holds widgets weakly: keep the host (and so the bridge and undo on it) for the test.
+    qtbot.__dict__.setdefault("_kept_hosts", []).append(host)
+    bridge = RuntimeBridge(facade, host)
+    notices = NoticeArea(host)
+    return PaneContext(
+        facade=facade, bridge=bridge, undo=UndoCentre(notices, host), status=StatusProgress(host), window=host
+    )

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 from pytestqt.qtbot import QtBot
 
 from app.runtime.events import (
     Activity,
     ActivityKind,
+    ChangeKind,
     ConnectionChanged,
     ConnectionState,
     FailureReported,
     GuildInfo,
     GuildsChanged,
+    IndexHealthReport,
     LatencyMeasured,
+    MemoryChanged,
+    RuntimeEvent,
 )
 from app.ui.bridge import RuntimeBridge
 from tests.ui.fake_facade import FakeFacade
@@ -56,3 +62,91 @@ def test_close_unsubscribes_once(qtbot: QtBot, facade: FakeFacade) -> None:
     assert facade.call_names().count("unsubscribe") == 1
     with qtbot.assertNotEmitted(bridge.latency_measured, wait=50):
         facade.publish(LatencyMeasured(1.0))
+
+
+def _health(name: str, commits: int) -> IndexHealthReport:
+    return IndexHealthReport(
+        name=name,
+        commits=commits,
+        documents_committed=commits,
+        retries=0,
+        live_attempt=0,
+        failures=0,
+        last_error=None,
+        pending=0,
+        lag=0,
+    )
+
+
+def _one_of_each() -> list[RuntimeEvent]:
+    return [
+        ConnectionChanged(ConnectionState.CONNECTED),
+        GuildsChanged(()),
+        LatencyMeasured(1.0),
+        Activity(ActivityKind.INFO, "local", "hello"),
+        FailureReported("oops"),
+        _health("turns", 1),
+        MemoryChanged(frozenset({ChangeKind.FACTS})),
+    ]
+
+
+def test_every_runtime_event_type_has_a_signal(qtbot: QtBot, facade: FakeFacade) -> None:
+    """The runtime check beside mypy's assert_never: one event of each type in the union, each emitted."""
+    events = _one_of_each()
+    assert {type(e) for e in events} == set(get_args(RuntimeEvent)), "a new event type needs an entry here"
+    bridge = RuntimeBridge(facade)
+    emitted: list[object] = []
+    for signal in (
+        bridge.connection_changed,
+        bridge.guilds_changed,
+        bridge.latency_measured,
+        bridge.activity,
+        bridge.failure,
+        bridge.index_health,
+        bridge.memory_changed,
+    ):
+        signal.connect(emitted.append)
+    for event in events:
+        facade.publish(event)
+    assert len(emitted) == len(events)
+
+
+def test_index_health_is_throttled_the_latest_report_per_index_wins(qtbot: QtBot, facade: FakeFacade) -> None:
+    bridge = RuntimeBridge(facade, throttle_ms=100)
+    seen: list[IndexHealthReport] = []
+    bridge.index_health.connect(seen.append)
+
+    facade.publish(_health("turns", 1))  # the first goes out at once
+    assert [(r.name, r.commits) for r in seen] == [("turns", 1)]
+    for commits in range(2, 50):  # a burst of live retries
+        facade.publish(_health("turns", commits))
+        facade.publish(_health("facts", commits))
+    assert len(seen) == 1
+    qtbot.waitUntil(lambda: len(seen) == 3, timeout=1_000)
+    assert sorted((r.name, r.commits) for r in seen[1:]) == [("facts", 49), ("turns", 49)]
+    with qtbot.assertNotEmitted(bridge.index_health, wait=250):
+        pass  # nothing new: nothing more
+
+
+def test_memory_changes_are_coalesced_keeping_the_initiator_only_when_all_share_it(
+    qtbot: QtBot, facade: FakeFacade
+) -> None:
+    bridge = RuntimeBridge(facade, throttle_ms=100)
+    seen: list[MemoryChanged] = []
+    bridge.memory_changed.connect(seen.append)
+    pane = object()
+
+    facade.publish(MemoryChanged(frozenset({ChangeKind.TURNS})))
+    facade.publish(MemoryChanged(frozenset({ChangeKind.FACTS}), initiator=pane))
+    facade.publish(MemoryChanged(frozenset({ChangeKind.FORGETS}), initiator=pane))
+    qtbot.waitUntil(lambda: len(seen) == 2, timeout=1_000)
+    assert seen[0].kinds == {ChangeKind.TURNS}
+    assert (seen[1].kinds, seen[1].initiator) == ({ChangeKind.FACTS, ChangeKind.FORGETS}, pane)
+
+    qtbot.waitUntil(lambda: not bridge._changes_timer.isActive(), timeout=1_000)
+    facade.publish(MemoryChanged(frozenset({ChangeKind.PAUSE}), initiator=pane))  # leading edge again
+    facade.publish(MemoryChanged(frozenset({ChangeKind.FACTS}), initiator=pane))
+    facade.publish(MemoryChanged(frozenset({ChangeKind.DOSSIERS})))  # someone else: the batch is not the pane's
+    qtbot.waitUntil(lambda: len(seen) == 4, timeout=1_000)
+    assert (seen[2].kinds, seen[2].initiator) == ({ChangeKind.PAUSE}, pane)
+    assert (seen[3].kinds, seen[3].initiator) == ({ChangeKind.FACTS, ChangeKind.DOSSIERS}, None)

@@ -13,13 +13,13 @@ from app.ui.models.chat_model import ChatNotice
 from app.ui.panes.chat import ChatPane
 from app.ui.theme import ERROR_RED
 from tests.ui.fake_facade import FakeFacade
-from tests.ui.support import QT_STRICT, WAIT_MS, settle
+from tests.ui.support import QT_STRICT, WAIT_MS, make_context, settle
 
 pytestmark = QT_STRICT
 
 
 def make_pane(qtbot: QtBot, facade: FakeFacade) -> ChatPane:
-    pane = ChatPane(facade)
+    pane = ChatPane(make_context(qtbot, facade))
     qtbot.addWidget(pane)
     pane.show()
     settle(qtbot)  # the history load started by the first show

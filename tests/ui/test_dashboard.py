@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from app.runtime.events import ActivityKind, ConnectionState, FailureReported, GuildInfo, LatencyMeasured
-from app.ui.bridge import RuntimeBridge
 from app.ui.models.roles import RecordRole
 from app.ui.panes.dashboard import (
     ACTIVITY_PLACEHOLDER,
@@ -19,7 +18,7 @@ from app.ui.panes.dashboard import (
 )
 from app.ui.theme import STATE_COLOURS
 from tests.ui.fake_facade import FakeFacade
-from tests.ui.support import QT_STRICT, WAIT_MS, settle
+from tests.ui.support import QT_STRICT, WAIT_MS, make_context, settle
 
 pytestmark = QT_STRICT
 
@@ -28,9 +27,7 @@ TOKEN_ERROR = "Discord rejected the bot token. Reset it in the developer portal 
 
 
 def make_pane(qtbot: QtBot, facade: FakeFacade) -> DashboardPane:
-    bridge = RuntimeBridge(facade)
-    pane = DashboardPane(facade, bridge)
-    bridge.setParent(pane)
+    pane = DashboardPane(make_context(qtbot, facade))
     qtbot.addWidget(pane)
     pane.show()
     return pane
@@ -90,7 +87,7 @@ def test_start_is_disabled_while_connecting(qtbot: QtBot) -> None:
     assert pane.stop_button.isEnabled()
 
     facade.gate.set()
-    qtbot.waitUntil(lambda: pane.state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: pane.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
 
 
 def test_start_failure_shows_one_line_and_reenables_start(qtbot: QtBot, facade: FakeFacade) -> None:
@@ -109,7 +106,7 @@ def test_start_failure_shows_one_line_and_reenables_start(qtbot: QtBot, facade: 
 
     facade.start_error = None  # a second attempt clears the banner and connects
     click(qtbot, pane, "start")
-    qtbot.waitUntil(lambda: pane.state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: pane.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
     assert pane.error_banner.isHidden()
 
 
@@ -204,7 +201,7 @@ def test_a_double_click_starts_once(qtbot: QtBot, facade: FakeFacade) -> None:
     settle(qtbot)
 
     assert facade.call_names().count("start") == 1
-    assert pane.state is ConnectionState.CONNECTED
+    assert pane.connection_state is ConnectionState.CONNECTED
 
 
 def test_empty_tables_explain_themselves(qtbot: QtBot) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from app.runtime.events import (
     LatencyMeasured,
     RuntimeEvent,
 )
+from app.runtime.facade import ControlsApi, FamiliarFacade, IndexesApi, MemoryApi
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import QT_STRICT, Run
 
@@ -94,3 +96,44 @@ def test_save_credentials_records_values_and_clears_missing(run: Run[Any]) -> No
     run(facade.save_credentials(bot_token=None, llm_base_url="http://x/v1", llm_api_key=None, llm_model="m"))
     assert facade.get_status().configured
     assert facade.saved == {"bot_token": "t", "llm_base_url": "http://x/v1", "llm_model": "m"}
+
+
+def _protocol_members(protocol: type) -> list[str]:
+    return sorted(
+        name
+        for klass in protocol.__mro__
+        if klass is not object and getattr(klass, "_is_protocol", False)
+        for name in vars(klass)
+        if not name.startswith("_")
+    )
+
+
+@pytest.mark.parametrize("protocol", [FamiliarFacade, MemoryApi, ControlsApi, IndexesApi])
+def test_the_fake_over_a_real_familiar_has_every_member_with_its_signature(
+    protocol: type, memory_facade: FakeFacade
+) -> None:
+    """mypy checks app/ only: this keeps the fake (and the sub-APIs it hands out) honest at run time."""
+    target: object = {
+        FamiliarFacade: memory_facade,
+        MemoryApi: memory_facade.memory,
+        ControlsApi: memory_facade.controls,
+        IndexesApi: memory_facade.indexes,
+    }[protocol]
+    for name in _protocol_members(protocol):
+        declared = inspect.getattr_static(protocol, name)
+        assert hasattr(target, name), f"{type(target).__name__} lacks {name}"
+        if isinstance(declared, property):
+            continue
+        wanted = inspect.signature(declared)
+        have = inspect.signature(getattr(target, name))
+        assert list(wanted.parameters)[1:] == [
+            p
+            for p in have.parameters
+            if have.parameters[p].default is inspect.Parameter.empty or p in wanted.parameters
+        ], f"{name}: {have} does not match {wanted}"
+        assert inspect.iscoroutinefunction(declared) == inspect.iscoroutinefunction(getattr(target, name)), name
+
+
+def test_without_a_backing_familiar_the_memory_sub_apis_say_so() -> None:
+    with pytest.raises(AssertionError, match="backing="):
+        _ = FakeFacade().memory

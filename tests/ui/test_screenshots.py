@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
+from app.memory.facts import NewFact
 from app.runtime.events import Activity, ActivityKind, GuildInfo, LatencyMeasured
+from app.runtime.service import Familiar
+from app.ui import fact_actions
 from app.ui.main_window import MainWindow
 from tests.ui.fake_facade import FakeFacade
-from tests.ui.support import QT_STRICT, settle
+from tests.ui.support import QT_STRICT, Run, settle
 
 pytestmark = QT_STRICT
 
@@ -127,3 +131,35 @@ def test_settings_dialog_screenshot(qtbot: QtBot) -> None:
 
     assert path.stat().st_size > MIN_PNG_BYTES // 2
     assert dialog.test_result.text() == facade.endpoint_result
+
+
+def test_undo_notices_screenshot(qtbot: QtBot, run: Run[Any], real_familiar: Familiar) -> None:
+    """Two actions just done over the real store: their Undo notices stacked at the bottom right."""
+    facade = FakeFacade(name="Wisp", backing=real_familiar)
+    window = MainWindow(facade, pane="chat")
+    qtbot.addWidget(window)
+    window.resize(1100, 700)
+    window.show()
+    settle(qtbot)
+    outcome = run(
+        real_familiar.history.insert_fact(
+            NewFact("Bob is allergic to cat dander", "semantic", 6, 0.9, ("discord:7002",), "guild:500/501")
+        )
+    )
+    assert outcome.fact is not None
+    pending = run(real_familiar.memory.fact(outcome.fact.id)).fact
+    kept = run(real_familiar.memory.remember("Alice's locker code is 4242", "guild:500/501")).fact
+    run(window.undo.perform(fact_actions.accept(facade.memory, pending)))
+    run(window.undo.perform(fact_actions.forget(facade.memory, kept)))
+    qtbot.waitExposed(window)
+
+    path = grab(window, "undo_notices.png")
+
+    assert path.stat().st_size > MIN_PNG_BYTES
+    notices = window.notices.notices()
+    assert [n.text for n in notices] == [
+        "Accepted “Bob is allergic to cat dander”",
+        "Forgot “Alice's locker code is 4242”",
+    ]
+    assert all(n.isVisible() for n in notices)
+    run(window.shutdown())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from app.memory.waiting import wait_set
 from app.runtime.llm import LLMError
@@ -20,8 +20,16 @@ _log = logging.getLogger(__name__)
 
 
 class ProjectorRunner:
-    def __init__(self, projectors: Sequence[MemoryProjector], deps: ProjectorDeps, tick_seconds: float) -> None:
+    def __init__(
+        self,
+        projectors: Sequence[MemoryProjector],
+        deps: ProjectorDeps,
+        tick_seconds: float,
+        *,
+        after_tick: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         self.projectors = tuple(projectors)
+        self._after_tick = after_tick  # e.g. publish what the tick changed
         self._deps = deps
         self._tick_seconds = tick_seconds
         self._task: asyncio.Task[None] | None = None
@@ -48,6 +56,11 @@ class ProjectorRunner:
             finally:
                 self._deps.end_tick()
             self.ticks += 1
+            if self._after_tick is not None:
+                try:
+                    await self._after_tick()
+                except Exception:  # noqa: BLE001 - a listener must never stop the workers
+                    _log.exception("after a memory tick")
 
     def start(self) -> None:
         if self._task is None and self.projectors:

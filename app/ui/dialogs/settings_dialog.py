@@ -20,11 +20,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.errors import FamiliarError
 from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot
-from app.ui.error_text import one_line, single_line
-from app.ui.theme import ERROR_RED, MUTED_GREY, OK_GREEN, small_label, title_label
+from app.ui.error_text import single_line
+from app.ui.ops import Operations, Succeeded
+from app.ui.theme import ERROR_RED, MUTED_GREY, OK_GREEN, small_label, text_colour_style, title_label
 
 _log = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self._facade = facade
         self._busy = False
+        self.ops = Operations(show_error=self._show_error, parent=self)
         self.setWindowTitle("Familiar settings")
         self.setMinimumWidth(520)
 
@@ -94,7 +95,7 @@ class SettingsDialog(QDialog):
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
         self.error_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.error_label.setStyleSheet(f"color: {ERROR_RED};")
+        self.error_label.setStyleSheet(text_colour_style(ERROR_RED))
         self.error_label.setVisible(False)
 
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
@@ -138,7 +139,7 @@ class SettingsDialog(QDialog):
 
     def _show_result(self, text: str, *, ok: bool | None) -> None:
         colour = MUTED_GREY if ok is None else OK_GREEN if ok else ERROR_RED
-        self.test_result.setStyleSheet(f"color: {colour};")
+        self.test_result.setStyleSheet(text_colour_style(colour))
         self.test_result.setText(text)
 
     @async_slot()
@@ -148,24 +149,24 @@ class SettingsDialog(QDialog):
         self._set_busy(True)
         self._show_result("Testing…", ok=None)
         try:
-            if self._endpoint_edited():
-                await self._facade.save_credentials(
-                    bot_token=None,
-                    llm_base_url=_value(self.base_url),
-                    llm_api_key=_value(self.api_key),
-                    llm_model=_value(self.model),
-                )
-                self.saved.emit()
-            result = await self._facade.test_llm_endpoint()
-        except FamiliarError as error:
-            self._show_result(one_line(error), ok=False)
-        except Exception as error:  # noqa: BLE001 (a bug must not take the window down; logged with its traceback)
-            _log.exception("testing the LLM endpoint failed unexpectedly")
-            self._show_result(f"Test failed: {one_line(error)}", ok=False)
-        else:
-            self._show_result(single_line(result), ok=True)
+            outcome = await self.ops.run(
+                "test the endpoint", self._save_endpoint_then_test, report=lambda m: self._show_result(m, ok=False)
+            )
         finally:
             self._set_busy(False)
+        if isinstance(outcome, Succeeded):
+            self._show_result(single_line(outcome.value), ok=True)
+
+    async def _save_endpoint_then_test(self) -> str:
+        if self._endpoint_edited():
+            await self._facade.save_credentials(
+                bot_token=None,
+                llm_base_url=_value(self.base_url),
+                llm_api_key=_value(self.api_key),
+                llm_model=_value(self.model),
+            )
+            self.saved.emit()
+        return await self._facade.test_llm_endpoint()
 
     @async_slot()
     async def _on_save_clicked(self) -> None:
@@ -174,22 +175,20 @@ class SettingsDialog(QDialog):
         self._set_busy(True)
         self.error_label.setVisible(False)
         try:
-            await self._facade.save_credentials(
-                bot_token=_value(self.bot_token),
-                llm_base_url=_value(self.base_url),
-                llm_api_key=_value(self.api_key),
-                llm_model=_value(self.model),
+            outcome = await self.ops.run(
+                "save",
+                lambda: self._facade.save_credentials(
+                    bot_token=_value(self.bot_token),
+                    llm_base_url=_value(self.base_url),
+                    llm_api_key=_value(self.api_key),
+                    llm_model=_value(self.model),
+                ),
             )
-        except FamiliarError as error:
-            self._show_error(one_line(error))
-        except Exception as error:  # noqa: BLE001 (a bug must not take the window down; logged with its traceback)
-            _log.exception("saving the settings failed unexpectedly")
-            self._show_error(f"Could not save: {one_line(error)}")
-        else:
-            self.saved.emit()
-            self.accept()
         finally:
             self._set_busy(False)
+        if isinstance(outcome, Succeeded):
+            self.saved.emit()
+            self.accept()
 
     def _show_error(self, message: str) -> None:
         self.error_label.setText(message)

@@ -5,15 +5,14 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QListView, QPushButton, QVBoxLayout, QWidget
 
-from app.runtime.errors import FamiliarError
-from app.runtime.facade import ChatLine, FamiliarFacade
+from app.runtime.facade import ChatLine
 from app.ui.async_slot import async_slot
-from app.ui.error_text import one_line
 from app.ui.models.chat_model import ChatNotice, ChatTranscriptModel
-from app.ui.theme import small_label, title_label
+from app.ui.ops import Succeeded
+from app.ui.panes.base import Pane, PaneContext
+from app.ui.theme import small_label
 
 _log = logging.getLogger(__name__)
 
@@ -22,13 +21,14 @@ USER_AUTHOR = "You"
 UNSENT_TURN_ID = 0  # the user's line is shown before the runtime has stored it
 
 
-class ChatPane(QWidget):
-    def __init__(self, facade: FamiliarFacade, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._facade = facade
-        self._history_requested = False
+class ChatPane(Pane):
+    name = "chat"
+    title = "Chat"
+
+    def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
+        super().__init__(context, parent)
         self._waiting = False
-        name = facade.familiar_name
+        name = self.facade.familiar_name
 
         self.transcript_model = ChatTranscriptModel(self)
         self.transcript_view = QListView()
@@ -56,24 +56,19 @@ class ChatPane(QWidget):
         input_row.addWidget(self.input, 1)
         input_row.addWidget(self.send_button)
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(16, 12, 16, 12)
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
-        layout.addWidget(title_label("Chat"))
         layout.addWidget(small_label(f"Talk to {name} here. Nothing you type in this pane is sent to Discord."))
         layout.addWidget(self.transcript_view, 1)
         layout.addWidget(self.waiting_label)
         layout.addLayout(input_row)
+        self.set_body(body)
 
     @property
     def is_waiting(self) -> bool:
         return self._waiting
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        if not self._history_requested:
-            self._history_requested = True
-            self._load_history()
 
     def _set_waiting(self, waiting: bool, *, thinking: bool = True) -> None:
         self._waiting = waiting
@@ -83,20 +78,21 @@ class ChatPane(QWidget):
         if not waiting:
             self.input.setFocus()
 
-    @async_slot()
-    async def _load_history(self) -> None:
+    async def load(self) -> bool:
+        """The earlier messages, once (the pane watches no memory change, so it is not reloaded); a
+        failure is a line in the transcript, and the chat still works."""
         self._set_waiting(True, thinking=False)
         try:
-            history = await self._facade.load_local_history(HISTORY_LIMIT)
-        except FamiliarError as error:
-            self.transcript_model.append(ChatNotice(f"Could not load earlier messages: {one_line(error)}"))
-        except Exception as error:  # noqa: BLE001 (a bug must not take the window down; logged with its traceback)
-            _log.exception("loading the local chat history failed unexpectedly")
-            self.transcript_model.append(ChatNotice(f"Could not load earlier messages: {one_line(error)}"))
-        else:
-            self.transcript_model.prepend(history)
+            outcome = await self.ops.run(
+                "load earlier messages",
+                lambda: self.facade.load_local_history(HISTORY_LIMIT),
+                report=lambda message: self.transcript_model.append(ChatNotice(_history_problem(message))),
+            )
         finally:
             self._set_waiting(False)
+        if isinstance(outcome, Succeeded):
+            self.transcript_model.prepend(outcome.value)
+        return True
 
     @async_slot()
     async def _on_send_triggered(self) -> None:
@@ -115,13 +111,17 @@ class ChatPane(QWidget):
         )
         self._set_waiting(True)
         try:
-            reply = await self._facade.chat_local(text)
-        except FamiliarError as error:
-            self.transcript_model.append(ChatNotice(one_line(error)))
-        except Exception as error:  # noqa: BLE001 (a bug must not take the window down; logged with its traceback)
-            _log.exception("local chat failed unexpectedly")
-            self.transcript_model.append(ChatNotice(f"No reply: {one_line(error)}"))
-        else:
-            self.transcript_model.append(reply)
+            outcome = await self.ops.run(
+                "send the message",
+                lambda: self.facade.chat_local(text),
+                report=lambda message: self.transcript_model.append(ChatNotice(message)),
+            )
         finally:
             self._set_waiting(False)
+        if isinstance(outcome, Succeeded):
+            self.transcript_model.append(outcome.value)
+
+
+def _history_problem(message: str) -> str:
+    prefix = "Could not load earlier messages"
+    return message if message.startswith(prefix) else f"{prefix}: {message}"

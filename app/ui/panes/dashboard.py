@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -18,19 +17,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.errors import FamiliarError
 from app.runtime.events import Activity, ConnectionChanged, ConnectionState, GuildInfo
-from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot
-from app.ui.bridge import RuntimeBridge
-from app.ui.connection_indicator import ConnectionIndicator
-from app.ui.error_banner import ErrorBanner
-from app.ui.error_text import one_line, single_line
+from app.ui.error_text import single_line
 from app.ui.models import activity_model, guilds_model
 from app.ui.models.activity_model import ActivityLogModel
 from app.ui.models.guilds_model import GuildsModel
-from app.ui.placeholder_table import PlaceholderTableView
-from app.ui.theme import HINT_BACKGROUND, HINT_BORDER, section_label, title_label
+from app.ui.panes.base import Pane, PaneContext
+from app.ui.theme import SETUP_HINT_STYLE, section_label
+from app.ui.widgets.connection_indicator import ConnectionIndicator
+from app.ui.widgets.placeholder_table import PlaceholderTableView
 
 _log = logging.getLogger(__name__)
 
@@ -52,26 +48,25 @@ def latency_text(milliseconds: float | None) -> str:
     return "Latency: —" if milliseconds is None else f"Latency: {milliseconds:.0f} ms"
 
 
-class DashboardPane(QWidget):
+class DashboardPane(Pane):
     """Emits `settings_requested` when the user asks to open Settings from the set-up hint."""
+
+    name = "dashboard"
+    title = "Dashboard"
 
     settings_requested = Signal()
 
-    def __init__(self, facade: FamiliarFacade, bridge: RuntimeBridge, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._facade = facade
-        self._state = ConnectionState.STOPPED
-        self._pending: str | None = None  # "start" or "stop" while that call is awaited
+    def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
+        super().__init__(context, parent)
+        self._connection = ConnectionState.STOPPED
+        self.ops.busy_changed.connect(self._update_buttons)
 
         self.guilds_model = GuildsModel(self)
         self.activity_model = ActivityLogModel(parent=self)
 
         self.setup_hint = QFrame()
         self.setup_hint.setObjectName("setupHint")
-        self.setup_hint.setStyleSheet(
-            f"#setupHint {{ background-color: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER};"
-            " border-radius: 4px; }"
-        )
+        self.setup_hint.setStyleSheet(SETUP_HINT_STYLE)
         self.setup_hint_label = QLabel()
         self.setup_hint_label.setWordWrap(True)
         self.open_settings_button = QPushButton("Open Settings…")
@@ -96,8 +91,6 @@ class DashboardPane(QWidget):
         status_row.addStretch(1)
         status_row.addWidget(self.start_button)
         status_row.addWidget(self.stop_button)
-
-        self.error_banner = ErrorBanner()
 
         self.guilds_view = _table_view(GUILDS_PLACEHOLDER_STOPPED)
         self.guilds_view.setModel(self.guilds_model)
@@ -126,15 +119,16 @@ class DashboardPane(QWidget):
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 3)
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(16, 12, 16, 12)
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
-        layout.addWidget(title_label("Dashboard"))
         layout.addWidget(self.setup_hint)
         layout.addLayout(status_row)
-        layout.addWidget(self.error_banner)
         layout.addWidget(splitter, 1)
+        self.set_body(body)
 
+        bridge = context.bridge
         bridge.connection_changed.connect(self._on_bridge_connection_changed)
         bridge.guilds_changed.connect(self._on_bridge_guilds_changed)
         bridge.latency_measured.connect(self._on_bridge_latency_measured)
@@ -144,12 +138,16 @@ class DashboardPane(QWidget):
         self.refresh_status()
 
     @property
-    def state(self) -> ConnectionState:
-        return self._state
+    def connection_state(self) -> ConnectionState:
+        return self._connection
+
+    async def load(self) -> bool:
+        self.refresh_status()
+        return True
 
     def refresh_status(self) -> None:
         """Re-read the facade's status snapshot (no I/O), e.g. after the settings were saved."""
-        status = self._facade.get_status()
+        status = self.facade.get_status()
         self.setup_hint.setVisible(not status.configured)
         self.setup_hint_label.setText(setup_hint_text(status.missing))
         self._set_guilds(status.guilds)
@@ -159,7 +157,7 @@ class DashboardPane(QWidget):
         self._set_state(status.state)
 
     def _set_state(self, state: ConnectionState, detail: str = "") -> None:
-        self._state = state
+        self._connection = state
         self.state_indicator.set_state(state, detail)
         self.guilds_view.set_placeholder(
             GUILDS_PLACEHOLDER_CONNECTED if state is ConnectionState.CONNECTED else GUILDS_PLACEHOLDER_STOPPED
@@ -173,35 +171,19 @@ class DashboardPane(QWidget):
         self.guilds_heading.setText(f"Servers ({len(guilds)})")
 
     def _update_buttons(self) -> None:
-        running = self._state in RUNNING_STATES
-        self.start_button.setEnabled(self._pending is None and not running)
-        self.stop_button.setEnabled(self._pending != "stop" and running)
-
-    async def _call_facade(self, action: str, call: Callable[[], Awaitable[None]]) -> None:
-        if self._pending is not None:
-            return  # a second click queued before the first one's handler ran
-        self._pending = action
-        self._update_buttons()
-        try:
-            await call()
-        except FamiliarError as error:
-            self.error_banner.show_message(one_line(error))
-        except Exception as error:  # noqa: BLE001 (a bug must not take the window down; logged with its traceback)
-            _log.exception("%s failed unexpectedly", action)
-            self.error_banner.show_message(f"Could not {action}: {one_line(error)}")
-        finally:
-            self._pending = None
-            self._set_state(self._facade.get_status().state)
+        running = self._connection in RUNNING_STATES
+        self.start_button.setEnabled(not self.ops.busy and not running)
+        self.stop_button.setEnabled(not self.ops.is_running("stop") and running)
 
     @async_slot()
     async def _on_start_clicked(self) -> None:
-        if self._pending is None:
-            self.error_banner.clear_message()
-        await self._call_facade("start", self._facade.start)
+        await self.ops.run("start", self.facade.start, clear=not self.ops.busy)
+        self._set_state(self.facade.get_status().state)
 
     @async_slot()
     async def _on_stop_clicked(self) -> None:
-        await self._call_facade("stop", self._facade.stop)
+        await self.ops.run("stop", self.facade.stop, clear=False)
+        self._set_state(self.facade.get_status().state)
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:
         self._set_state(event.state, event.detail)

@@ -227,11 +227,11 @@ async def test_every_local_reply_stores_its_explanation(open_familiar: Opener, f
     reply_turn = history[-1]
     assert reply_turn.content == line.content == "I will keep it dim."
     explained = await familiar.explain(reply_turn.id)
-    assert explained["turn_id"] == reply_turn.id
-    assert explained["place"] == "local"
-    assert explained["lorebook"][0]["title"] == "The lantern"
-    assert [f["content"] for f in explained["facts"]] == ["The owner likes the lantern dim."]
-    assert {layer["name"] for layer in explained["layers"]} >= {"character", "memory", "history"}
+    assert explained.turn_id == reply_turn.id
+    assert (explained.place.key, explained.place.name) == ("local", "Local chat")
+    assert explained.lore[0].title == "The lantern"
+    assert [f.content for f in explained.facts] == ["The owner likes the lantern dim."]
+    assert {layer.name for layer in explained.layers} >= {"character", "memory", "history"}
     sent = fake_llm.requests[-1].messages
     assert "The owner likes the lantern dim." in sent[0]["content"]
 
@@ -243,15 +243,15 @@ async def test_an_explanation_keeps_no_text_a_forget_must_erase(open_familiar: O
     fake_llm.script("Noted.")
     await familiar.chat_local("where is the lantern key?")
     reply = (await familiar.history.recent_turns("local", 1))[-1]
-    assert (await familiar.explain(reply.id))["facts"][0]["content"] == secret
+    assert (await familiar.explain(reply.id)).facts[0].content == secret
 
     await familiar.history.forget_fact(fact_id)
 
     rows = await familiar.history.store.read_all("SELECT body FROM explanations")
     assert rows
     assert all("third stair" not in str(body) for (body,) in rows)
-    facts = (await familiar.explain(reply.id))["facts"]
-    assert [(f["fact_id"], f["content"]) for f in facts] == [(fact_id, "(forgotten)")]
+    facts = (await familiar.explain(reply.id)).facts
+    assert [(f.fact_id, f.content, f.status) for f in facts] == [(fact_id, "(forgotten)", "forgotten")]
 
 
 async def test_only_the_newest_explanations_are_kept(open_familiar: Opener, monkeypatch: pytest.MonkeyPatch) -> None:

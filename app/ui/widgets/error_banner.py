@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.ui.theme import ERROR_RED
+from app.ui.theme import ERROR_BANNER_STYLE
 
 
 class ErrorBanner(QLabel):
@@ -14,10 +14,7 @@ class ErrorBanner(QLabel):
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.PlainText)  # messages come from outside: never render them as HTML
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.setStyleSheet(
-            f"color: {ERROR_RED}; background-color: #fdecea; border: 1px solid #f5c2c0;"
-            " border-radius: 4px; padding: 6px 8px;"
-        )
+        self.setStyleSheet(ERROR_BANNER_STYLE)
         self.setVisible(False)
 
     def show_message(self, message: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from app.runtime.events import ConnectionState
-from app.ui.theme import STATE_COLOURS, STATE_WORDS
+from app.ui.theme import STATE_COLOURS, STATE_WORDS, dot_style
 
 DOT_SIZE = 12
 
@@ -37,5 +37,5 @@ class ConnectionIndicator(QWidget):
     def set_state(self, state: ConnectionState, detail: str = "") -> None:
         self._state = state
         self._word.setText(STATE_WORDS[state])
-        self._dot.setStyleSheet(f"background-color: {STATE_COLOURS[state]}; border-radius: {DOT_SIZE // 2}px;")
+        self._dot.setStyleSheet(dot_style(STATE_COLOURS[state], DOT_SIZE))
         self.setToolTip(detail)

@@ -1,0 +1,112 @@
+"""One change broadcast: `MemoryChanged` after every write, worker tick and foreign write.
+
+The store keeps trigger-maintained change counters per table (and turns have ever-growing ids), in
+every process that writes. The broadcaster remembers the marks it last saw:
+- after a facade write, `wrote(kinds, initiator)` publishes the kinds that write touched with the
+  caller's initiator, and anything else that moved meanwhile separately, without one;
+- after a memory-worker tick, and on a short poll (for the CLI writing beside the window, and the
+  conversation's own turns), `check()` publishes whatever moved, without an initiator.
+Reads are one small query; a burst of writes between two looks becomes one event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Callable, Iterable
+
+from app.memory.derived import change_marks
+from app.memory.errors import StoreError
+from app.memory.store import Store
+from app.runtime.events import ChangeKind, MemoryChanged, RuntimeEvent
+
+_log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.5  # foreign writes reach the window within about a second
+
+COUNTER_KINDS: dict[str, ChangeKind] = {
+    "turns": ChangeKind.TURNS,
+    "facts": ChangeKind.FACTS,
+    "fact_embeddings": ChangeKind.EMBEDDINGS,
+    "summaries": ChangeKind.SUMMARIES,
+    "people_dossiers": ChangeKind.DOSSIERS,
+    "reflections": ChangeKind.REFLECTIONS,
+    "memory_pause": ChangeKind.PAUSE,
+    "tombstones": ChangeKind.TOMBSTONES,
+    "scheduled_forgets": ChangeKind.FORGETS,
+    "forget_receipts": ChangeKind.FORGETS,
+    "places": ChangeKind.PLACES,
+}
+
+
+class ChangeBroadcaster:
+    def __init__(
+        self, store: Store, publish: Callable[[RuntimeEvent], None], *, poll_seconds: float = POLL_SECONDS
+    ) -> None:
+        self._store = store
+        self._publish = publish
+        self._poll_seconds = poll_seconds
+        self._marks: dict[str, int] | None = None
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    async def _moved(self) -> frozenset[ChangeKind]:
+        """The kinds whose marks moved since the last look (the first look only sets the marks)."""
+        marks = await change_marks(self._store)
+        before, self._marks = self._marks, marks
+        if before is None:
+            return frozenset()
+        return frozenset(COUNTER_KINDS[n] for n, v in marks.items() if n in COUNTER_KINDS and before.get(n) != v)
+
+    async def prime(self) -> None:
+        async with self._lock:
+            await self._moved()
+
+    async def wrote(self, kinds: Iterable[ChangeKind], initiator: object | None = None) -> None:
+        """A facade write finished: publish what it touched with its initiator, and whatever else moved
+        since the last look without one (a side effect counts as someone else's change: at worst an
+        extra refresh, never a missed one)."""
+        declared = frozenset(kinds)
+        async with self._lock:
+            try:
+                moved = await self._moved()
+            except (StoreError, sqlite3.Error) as exc:  # the write itself succeeded: never fail it for the broadcast
+                _log.warning("could not read the change counters: %s", exc)
+                moved = frozenset()
+        self._publish(MemoryChanged(kinds=declared, initiator=initiator))
+        if moved - declared:
+            self._publish(MemoryChanged(kinds=moved - declared))
+
+    async def check(self) -> frozenset[ChangeKind]:
+        """Publish whatever moved since the last look (a worker tick, another process); returns it."""
+        async with self._lock:
+            moved = await self._moved()
+        if moved:
+            self._publish(MemoryChanged(kinds=moved))
+        return moved
+
+    def start(self) -> None:
+        """Poll for foreign writes until `close()`."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._poll(), name="memory-change-poll")
+
+    async def _poll(self) -> None:
+        # The marks were taken at open (`prime`): a write between then and the first look is published too.
+        while True:
+            await asyncio.sleep(self._poll_seconds)
+            try:
+                await self.check()
+            except (StoreError, sqlite3.Error) as exc:
+                _log.warning("could not read the change counters: %s", exc)
+            except ValueError as exc:  # the store was closed under us: the familiar is closing
+                _log.debug("change poll stopped: %s", exc)
+                return
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

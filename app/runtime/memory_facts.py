@@ -1,0 +1,247 @@
+"""`facade.memory`, facts: the pending queue, fact detail, slices, recall, the owner's decisions and
+their reversals (undo). Every write carries the revision seen and publishes a MemoryChanged."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import cast
+
+from app.memory.facts import Fact, NewFact
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ChangeKind
+from app.runtime.memory_base import MemoryBase
+from app.runtime.names import OWNER_KEY, NameTable
+from app.runtime.textdiff import DUPLICATE_RATIO, similarity, word_diff
+from app.runtime.view_builder import fact_view, source_message
+from app.runtime.views import (
+    FactDetail,
+    FactStatus,
+    FactView,
+    PendingItem,
+    PendingQueue,
+    RecalledFact,
+    RelatedFact,
+    RememberOutcome,
+    SourceMessage,
+    StatusChange,
+    TimelineSlice,
+)
+
+MAX_ROWS = 10_000
+DEFAULT_SNOOZE = timedelta(days=1)
+
+
+def _related(item: Fact, others: Sequence[Fact], names: NameTable) -> tuple[RelatedFact, ...]:
+    return tuple(
+        RelatedFact(
+            fact=fact_view(other, names),
+            relation="duplicates" if similarity(other.content, item.content) >= DUPLICATE_RATIO else "may_supersede",
+            diff=word_diff(other.content, item.content),
+        )
+        for other in others
+    )
+
+
+class FactsMixin(MemoryBase):
+    # -- reads -----------------------------------------------------------------------------------
+    async def pending(
+        self, *, include_snoozed: bool = False, subject: str | None = None, limit: int = 200, with_related: bool = True
+    ) -> PendingQueue:
+        """The owner's queue, oldest first, each item with its sources and (unless `with_related` is
+        False, for a quick first paint) the current facts it would duplicate or supersede. Snoozed facts
+        are left out until their snooze ends, unless `include_snoozed`."""
+        book = self._history.facts
+        async with self._explained():
+            shown = await book.pending(
+                limit=max(1, min(limit, MAX_ROWS)), include_snoozed=include_snoozed, subject=subject
+            )
+            related = {f.id: await book.related_current(f) for f in shown} if with_related else {}
+            waiting = await book.waiting_count(subject=subject)
+            snoozed = await book.snoozed_count(subject=subject)
+            turns = await self._views.turns(sorted({t for f in shown for t in f.source_turn_ids}))
+        everything = [*shown, *(r for rs in related.values() for r in rs)]
+        names = await self._views.table_for(everything, turns)
+        by_id = {t.id: source_message(t, names) for t in turns}
+        items = tuple(
+            PendingItem(
+                fact=fact_view(f, names),
+                sources=tuple(by_id[t] for t in f.source_turn_ids if t in by_id),
+                related=_related(f, related.get(f.id, ()), names),
+            )
+            for f in shown
+        )
+        return PendingQueue(items=items, pending=waiting, snoozed=snoozed)
+
+    async def fact(self, fact_id: int) -> FactDetail:
+        """A fact with its whole version chain, the sources of every version, its status history, and
+        (when pending) the current facts it would duplicate or supersede."""
+        book = self._history.facts
+        async with self._explained(fact_id):
+            chain = await book.chain(fact_id)
+            target = next(f for f in chain.facts if f.id == fact_id)
+            related = await book.related_current(target) if target.status == "pending" else []
+            turns = await self._views.turns(sorted({t for f in chain.facts for t in f.source_turn_ids}))
+            log = await book.status_log([f.id for f in chain.facts])
+        names = await self._views.table_for([*chain.facts, *related], turns)
+        return FactDetail(
+            fact=fact_view(target, names),
+            versions=tuple(fact_view(f, names) for f in chain.facts),
+            head_id=chain.head_id,
+            sources=tuple(source_message(t, names) for t in turns),
+            related=_related(target, related, names),
+            status_history={
+                fact_id: tuple(StatusChange(cast(FactStatus, status), at) for status, at in entries)
+                for fact_id, entries in log.items()
+            },
+        )
+
+    async def list_facts(
+        self,
+        *,
+        status: str = "active",
+        subject: str | None = None,
+        world_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+        limit: int = 200,
+    ) -> list[FactView]:
+        """Current truth, or (with world_at / recorded_at) the bi-temporal slice with each fact's status
+        at the recorded time. Newest first."""
+        async with self._explained():
+            facts = await self._history.facts.list_facts(
+                status=status, subject=subject, world_at=world_at, recorded_at=recorded_at, limit=limit
+            )
+        return await self._views.facts(facts)
+
+    async def timeline(
+        self,
+        *,
+        world_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+        status: str = "all",
+        subject: str | None = None,
+        limit: int = MAX_ROWS,
+    ) -> TimelineSlice:
+        """What held in the world at `world_at` as recorded by `recorded_at` (either None: now), every
+        status by default, each fact with the status it had at the recorded time."""
+        now = datetime.now(UTC)
+        facts = await self.list_facts(
+            status=status, subject=subject, world_at=world_at or now, recorded_at=recorded_at or now, limit=limit
+        )
+        return TimelineSlice(world_at=world_at, recorded_at=recorded_at, facts=tuple(facts))
+
+    async def sources(self, turn_ids: Sequence[int]) -> list[SourceMessage]:
+        """Messages by turn id, as they stand now (redacted ones without content)."""
+        async with self._explained():
+            turns = await self._views.turns(turn_ids)
+        names = await self._views.table_for((), turns)
+        return [source_message(t, names) for t in turns]
+
+    async def recall(self, query: str, where: str, limit: int = 10) -> list[RecalledFact]:
+        """The facts retrieval would put into a reply at `where`, with their scores and signals."""
+        async with self._explained():
+            scored = await self._deps.retriever.facts(query, where, limit)
+        views = await self._views.facts([s.fact for s in scored])
+        return [RecalledFact(view, s.score, dict(s.signals)) for view, s in zip(views, scored, strict=True)]
+
+    # -- the owner's decisions ---------------------------------------------------------------------
+    async def remember(
+        self,
+        text: str,
+        where: str,
+        *,
+        subjects: tuple[str, ...] = (),
+        fact_type: str = "semantic",
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        initiator: object | None = None,
+    ) -> RememberOutcome:
+        """The owner's explicit path: inserts active (unless it duplicates a current fact or is tombstoned)."""
+        async with self._explained():
+            outcome = await self._history.insert_fact(
+                NewFact(
+                    content=text,
+                    type=fact_type,
+                    importance=7,
+                    confidence=1.0,
+                    subjects=subjects,
+                    place=where,
+                    speaker=OWNER_KEY,
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    origin="remember",
+                    channel_scoped="/" in where,
+                )
+            )
+        if outcome.outcome == "tombstoned":
+            raise FamiliarError(
+                "that fact was forgotten before and is blocked by a tombstone; lift the tombstone first"
+            )
+        if outcome.fact is None or outcome.outcome not in ("inserted", "duplicate"):
+            raise FamiliarError(f"that fact was not remembered ({outcome.outcome})")
+        await self._wrote(initiator, ChangeKind.FACTS)
+        return RememberOutcome(
+            outcome="inserted" if outcome.outcome == "inserted" else "duplicate",
+            fact=await self._views.fact(outcome.fact),
+        )
+
+    async def accept(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
+        async with self._explained(fact_id):
+            fact = await self._history.facts.accept(fact_id, revision)
+        return await self._decided(fact, initiator)
+
+    async def reject(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
+        async with self._explained(fact_id):
+            fact = await self._history.facts.reject(fact_id, revision)
+        return await self._decided(fact, initiator)
+
+    async def snooze(
+        self, fact_id: int, revision: int, until: datetime | None = None, *, initiator: object | None = None
+    ) -> FactView:
+        """Out of the queue until `until` (default: a day from now)."""
+        async with self._explained(fact_id):
+            fact = await self._history.facts.snooze(fact_id, revision, until or datetime.now(UTC) + DEFAULT_SNOOZE)
+        return await self._decided(fact, initiator)
+
+    async def archive(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
+        """An active fact leaves current truth (it stays in the history slices)."""
+        async with self._explained(fact_id):
+            fact = await self._history.facts.archive(fact_id, revision)
+        return await self._decided(fact, initiator)
+
+    async def edit(self, fact_id: int, revision: int, text: str, *, initiator: object | None = None) -> FactView:
+        """A correction: a new version (active: the owner wrote it) supersedes this one. Returns the new head."""
+        async with self._explained(fact_id):
+            fact = await self._history.edit_fact(fact_id, revision, text)
+        return await self._decided(fact, initiator)
+
+    # -- reversals (undo) ------------------------------------------------------------------------------
+    async def reopen(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
+        """Undo an accept or a reject: back to the pending queue."""
+        async with self._explained(fact_id):
+            fact = await self._history.facts.reopen(fact_id, revision)
+        return await self._decided(fact, initiator)
+
+    async def unarchive(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
+        async with self._explained(fact_id):
+            fact = await self._history.facts.unarchive(fact_id, revision)
+        return await self._decided(fact, initiator)
+
+    async def restore_snooze(
+        self, fact_id: int, revision: int, until: datetime | None, *, initiator: object | None = None
+    ) -> FactView:
+        """Undo a snooze: the snooze it had before (None: back in the queue now)."""
+        async with self._explained(fact_id):
+            fact = await self._history.facts.restore_snooze(fact_id, revision, until)
+        return await self._decided(fact, initiator)
+
+    async def revert_edit(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
+        """Undo an edit: the text before comes back as a new version (with the status it had)."""
+        async with self._explained(fact_id):
+            fact, _changes = await self._history.facts.revert_edit(fact_id, revision)
+        self._history.facts_index.notify()
+        return await self._decided(fact, initiator)
+
+    async def _decided(self, fact: Fact, initiator: object | None) -> FactView:
+        await self._wrote(initiator, ChangeKind.FACTS)
+        return await self._views.fact(fact)

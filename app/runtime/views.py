@@ -1,0 +1,382 @@
+"""View records: what the facade's sub-APIs return to the window and the CLI.
+
+Frozen dataclasses in the runtime, so app/ui never needs app.memory types. Names are resolved
+here, once: a subject is a `PersonRef` ("alice", not `discord:7001`), a place is a `PlaceRef`
+("Lantern Club #general", "DM with alice", "Local chat"). Every record that can be acted on
+carries the revision that was seen, which the action sends back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+FactStatus = Literal["pending", "active", "rejected", "archived", "forgotten"]
+FactType = Literal["episodic", "semantic", "procedural"]
+PauseKind = Literal["learning", "recall"]
+IndexState = Literal["ok", "catching_up", "failing"]  # green / amber / red
+FORGET_UNDO_SECONDS = 10.0
+"""How long a forget from the window can be undone before it is applied (the Undo notice stays as long)."""
+
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+# -- names -------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PersonRef:
+    key: str  # canonical key: discord:<id>, familiar:self, local:owner
+    name: str  # the last display name seen (the key itself if the person never spoke)
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceRef:
+    key: str  # guild:<id>, guild:<id>/<channel id>, dm:<user id>, local, familiar or quarantine
+    name: str  # "Lantern Club #general", "DM with alice", "Local chat"...
+
+    @property
+    def parent(self) -> str | None:
+        """The server a channel belongs to (guild:<id>), or None."""
+        return self.key.split("/", 1)[0] if self.key.startswith("guild:") and "/" in self.key else None
+
+
+# -- facts -------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class FactView:
+    id: int
+    content: str
+    type: FactType
+    importance: int  # 1-10
+    confidence: float  # 0-1
+    subjects: tuple[PersonRef, ...]
+    speaker: PersonRef | None
+    scope: PlaceRef  # where it may be recalled
+    status: FactStatus  # in an as-of slice: the status it had then
+    revision: int  # send it back with any action on this fact
+    origin: str  # extraction, remember, edit, import, dreaming, supersede
+    created_at: datetime  # recorded time: when the familiar started to believe it
+    superseded_at: datetime | None  # recorded time it stopped (a newer version, or its source changed)
+    superseded_by: int | None
+    valid_from: datetime | None  # world time: when it held (None: open)
+    valid_to: datetime | None
+    snoozed_until: datetime | None
+    source_turn_ids: tuple[int, ...] = ()
+
+    @property
+    def is_head(self) -> bool:
+        return self.superseded_at is None
+
+    def snoozed(self, now: datetime) -> bool:
+        """A pending fact out of the queue until its snooze ends."""
+        return self.status == "pending" and self.snoozed_until is not None and self.snoozed_until > now
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMessage:
+    """A message a fact came from, as it stands now (a redacted one has no content)."""
+
+    turn_id: int
+    author: PersonRef  # the name as it was when the message was written
+    place: PlaceRef
+    content: str
+    created_at: datetime
+    redacted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DiffPiece:
+    op: Literal["same", "added", "removed"]
+    text: str  # words with their spacing; joining the "same" and "added" pieces gives the new text
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedFact:
+    """A current fact of the same subject and scope that a pending item would duplicate or supersede."""
+
+    fact: FactView
+    relation: Literal["duplicates", "may_supersede"]
+    diff: tuple[DiffPiece, ...]  # word diff from this fact's text to the pending item's
+
+
+@dataclass(frozen=True, slots=True)
+class PendingItem:
+    """One row of the pending queue: everything triage shows."""
+
+    fact: FactView
+    sources: tuple[SourceMessage, ...]
+    related: tuple[RelatedFact, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingQueue:
+    items: tuple[PendingItem, ...]  # oldest first
+    pending: int  # waiting now (not snoozed), shown or not
+    snoozed: int  # pending facts whose snooze has not ended
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChange:
+    status: FactStatus
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FactDetail:
+    fact: FactView
+    versions: tuple[FactView, ...]  # the whole chain, oldest first ("believed X from T1; corrected to Y at T2")
+    head_id: int
+    sources: tuple[SourceMessage, ...]  # of every version
+    related: tuple[RelatedFact, ...]  # only for a pending fact
+    status_history: Mapping[int, tuple[StatusChange, ...]] = field(default_factory=dict)  # per version, oldest first
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineSlice:
+    """The bi-temporal slice: what held in the world at `world_at`, as recorded by `recorded_at`."""
+
+    world_at: datetime | None  # None: now
+    recorded_at: datetime | None  # None: now
+    facts: tuple[FactView, ...]  # newest first; each with the status it had at `recorded_at`
+
+
+@dataclass(frozen=True, slots=True)
+class RememberOutcome:
+    outcome: Literal["inserted", "duplicate"]
+    fact: FactView
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledFact:
+    fact: FactView
+    score: float
+    signals: Mapping[str, float | None]
+
+
+# -- forgetting ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StoreCount:
+    store: str  # facts, fts/facts, fact_embeddings, people_dossiers, reflections, summaries, turns, fts/turns
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetPreview:
+    fact_id: int
+    versions: tuple[int, ...]  # every version that still holds text
+    subjects: tuple[PersonRef, ...]
+    scope: PlaceRef
+    sources: tuple[SourceMessage, ...]  # erased too only with redact_sources
+    redact_sources: bool
+    stores: tuple[StoreCount, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReceipt:
+    id: int | None  # the stored receipt (None when the forget had been applied already)
+    fact_ids: tuple[int, ...]
+    tombstone_id: int
+    stores: tuple[tuple[str, int], ...]  # (store, rows or documents erased)
+    redacted_turn_ids: tuple[int, ...]
+    redacted_reply_ids: tuple[int, ...]  # the familiar's replies that quoted the redacted messages
+    subjects: tuple[PersonRef, ...]
+    scope: PlaceRef
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledForget:
+    """A forget waiting out its undo window: the fact is already out of every read."""
+
+    id: int
+    fact_id: int
+    due_at: datetime
+    redact_sources: bool
+    held_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneView:
+    id: int
+    hash: str  # keyed hash of the forgotten text and subjects; never the text
+    reason: str
+    created_at: datetime
+    lifted_at: datetime | None
+    label: str  # content-free and recognisable: "alice · Lantern Club · forgotten 2025-03-01"
+    subjects: tuple[PersonRef, ...] = ()
+    scope: PlaceRef | None = None
+    receipt_id: int | None = None
+
+
+# -- people --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PersonView:
+    person: PersonRef
+    is_self: bool
+    first_seen: datetime
+    last_seen: datetime
+    current_facts: int
+    dossier_scopes: tuple[PlaceRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DossierView:
+    scope: PlaceRef
+    text: str | None  # None: no dossier written for this scope yet
+    updated_at: datetime | None
+    facts: tuple[FactView, ...]  # the current facts about the person in this scope, behind the dossier
+
+
+@dataclass(frozen=True, slots=True)
+class PersonDossiers:
+    person: PersonRef
+    dossiers: tuple[DossierView, ...]
+
+
+# -- controls ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Switch:
+    """A pause switch as it applies to one place: paused here, or inherited from its server or from
+    'everywhere'."""
+
+    paused: bool
+    source: Literal["here", "server", "everywhere"] | None  # None when not paused
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceSwitches:
+    place: PlaceRef
+    learning: Switch
+    recall: Switch
+
+
+@dataclass(frozen=True, slots=True)
+class PauseView:
+    learning: tuple[str, ...]  # the switches as set: "*" = everywhere, else place keys
+    recall: tuple[str, ...]
+    places: tuple[PlaceSwitches, ...]  # every known place, servers before their channels
+
+    @property
+    def anything_paused(self) -> bool:
+        return bool(self.learning or self.recall)
+
+    def paused(self, kind: PauseKind, place: str) -> bool:
+        chosen = self.learning if kind == "learning" else self.recall
+        return "*" in chosen or place in chosen or place.split("/", 1)[0] in chosen
+
+
+@dataclass(frozen=True, slots=True)
+class FailedWork:
+    id: int
+    kind: str
+    turn_id: int
+    place: str | None
+    attempts: int
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkersView:
+    projectors: tuple[str, ...]
+    pause: PauseView
+    queued: int
+    failed: tuple[FailedWork, ...]
+
+
+# -- indexes -------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class IndexStatusView:
+    """One search index's health, its backlog counted in SQL now (whichever process writes it)."""
+
+    name: str
+    state: IndexState
+    commits: int
+    documents_committed: int
+    retries: int
+    live_attempt: int  # 0 unless a commit is being retried now
+    failures: int
+    last_error: str | None
+    pending: int  # documents SQL has that the index does not yet (to add + to remove)
+    lag: int  # rows the index's watermark is behind SQL's newest
+    watermark: int
+    rebuilt_at_start: bool
+    awaiting_purge: int  # removed documents whose words stay in the files until the next compaction
+    to_add: int
+    to_remove: int
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Progress of long work, the one type the window shows: `total` None when it cannot be known."""
+
+    label: str
+    done: int
+    total: int | None
+
+    @property
+    def fraction(self) -> float | None:
+        if self.total is None:
+            return None
+        return 1.0 if self.total <= 0 else min(1.0, self.done / self.total)
+
+
+# -- explanations --------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ExplainedLayer:
+    name: str
+    tokens: int
+    budget: int
+    cached: bool
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedLore:
+    index: int
+    title: str
+    key: str
+    secondary: str | None
+    priority: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedFact:
+    fact_id: int
+    score: float
+    signals: Mapping[str, float | None]
+    content: str  # looked up now: "(forgotten)" once forgotten
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedTurn:
+    turn_id: int
+    score: float
+    signals: Mapping[str, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedDrop:
+    layer: str
+    reason: str  # "budget", "entry cap"...
+    details: Mapping[str, JsonValue]  # what was dropped (ids, titles, keys, scores), never message text
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What went into one reply: its layers with their token costs, the lore that fired and on which key,
+    the facts and older messages recalled with their scores, and what the budget left out."""
+
+    turn_id: int
+    explanation_id: int
+    place: PlaceRef
+    created_at: datetime
+    tier: str
+    recall_paused: bool
+    assembly_ms: float
+    layers: tuple[ExplainedLayer, ...]
+    lore: tuple[ExplainedLore, ...]
+    facts: tuple[ExplainedFact, ...]
+    turns: tuple[ExplainedTurn, ...]
+    dropped: tuple[ExplainedDrop, ...]

@@ -1,0 +1,229 @@
+"""Window-wide undo: one QUndoStack, Ctrl+Z / Ctrl+Shift+Z, and an "Undo" notice per action.
+
+An action is something `Reversible`: async `redo()` (do it) and `undo()`, each a facade call that
+carries the revision it saw, so an undo of something that changed meanwhile is refused, not forced.
+Panes do not call the facade for a state-changing action directly; they build the action (see
+app/ui/fact_actions.py) and hand it to `UndoCentre.perform`, which does it, records it on the stack
+and shows its notice:
+
+    outcome = await self.ops.run("accept the fact", lambda: context.undo.perform(accept(memory, fact, self)))
+
+The stack holds the history (texts, order); the centre does the async work first and moves the
+stack after, so the stack never claims an undo that did not happen. An action undone from its notice
+while others were done after it is marked obsolete (Ctrl+Z then skips it). An action with an undo
+window (a forget: applied once it ends) becomes obsolete when the window ends. A failed undo is
+shown as a notice and the action leaves the stack (it cannot be undone any more).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
+from shiboken6 import isValid
+
+from app.runtime.errors import FamiliarError
+from app.ui.async_slot import async_slot
+from app.ui.error_text import one_line
+from app.ui.widgets.notices import UNDO_NOTICE_MS, Notice, NoticeArea
+
+_log = logging.getLogger(__name__)
+
+
+class Reversible(Protocol):
+    @property
+    def label(self) -> str:
+        """What was done, for the notice and the Edit menu ("Accepted “Alice keeps bees”")."""
+        ...
+
+    @property
+    def undo_window(self) -> float | None:
+        """Seconds after which it can no longer be undone (None: no limit)."""
+        ...
+
+    async def redo(self) -> None:
+        """Do it (the first time too)."""
+        ...
+
+    async def undo(self) -> None: ...
+
+
+class _Command(QUndoCommand):
+    """A stack entry; the centre performs the work, so redo() and undo() here do nothing."""
+
+    def __init__(self, action: Reversible) -> None:
+        super().__init__(action.label)
+        self.action = action
+        self.expiry: QTimer | None = None
+
+    def redo(self) -> None:
+        return None
+
+    def undo(self) -> None:
+        return None
+
+
+class UndoCentre(QObject):
+    """Emits `changed` after every undo, redo or new action (so a pane can refresh what it shows)."""
+
+    changed = Signal()
+
+    def __init__(self, notices: NoticeArea, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.notices = notices
+        self.stack = QUndoStack(self)
+        self._lock = asyncio.Lock()
+        self.undo_action = QAction("&Undo", self)
+        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
+        self.undo_action.triggered.connect(self._on_undo_triggered)
+        self.redo_action = QAction("&Redo", self)
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence(QKeySequence.StandardKey.Redo)])
+        self.redo_action.triggered.connect(self._on_redo_triggered)
+        self.stack.indexChanged.connect(self._sync_actions)
+        self._sync_actions()
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    def _sync_actions(self) -> None:
+        self.undo_action.setEnabled(self.stack.canUndo())
+        self.undo_action.setText(f"&Undo {self.stack.undoText()}" if self.stack.canUndo() else "&Undo")
+        self.redo_action.setEnabled(self.stack.canRedo())
+        self.redo_action.setText(f"&Redo {self.stack.redoText()}" if self.stack.canRedo() else "&Redo")
+
+    # -- doing ------------------------------------------------------------------------------------
+    async def perform(self, action: Reversible) -> Reversible:
+        """Do `action` (errors go to the caller, e.g. Operations), then record it and show its notice."""
+        await action.redo()
+        self.record(action)
+        return action
+
+    def record(self, action: Reversible) -> Notice:
+        """Put an action that was just done on the stack, with an Undo notice."""
+        command = _Command(action)
+        self.stack.push(command)
+        self._start_expiry(command)
+        window_ms = int(action.undo_window * 1000) if action.undo_window is not None else 0
+        notice = self.notices.show_notice(
+            action.label, action=lambda: self._on_notice_undo(command), duration_ms=max(UNDO_NOTICE_MS, window_ms)
+        )
+        self.changed.emit()
+        return notice
+
+    def _start_expiry(self, command: _Command) -> None:
+        window = command.action.undo_window
+        if window is None:
+            return
+        if command.expiry is None:
+            command.expiry = QTimer(self)
+            command.expiry.setSingleShot(True)
+            command.expiry.timeout.connect(lambda: self._expire(command))
+        command.expiry.start(int(window * 1000))
+
+    def _expire(self, command: _Command) -> None:
+        """Its undo window ended (a forget was applied): Ctrl+Z skips it from now on."""
+        if isValid(command):  # Qt may have deleted it already (dropped from the stack)
+            command.setObsolete(True)
+            self._prune()
+
+    def _prune(self) -> None:
+        """Drop obsolete commands from the top, so Undo names what it would really undo."""
+        if not self.busy:
+            self._top()
+            self._sync_actions()
+
+    # -- undoing ------------------------------------------------------------------------------------
+    def _top(self) -> _Command | None:
+        """The command Ctrl+Z would undo, after dropping obsolete ones above it."""
+        while self.stack.canUndo():
+            command = self.stack.command(self.stack.index() - 1)
+            if isinstance(command, _Command) and not command.isObsolete():
+                return command
+            self.stack.undo()  # Qt deletes an obsolete command without calling its undo()
+        return None
+
+    def _next(self) -> _Command | None:
+        """The command Ctrl+Shift+Z would redo, after dropping obsolete ones."""
+        while self.stack.canRedo():
+            command = self.stack.command(self.stack.index())
+            if isinstance(command, _Command) and not command.isObsolete():
+                return command
+            self.stack.redo()
+        return None
+
+    async def undo(self) -> bool:
+        """Undo the last action still undoable; returns whether one was undone."""
+        async with self._lock:
+            command = self._top()
+            if command is None:
+                return False
+            if not await self._attempt(command, "undo"):
+                command.setObsolete(True)
+                self.stack.undo()  # it cannot be undone any more: it leaves the stack
+                return False
+            self.stack.undo()
+            if command.expiry is not None:
+                command.expiry.stop()
+            self._top()  # what was undone from its notice, now on top, goes
+        self._sync_actions()
+        self.changed.emit()
+        return True
+
+    async def redo(self) -> bool:
+        async with self._lock:
+            command = self._next()
+            if command is None:
+                return False
+            if not await self._attempt(command, "redo"):
+                command.setObsolete(True)
+                self.stack.redo()
+                return False
+            self.stack.redo()
+            self._start_expiry(command)
+            self.changed.emit()
+            return True
+
+    async def undo_this(self, command: _Command) -> bool:
+        """Undo one action from its notice, wherever it is on the stack."""
+        async with self._lock:
+            if command.isObsolete():
+                return False
+            index = next((i for i in range(self.stack.count()) if self.stack.command(i) is command), None)
+            if index is None or index >= self.stack.index():
+                return False  # undone already
+            if index != self.stack.index() - 1:
+                ok = await self._attempt(command, "undo")
+                command.setObsolete(True)  # either way it is not on the stack's path any more
+                if ok:
+                    self.changed.emit()
+                return ok
+        return await self.undo()
+
+    async def _attempt(self, command: _Command, which: str) -> bool:
+        action = command.action
+        try:
+            await (action.undo() if which == "undo" else action.redo())
+        except FamiliarError as error:
+            self.notices.show_message(f"Could not {which} “{action.label}”: {one_line(error)}")
+            return False
+        except Exception as error:  # noqa: BLE001 (a bug must not take the window down; logged with its traceback)
+            _log.exception("%s of %r failed unexpectedly", which, action.label)
+            self.notices.show_message(f"Could not {which} “{action.label}”: {one_line(error)}")
+            return False
+        return True
+
+    @async_slot()
+    async def _on_undo_triggered(self) -> None:
+        await self.undo()
+
+    @async_slot()
+    async def _on_redo_triggered(self) -> None:
+        await self.redo()
+
+    @async_slot()
+    async def _on_notice_undo(self, command: _Command) -> None:
+        await self.undo_this(command)

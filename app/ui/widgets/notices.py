@@ -1,0 +1,161 @@
+"""Notices: small dark boxes stacked at the bottom right of the window, one per action, each with an
+optional action button ("Undo") and a close button, each going away by itself after its duration.
+
+`NoticeArea` overlays its parent (the window's central widget) and follows its size; it lets clicks
+through everywhere but on the notices themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from app.ui.error_text import single_line
+from app.ui.theme import NOTICE_STYLE
+
+UNDO_NOTICE_MS = 8_000
+"""An Undo notice stays at least this long (longer when the action's undo window is longer)."""
+MESSAGE_NOTICE_MS = 6_000
+NOTICE_WIDTH = 380
+MARGIN = 16
+BOTTOM_MARGIN = 60  # above a pane's bottom row of buttons
+MAX_NOTICES = 5
+
+
+class Notice(QFrame):
+    """Emits `action_clicked` when its button is pressed and `dismissed` once it has gone."""
+
+    action_clicked = Signal()
+    dismissed = Signal()
+
+    def __init__(self, text: str, *, action_text: str | None, duration_ms: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("notice")
+        self.setStyleSheet(NOTICE_STYLE)
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setFixedWidth(NOTICE_WIDTH)
+        self.label = QLabel(single_line(text))
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # texts quote facts: never render them as HTML
+        self.label.setWordWrap(True)
+        self.action_button: QPushButton | None = None
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 8, 6, 8)
+        layout.setSpacing(6)
+        layout.addWidget(self.label, 1)
+        if action_text:
+            self.action_button = QPushButton(action_text)
+            self.action_button.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.action_button.clicked.connect(self._on_action)
+            layout.addWidget(self.action_button)
+        self.close_button = QPushButton("×")
+        self.close_button.setToolTip("Dismiss")
+        self.close_button.clicked.connect(self.dismiss)
+        layout.addWidget(self.close_button)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(duration_ms)
+        self._timer.timeout.connect(self.dismiss)
+        self._timer.start()
+        self._gone = False
+
+    @property
+    def text(self) -> str:
+        return self.label.text()
+
+    @property
+    def remaining_ms(self) -> int:
+        return self._timer.remainingTime() if not self._gone else 0
+
+    @property
+    def is_gone(self) -> bool:
+        return self._gone
+
+    def _on_action(self) -> None:
+        if not self._gone:
+            self.action_clicked.emit()
+            self.dismiss()
+
+    def dismiss(self) -> None:
+        if self._gone:
+            return
+        self._gone = True
+        self._timer.stop()
+        self.hide()
+        self.dismissed.emit()
+        self.deleteLater()
+
+
+class NoticeArea(QWidget):
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, False)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(8)
+        self._notices: list[Notice] = []
+        parent.installEventFilter(self)
+        self._place()
+        self.hide()
+
+    def notices(self) -> list[Notice]:
+        """The notices showing now, oldest first."""
+        return [n for n in self._notices if not n.is_gone]
+
+    def show_notice(
+        self,
+        text: str,
+        *,
+        action: Callable[[], object] | None = None,
+        action_text: str = "Undo",
+        duration_ms: int = UNDO_NOTICE_MS,
+    ) -> Notice:
+        notice = Notice(text, action_text=action_text if action is not None else None, duration_ms=duration_ms)
+        if action is not None:
+            notice.action_clicked.connect(action)
+        notice.dismissed.connect(lambda: self._forget(notice))
+        self._notices.append(notice)
+        self._layout.addWidget(notice)
+        while len(self.notices()) > MAX_NOTICES:  # the oldest make room; their actions stay on Ctrl+Z
+            self.notices()[0].dismiss()
+        self.show()
+        self.raise_()
+        self._place()
+        return notice
+
+    def show_message(self, text: str) -> Notice:
+        """A notice without an action (an undo that could not be done, say)."""
+        return self.show_notice(text, action=None, duration_ms=MESSAGE_NOTICE_MS)
+
+    def _forget(self, notice: Notice) -> None:
+        if notice in self._notices:
+            self._notices.remove(notice)
+            self._layout.removeWidget(notice)
+        if not self._notices:
+            self.hide()
+        else:
+            self._place()
+
+    def _place(self) -> None:
+        """Bottom right of the parent, each notice as tall as its wrapped text needs."""
+        parent = self.parentWidget()
+        if parent is None:
+            return
+        heights = []
+        for notice in self.notices():
+            height = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
+            notice.setFixedHeight(height)
+            heights.append(height)
+        total = sum(heights) + self._layout.spacing() * max(0, len(heights) - 1)
+        self.setGeometry(
+            max(0, parent.width() - NOTICE_WIDTH - MARGIN),
+            max(0, parent.height() - total - BOTTOM_MARGIN),
+            NOTICE_WIDTH,
+            total,
+        )
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.parentWidget() and event.type() == QEvent.Type.Resize:
+            self._place()
+        return False
