@@ -1116,6 +1116,11 @@ class FactBook:
         )
         return receipt, changes
 
+    async def replies_quoting_sources(self, fact_ids: Sequence[int]) -> list[int]:
+        """The familiar's replies a `forget(..., redact_sources=True)` of these facts would redact now."""
+        scan = await _QuotingScan.prepare(_reader_query(self._store), fact_ids)
+        return sorted(scan.found)
+
     async def _drop_derived(
         self, conn: aiosqlite.Connection, ids: list[int], subjects: list[str]
     ) -> list[tuple[str, int]]:

@@ -262,7 +262,12 @@ class ForgetQueue:
             )
         stores.append(("summaries", summaries))
         if redact_sources:
-            stores += [("turns", len(sources)), ("fts/turns", len(sources))]
+            replies = [r for r in await self._facts.replies_quoting_sources(ids) if r not in set(sources)]
+            stores += [
+                ("turns", len(sources)),
+                ("turns (replies quoting them)", len(replies)),
+                ("fts/turns", len(sources) + len(replies)),
+            ]
         head = next((f for f in chain.facts if f.id == chain.head_id), live[-1])
         return ForgetPreview(
             fact_ids=tuple(ids),
