@@ -5,6 +5,14 @@ watermark, stages many documents, and commits them together. A commit that fails
 lock (the Windows antivirus race: PermissionDenied / Access is denied / os error 5, or LockBusy) is
 rolled back and the batch is replayed as upserts with backoff; if it still cannot land, the watermark
 does not move, so the next round (the reconciler) indexes what SQL has and the index lacks.
+
+A lock or a permission is never taken for corruption: an index that cannot be opened or written is
+left exactly as it is, reported as locked, and tried again with backoff while searches answer from
+the store. Only an index that is really damaged (tantivy reports corruption, its version file is
+garbage) or of another format is rebuilt, and a rebuild never touches the old index: the new one is
+built in a sibling folder (`<name>.building`) and swapped in with two renames once complete; the old
+one answers searches until then. A crash between the renames is finished at the next start, and a
+build a crash or a close cut short is resumed from where it stopped.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import functools
 import json
 import logging
@@ -24,10 +33,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import tantivy
 
+from app.memory.cjk import CJK_RUN, bigram_field, bigrams, split_cjk
+from app.memory.errors import IndexLockedError, IndexUnavailableError, RebuildCancelledError
 from app.memory.records import IndexHealth
 from app.memory.waiting import wait_set
 
@@ -35,17 +46,34 @@ _log = logging.getLogger(__name__)
 
 _TRANSIENT = re.compile(
     r"PermissionDenied|Access is denied|os error 5\b|os error 32\b|LockBusy|lock busy"
-    r"|Operation not permitted|os error 1\b",
+    r"|Operation not permitted|os error 1\b|Permission denied|Read-only file system|index writer was killed",
     re.IGNORECASE,
 )
-_META = "familiar-index.json"
+# OS errors that say "not now" rather than "broken": permissions, locks, sharing violations.
+_LOCK_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EBUSY, errno.EROFS, errno.ETXTBSY, errno.EAGAIN})
+_LOCK_WINERRORS = frozenset({5, 32, 33})  # access denied, sharing violation, lock violation
+# A writer whose worker thread met an I/O error (a lock, while it wrote a segment) takes nothing more
+# until it is replaced (`FtsIndex.recover_writer`).
+_WRITER_KILLED = "index writer was killed"
+_META = "familiar-index.json"  # the index format; in a build folder, written once the build is complete
+_BUILD_PROGRESS = "familiar-build.json"  # how far a build has got (SQL id), to resume it
+CJK_FIELD = "cjk"
 INLINE_SEARCH_LIMIT = 32
 """Searches for at most this many hits run on the event loop (see `IndexCommitter.search`)."""
+
+OpenOutcome = Literal["opened", "created", "missing", "incompatible", "corrupt", "locked"]
 
 
 def is_transient(error: BaseException) -> bool:
     """tantivy raises plain ValueError; a transient file lock is recognised by its message."""
     return isinstance(error, ValueError) and bool(_TRANSIENT.search(str(error)))
+
+
+def is_lock_error(error: BaseException) -> bool:
+    """A lock or a permission (tantivy's message, or an OSError of ours): try again later, never rebuild."""
+    if isinstance(error, OSError):
+        return error.errno in _LOCK_ERRNOS or getattr(error, "winerror", None) in _LOCK_WINERRORS
+    return is_transient(error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +82,7 @@ class IndexSpec:
     schema_version: int
     build_schema: Callable[[], tantivy.Schema]
     search_fields: tuple[str, ...]
+    cjk_sources: tuple[str, ...] = ()  # text fields whose CJK runs are indexed as bigrams in CJK_FIELD
 
 
 def _turn_schema() -> tantivy.Schema:
@@ -62,10 +91,18 @@ def _turn_schema() -> tantivy.Schema:
     builder.add_text_field("place", stored=False, tokenizer_name="raw")
     builder.add_text_field("author", stored=False, tokenizer_name="default")
     builder.add_text_field("content", stored=False, tokenizer_name="default")
+    builder.add_text_field(CJK_FIELD, stored=False, tokenizer_name="whitespace")
     return builder.build()
 
 
-TURNS = IndexSpec(name="turns", schema_version=1, build_schema=_turn_schema, search_fields=("content", "author"))
+# Version 2: CJK runs are indexed as character bigrams (app/memory/cjk.py).
+TURNS = IndexSpec(
+    name="turns",
+    schema_version=2,
+    build_schema=_turn_schema,
+    search_fields=("content", "author"),
+    cjk_sources=("content", "author"),
+)
 
 
 def _fact_schema() -> tantivy.Schema:
@@ -73,10 +110,51 @@ def _fact_schema() -> tantivy.Schema:
     builder.add_integer_field("id", stored=True, indexed=True, fast=True)
     builder.add_text_field("place", stored=False, tokenizer_name="raw")  # the fact's scope
     builder.add_text_field("content", stored=False, tokenizer_name="default")
+    builder.add_text_field(CJK_FIELD, stored=False, tokenizer_name="whitespace")
     return builder.build()
 
 
-FACTS = IndexSpec(name="facts", schema_version=1, build_schema=_fact_schema, search_fields=("content",))
+FACTS = IndexSpec(
+    name="facts", schema_version=2, build_schema=_fact_schema, search_fields=("content",), cjk_sources=("content",)
+)
+
+
+def _document(spec: IndexSpec, doc: dict[str, Any]) -> tantivy.Document:
+    """A tantivy document; the CJK runs of its text fields move to the bigram field (text without CJK
+    is indexed exactly as given)."""
+    runs: list[str] = []
+    for name in spec.cjk_sources:
+        text = doc.get(name)
+        if isinstance(text, str) and CJK_RUN.search(text) is not None:
+            if not runs:
+                doc = dict(doc)
+            doc[name], found = split_cjk(text)
+            runs.extend(found)
+    if runs:
+        doc[CJK_FIELD] = bigram_field(runs)
+    return tantivy.Document(**doc)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else type(exc).__name__
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _new_writer(index: tantivy.Index) -> tantivy.IndexWriter:
+    return index.writer(heap_size=64_000_000, num_threads=1)
 
 
 class FtsIndex:
@@ -90,59 +168,131 @@ class FtsIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._owner = _OwnerLock(path.with_name(path.name + ".owner.lock"))
         self.writable = False
+        self.problem: str | None = None  # why the index is not open, in a few words
+
+    @property
+    def owned(self) -> bool:
+        """This process holds the index's owner lock: it alone writes, rebuilds and repairs it."""
+        return self._owner.held
+
+    @property
+    def is_open(self) -> bool:
+        return self._index is not None
+
+    @property
+    def building_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".building")
+
+    @property
+    def retired_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".old")
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def open(self, *, writable: bool = True) -> bool:
-        """Open (or create) the index. Returns True when it had to be created afresh.
+    def open(self, *, writable: bool = True) -> OpenOutcome:
+        """Open the live index, for writing when this process can own it.
 
-        An index of another schema version, or one tantivy cannot read, is wiped and recreated:
-        it is a projection, and SQL still has everything.
+        Returns "opened"; "created" when there was no index (an owner makes an empty one: there is
+        nothing to lose); or why the index cannot serve: "missing" (a reader), "incompatible"
+        (another format), "corrupt" (tantivy cannot read it), or, for a reader, "locked". An index
+        is never wiped here: a rebuild is built beside it (`begin_build`) and swapped in
+        (`swap_in`). An owner that meets a lock or a permission raises IndexLockedError.
         """
-        created = False
-        meta = self.path / _META
-        compatible = False
-        if writable and not self._owner.acquire():
-            # Another process (the running familiar) owns this index: read it, never wipe or write it.
-            writable = False
-        if self.path.is_dir() and (self.path / "meta.json").exists():
-            try:
-                recorded = json.loads(meta.read_text(encoding="utf-8")).get("schema_version")
-                compatible = recorded == self.spec.schema_version
-            except (OSError, ValueError):
-                compatible = False
-        if compatible:
-            try:
-                self._index = tantivy.Index(self._schema, path=str(self.path), reuse=True)
-            except ValueError as exc:
-                _log.warning("index %s is unreadable (%s); rebuilding it from SQL", self.path, exc)
-                compatible = False
-        if not compatible:
-            if not writable:
-                self._index = None
-                return False
-            self.wipe()
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._index = tantivy.Index(self._schema, path=str(self.path), reuse=False)
-            meta.write_text(json.dumps({"schema_version": self.spec.schema_version}), encoding="utf-8")
-            created = True
+        self._close_index()
+        self.problem = None
         if writable:
             try:
+                writable = self._owner.acquire()
+            except OSError as exc:
+                raise IndexLockedError(f"cannot take {self._owner.path}: {_one_line(exc)}") from exc
+        try:
+            if writable:
+                self._recover_swap()
+            outcome = self._check()
+            if outcome == "missing" and writable:
+                self._create()
+                outcome = "created"
+            elif outcome != "opened":
+                return outcome
+            else:
+                self._index = self._open_tantivy(self.path)
+            if writable:
                 assert self._index is not None
-                self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
+                self._writer = _new_writer(self._index)
                 self.writable = True
-            except ValueError as exc:
-                if "LockBusy" not in str(exc):
-                    raise
-                _log.info("index %s is being written by another process; opening it read-only", self.path)
-                self.writable = False
-        return created
+            return outcome
+        except (OSError, ValueError) as exc:
+            self._close_index()
+            if isinstance(exc, ValueError) and not is_transient(exc):
+                self.problem = _one_line(exc)
+                return "corrupt"
+            # A lock, a permission, or another I/O failure: not the index's fault; try again later.
+            if writable:
+                raise IndexLockedError(_one_line(exc)) from exc
+            self.problem = _one_line(exc)
+            return "locked"
 
-    def wipe(self) -> None:
-        self._close_index()
-        if self.path.is_dir():
-            shutil.rmtree(self.path)
-        elif self.path.exists():  # a stray file where the folder should be
-            self.path.unlink()
+    def _create(self) -> None:
+        """A new, empty index where there is none (or an empty folder)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._index = tantivy.Index(self._schema, path=str(self.path), reuse=False)
+        _write_json(self.path / _META, {"schema_version": self.spec.schema_version})
+
+    def _open_tantivy(self, path: Path) -> tantivy.Index:
+        """The one call that opens index files; a seam for fault-injection tests."""
+        return tantivy.Index(self._schema, path=str(path), reuse=True)
+
+    def _check(self) -> OpenOutcome:
+        """Whether the live folder holds an index of this format (OSError: cannot tell now)."""
+        if not self.path.is_dir():
+            if self.path.exists() or self.path.is_symlink():
+                self.problem = "a file stands where the index folder should be"
+                return "corrupt"
+            self.problem = "there is no index yet"
+            return "missing"
+        if not (self.path / "meta.json").is_file():
+            self.problem = "its meta.json is missing"
+            return "missing" if not any(self.path.iterdir()) else "corrupt"
+        try:
+            recorded = json.loads((self.path / _META).read_text(encoding="utf-8")).get("schema_version")
+        except FileNotFoundError:
+            self.problem = f"{_META} is missing"
+            return "incompatible"
+        except (ValueError, AttributeError):
+            self.problem = f"{_META} is unreadable"
+            return "corrupt"
+        if recorded != self.spec.schema_version:
+            self.problem = f"it is in index format {recorded}; this Familiar uses format {self.spec.schema_version}"
+            return "incompatible"
+        return "opened"
+
+    def _build_complete(self, path: Path) -> bool:
+        try:
+            recorded = json.loads((path / _META).read_text(encoding="utf-8")).get("schema_version")
+        except FileNotFoundError:
+            return False
+        except (ValueError, AttributeError):
+            return False
+        return bool(recorded == self.spec.schema_version)
+
+    def _recover_swap(self) -> None:
+        """Finish or undo a swap a crash cut short (the owner only, before opening)."""
+        live, building, retired = self.path, self.building_path, self.retired_path
+        if not (live.exists() or live.is_symlink()) and retired.exists():
+            if building.is_dir() and self._build_complete(building):
+                self._rename(building, live)
+                _log.warning("index %s: finished swapping in the rebuilt index a crash had interrupted", self.spec.name)
+            else:
+                self._rename(retired, live)
+                _log.warning("index %s: put back the index a crash had left aside during a swap", self.spec.name)
+        if retired.exists() and (live.exists() or live.is_symlink()):
+            try:
+                _remove(retired)
+            except OSError as exc:  # removed at the next start
+                _log.info("index %s: could not remove %s yet: %s", self.spec.name, retired, exc)
+
+    def _rename(self, source: Path, target: Path) -> None:
+        """The one call that moves index folders; a seam for fault-injection tests."""
+        source.rename(target)
 
     def close(self) -> None:
         self._close_index()
@@ -156,20 +306,64 @@ class FtsIndex:
         self._index = None
         self.writable = False
 
+    # -- rebuilding beside -------------------------------------------------------------------
+    def begin_build(self, *, resume: bool) -> IndexBuild:
+        """A new index in the sibling building folder; a build a crash or a close cut short is
+        resumed when `resume` and it is of this format (else it starts afresh)."""
+        return IndexBuild(self, resume=resume)
+
+    def leftover_build(self) -> bool:
+        return self.building_path.exists()
+
+    def discard_leftover_build(self) -> None:
+        """A build nobody will finish (the live index is good and no rebuild was asked for)."""
+        try:
+            _remove(self.building_path)
+        except OSError as exc:
+            _log.info("index %s: could not remove %s yet: %s", self.spec.name, self.building_path, exc)
+
+    def swap_in(self, build: IndexBuild) -> None:
+        """Make a complete build the live index: two renames, the old index kept until they are done.
+
+        When a rename is refused (a lock), the old index is put back and opened again, and
+        IndexLockedError is raised; the build is left in its folder.
+        """
+        build.complete()
+        self._close_index()
+        live, retired = self.path, self.retired_path
+        moved = False
+        try:
+            if retired.exists() or retired.is_symlink():
+                _remove(retired)
+            if live.exists() or live.is_symlink():
+                self._rename(live, retired)
+                moved = True
+            self._rename(build.path, live)
+        except OSError as exc:
+            if moved and not live.exists():
+                with contextlib.suppress(OSError):
+                    self._rename(retired, live)
+            with contextlib.suppress(IndexLockedError):
+                self.open()
+            raise IndexLockedError(f"cannot swap in the rebuilt {self.spec.name} index: {_one_line(exc)}") from exc
+        try:
+            _remove(retired)
+        except OSError as exc:  # removed at the next start
+            _log.info("index %s: could not remove the old index yet: %s", self.spec.name, exc)
+        outcome = self.open()
+        if outcome != "opened":
+            raise ValueError(f"the rebuilt {self.spec.name} index cannot be opened: {self.problem}")
+
     # -- writing -----------------------------------------------------------------------------
     def _require_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None and self.writable and self._index is not None:
+            self._writer = _new_writer(self._index)  # the replacement of a writer that died
         if self._writer is None:
             raise ValueError(f"index {self.spec.name} is not open for writing")
         return self._writer
 
     def stage(self, docs: Sequence[dict[str, Any]], delete_ids: Sequence[int], *, upsert: bool) -> None:
-        writer = self._require_writer()
-        for doc_id in delete_ids:
-            writer.delete_documents_by_term("id", doc_id)
-        for doc in docs:
-            if upsert:
-                writer.delete_documents_by_term("id", doc["id"])
-            writer.add_document(tantivy.Document(**doc))
+        _stage(self.spec, self._require_writer(), docs, delete_ids, upsert=upsert)
 
     def commit(self) -> None:
         self._commit_writer(self._require_writer())
@@ -199,10 +393,11 @@ class FtsIndex:
 
     def doc_freq(self, field_name: str, word: str) -> int:
         """How many documents the index files still hold with `word` (deleted ones included until merged)."""
-        if self._index is None:
+        index = self._index
+        if index is None:
             return 0
-        self._index.reload()
-        return int(self._index.searcher().doc_freq(field_name, word))
+        index.reload()
+        return int(index.searcher().doc_freq(field_name, word))
 
     def _commit_writer(self, writer: tantivy.IndexWriter) -> None:
         """The one call that touches the files; a seam for fault-injection tests."""
@@ -212,27 +407,192 @@ class FtsIndex:
         if self._writer is not None:
             self._writer.rollback()
 
+    def recover_writer(self) -> None:
+        """Replace a writer whose worker thread died: dropping it releases tantivy's writer lock."""
+        if self._index is None or not self.writable:
+            return
+        self._writer = None
+        self._writer = _new_writer(self._index)
+
     # -- reading -----------------------------------------------------------------------------
     def search(self, text: str, limit: int, place: str | tuple[str, ...] | None = None) -> list[tuple[int, float]]:
-        """BM25 hits (id, score), best first; `place` keeps documents of that place (or of any of several)."""
-        if self._index is None:
-            raise ValueError(
-                f"the {self.spec.name} search index is being rebuilt by another Familiar process; try again shortly"
-            )
+        """BM25 hits (id, score), best first; `place` keeps documents of that place (or of any of several).
+
+        Raises IndexUnavailableError when the index is not open (see `IndexCommitter.unavailable_reason`).
+        """
+        index = self._index
+        if index is None:
+            raise IndexUnavailableError(f"the {self.spec.name} search index is not open ({self.problem or 'closed'})")
         if limit <= 0:  # tantivy panics (PanicException, a BaseException) on a limit of 0
             return []
-        query, _errors = self._index.parse_query_lenient(text, list(self.spec.search_fields))
+        query = self._query(index, text)
         if place is not None:
             places = (place,) if isinstance(place, str) else place
             where = tantivy.Query.boolean_query(
                 [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "place", p)) for p in places]
             )
             query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, where)])
-        searcher = self._index.searcher()
+        searcher = index.searcher()
         result = searcher.search(query, limit, count=False)
         hits = result.hits
         ids = searcher.fast_field_values("id", [address for _score, address in hits])
         return [(int(i), float(score)) for (score, _a), i in zip(hits, ids, strict=True) if i is not None]
+
+    def _query(self, index: tantivy.Index, text: str) -> tantivy.Query:
+        """The user's words over the search fields; each CJK run, the phrase of its bigrams (any one
+        of them may match, as any one word may)."""
+        fields = list(self.spec.search_fields)
+        if not self.spec.cjk_sources or CJK_RUN.search(text) is None:
+            query, _errors = index.parse_query_lenient(text, fields)
+            return query
+        rest, runs = split_cjk(text)
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        if rest.strip():
+            latin, _errors = index.parse_query_lenient(rest, fields)
+            clauses.append((tantivy.Occur.Should, latin))
+        for run in dict.fromkeys(runs):
+            clauses.append((tantivy.Occur.Should, self._run_query(run)))
+        return tantivy.Query.boolean_query(clauses)
+
+    def _run_query(self, run: str) -> tantivy.Query:
+        grams = bigrams(run)
+        if len(run) == 1:  # a one-character word: alone, or in any bigram
+            return tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, CJK_FIELD, run)),
+                    (tantivy.Occur.Should, tantivy.Query.regex_query(self._schema, CJK_FIELD, f"{run}.|.{run}")),
+                ]
+            )
+        if len(grams) == 1:
+            return tantivy.Query.term_query(self._schema, CJK_FIELD, grams[0])
+        words: list[str | tuple[int, str]] = list(grams)
+        return tantivy.Query.phrase_query(self._schema, CJK_FIELD, words)
+
+    def num_docs(self) -> int:
+        index = self._index
+        if index is None:
+            return 0
+        index.reload()
+        return int(index.searcher().num_docs)
+
+    def all_ids(self) -> set[int]:
+        """Every document id in the index (for the reconciler)."""
+        index = self._index
+        if index is None:
+            return set()
+        index.reload()
+        return _all_ids(index)
+
+
+def _all_ids(index: tantivy.Index) -> set[int]:
+    searcher = index.searcher()
+    total = int(searcher.num_docs)
+    if total == 0:
+        return set()
+    hits = searcher.search(tantivy.Query.all_query(), total, count=False).hits
+    return {int(i) for i in searcher.fast_field_values("id", [a for _s, a in hits]) if i is not None}
+
+
+def _stage(
+    spec: IndexSpec,
+    writer: tantivy.IndexWriter,
+    docs: Sequence[dict[str, Any]],
+    delete_ids: Sequence[int],
+    *,
+    upsert: bool,
+) -> None:
+    for doc_id in delete_ids:
+        writer.delete_documents_by_term("id", doc_id)
+    for doc in docs:
+        if upsert:
+            writer.delete_documents_by_term("id", doc["id"])
+        writer.add_document(_document(spec, doc))
+
+
+class IndexBuild:
+    """A new index built from SQL in the sibling folder `<name>.building`; blocking, executor only.
+
+    Its progress (the SQL id it has reached) is written beside its files after each commit, so a build
+    a crash or a close cut short resumes where it stopped; the first batch after resuming is replayed
+    as upserts (the commit may have landed before its progress was written). `complete()` writes the
+    format file, which marks the folder as a usable index for the swap (and for finishing a swap a
+    crash interrupted).
+    """
+
+    def __init__(self, live: FtsIndex, *, resume: bool) -> None:
+        self.path = live.building_path
+        self.spec = live.spec
+        self.watermark = 0
+        self.resumed = False
+        self._schema = live.spec.build_schema()
+        self._index: tantivy.Index | None = None
+        self._writer: tantivy.IndexWriter | None = None
+        try:
+            if not (resume and self._resume()):
+                if self.path.exists() or self.path.is_symlink():
+                    _remove(self.path)
+                self.path.mkdir(parents=True)
+                self._index = tantivy.Index(self._schema, path=str(self.path), reuse=False)
+            assert self._index is not None
+            self._writer = _new_writer(self._index)
+        except (OSError, ValueError) as exc:
+            self.close()
+            if isinstance(exc, ValueError) and not is_transient(exc):
+                raise
+            raise IndexLockedError(
+                f"cannot build the {self.spec.name} index beside the old one: {_one_line(exc)}"
+            ) from exc
+
+    def _resume(self) -> bool:
+        try:
+            progress = json.loads((self.path / _BUILD_PROGRESS).read_text(encoding="utf-8"))
+            if progress.get("schema_version") != self.spec.schema_version:
+                return False
+            watermark = int(progress["watermark"])
+        except FileNotFoundError:
+            return False
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return False
+        try:
+            self._index = tantivy.Index(self._schema, path=str(self.path), reuse=True)
+        except ValueError as exc:
+            if is_transient(exc):
+                raise
+            return False
+        self.watermark = watermark
+        self.resumed = watermark > 0
+        _log.info("index %s: resuming the build beside the live index from row %d", self.spec.name, watermark)
+        return True
+
+    def add(self, docs: Sequence[dict[str, Any]], reached: int, *, upsert: bool) -> None:
+        """Stage and commit `docs`, then record that the build reached SQL id `reached`."""
+        writer = self._require_writer()
+        try:
+            _stage(self.spec, writer, docs, [], upsert=upsert)
+            self._commit_writer(writer)
+        except ValueError:
+            with contextlib.suppress(ValueError):
+                writer.rollback()
+            raise
+        _write_json(self.path / _BUILD_PROGRESS, {"schema_version": self.spec.schema_version, "watermark": reached})
+        self.watermark = reached
+
+    def _commit_writer(self, writer: tantivy.IndexWriter) -> None:
+        """The one call that commits build files; a seam for tests that hold a build half-way."""
+        writer.commit()
+
+    def _require_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            raise ValueError(f"the {self.spec.name} index build is closed")
+        return self._writer
+
+    def complete(self) -> None:
+        """Close the build's writer and mark the folder as a complete index of this format."""
+        if self._writer is not None:
+            self._writer.wait_merging_threads()
+            self._writer = None
+        self._index = None
+        _write_json(self.path / _META, {"schema_version": self.spec.schema_version})
 
     def num_docs(self) -> int:
         if self._index is None:
@@ -240,17 +600,21 @@ class FtsIndex:
         self._index.reload()
         return int(self._index.searcher().num_docs)
 
-    def all_ids(self) -> set[int]:
-        """Every document id in the index (for the reconciler)."""
-        if self._index is None:
-            return set()
-        self._index.reload()
-        searcher = self._index.searcher()
-        total = int(searcher.num_docs)
-        if total == 0:
-            return set()
-        hits = searcher.search(tantivy.Query.all_query(), total, count=False).hits
-        return {int(i) for i in searcher.fast_field_values("id", [a for _s, a in hits]) if i is not None}
+    def close(self) -> None:
+        """Stop writing; the folder stays to be resumed."""
+        if self._writer is not None:
+            with contextlib.suppress(ValueError):
+                self._writer.wait_merging_threads()
+        self._writer = None
+        self._index = None
+
+    def abandon(self) -> None:
+        """Stop and remove the folder: the live index stays exactly as it was."""
+        self.close()
+        try:
+            _remove(self.path)
+        except OSError as exc:  # cleaned at the next start
+            _log.info("index %s: could not remove the abandoned build yet: %s", self.spec.name, exc)
 
 
 class _OwnerLock:
@@ -265,7 +629,13 @@ class _OwnerLock:
         self.path = path
         self._fd: int | None = None
 
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
     def acquire(self) -> bool:
+        """True when taken (or already held); False when another process holds it. OSError when the
+        lock file cannot be made or opened (a locked or read-only folder)."""
         if self._fd is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -334,11 +704,12 @@ class IndexSource(Protocol):
 @dataclass(frozen=True, slots=True)
 class IndexTiming:
     """How often a committer looks at SQL for other processes' writes, compacts after removals, and
-    compares itself with SQL (seconds)."""
+    compares itself with SQL; and the longest wait between two tries of a locked index (seconds)."""
 
     poll_interval: float = 1.0
     compact_after: float = 5.0
     reconcile_every: float = 300.0
+    locked_retry_max: float = 15.0
 
 
 @dataclass(slots=True)
@@ -353,8 +724,22 @@ class _Counters:
     lag: int = 0
     rebuilt_at_start: bool = False
     awaiting_purge: int = 0
+    locked_attempts: int = 0
     waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
     purge_waiters: list[asyncio.Future[None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PreparedRebuild:
+    """A complete build beside the live index, waiting to be swapped in (`IndexCommitter.finish_rebuild`)
+    or abandoned (`abandon_rebuild`). The committer stays paused meanwhile; the old index answers."""
+
+    build: IndexBuild
+    documents: int
+
+
+ProgressCallback = Callable[[int, int], None]
+CancelCallback = Callable[[], bool]
 
 
 class IndexCommitter:
@@ -388,8 +773,13 @@ class IndexCommitter:
         self._hurry = asyncio.Event()  # a flush is waiting: skip the linger
         self._task: asyncio.Task[None] | None = None
         self._watermark = 0
+        self._sql_version = 0  # the format SQL records for the live index
+        self._sql_rebuilding = False  # SQL says a rebuild was asked for and has not finished
+        self._rebuild_reason: str | None = None  # the live index must be rebuilt (beside it) before use
+        self._state = "starting"
+        self._retry_after = 0.0  # monotonic time before which a locked index is not tried again
+        self._reader_tried = 0.0
         self._upsert = True  # the first round after opening replays as upserts (crash recovery)
-        self._rebuild_pending = False  # the rebuilding flag in SQL is cleared once the index caught up
         self._needs_reconcile = True  # once after start-up: the last run may have lost a batch silently
         self._health_file = index.path.with_name(index.path.name + ".health.json")
         self._health_written = 0.0
@@ -406,49 +796,311 @@ class IndexCommitter:
         # A commit can lose its batch without an error: compare the index with SQL now and then.
         self._reconcile_every = timing.reconcile_every
         self._reconciled_at = time.monotonic()
+        self._locked_retry_max = timing.locked_retry_max
 
     async def _run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
+    @property
+    def owns_index(self) -> bool:
+        """This process writes the index (it may still be locked or being rebuilt)."""
+        return self.index.owned
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    # -- start, open, heal -------------------------------------------------------------------------
     async def start(self) -> None:
-        watermark, version, rebuilding = await self._source.load_state()
-        created = await self._run_blocking(self.index.open)
-        if not self.index.writable:
+        """Open the index. A locked index does not stop the start: it is retried in the background
+        while searches answer from the store; a damaged or outdated one is rebuilt beside."""
+        try:
+            await self._open()
+        except IndexLockedError as exc:
+            self._note_locked(exc)
+            if not self.index.owned and self._c.locked_attempts == 1:
+                _log.warning("index %s is locked (%s); retrying in the background", self.index.spec.name, exc)
+        if not self.index.owned and self._state != "locked":
             # Another process (the running familiar) owns the writer: read what is there, touch nothing.
-            self._watermark = watermark
-            self._publish()
+            self._set_state("reader")
             return
-        if created or version != self.index.spec.schema_version or rebuilding:
-            if not created:
-                await self._run_blocking(self._recreate)
-            watermark = 0
-            self._c.rebuilt_at_start = True
-            self._rebuild_pending = True
-            await self._source.save_state(
-                watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
-            )
+        self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+        self.notify()
+
+    async def _open(self) -> None:
+        """Open the live index and decide whether it must be rebuilt (IndexLockedError: not now)."""
+        watermark, version, rebuilding = await self._source.load_state()
+        outcome: OpenOutcome = await self._run_blocking(self.index.open)
         self._watermark = watermark
+        self._sql_version = version
+        self._sql_rebuilding = rebuilding
+        if not self.index.owned:
+            return
+        reason = None
+        if outcome == "created":
+            # A new, empty index: the rounds fill it from SQL (a crash resumes from the watermark).
+            self._watermark = 0
+            self._c.rebuilt_at_start = True
+            self._sql_version = self.index.spec.schema_version
+            self._sql_rebuilding = False
+            await self._source.save_state(
+                watermark=0, schema_version=self._sql_version, rebuilding=False, outbox_upto=None
+            )
+        elif outcome != "opened":
+            reason = f"it is {outcome} ({self.index.problem})"
+        elif version != self.index.spec.schema_version:
+            reason = f"SQL records index format {version}; this Familiar uses {self.index.spec.schema_version}"
+        elif rebuilding:
+            reason = "a rebuild was started and did not finish"
+        if reason is not None:
+            self._rebuild_reason = reason
+            self._c.rebuilt_at_start = True
+            _log.warning("index %s: rebuilding it beside the old one from SQL: %s", self.index.spec.name, reason)
+            self._set_state("rebuilding")
+            return
+        if await self._run_blocking(self.index.leftover_build):
+            await self._run_blocking(self.index.discard_leftover_build)
         # Words of documents removed before a restart (the last run ended before compacting) still
         # sit in the files: compact them away soon.
         leftover = await self._run_blocking(self.index.deleted_docs)
         if leftover:
             self._schedule_compaction(leftover)
-        self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+        self._upsert = True
+        self._needs_reconcile = True
+        self._healed()
+
+    def _setup_needed(self) -> bool:
+        return not self.index.is_open or self._rebuild_reason is not None
+
+    async def _setup(self) -> None:
+        """Open a locked index again, or build the new one beside the old; IndexLockedError: not yet."""
+        if not self.index.is_open and self._rebuild_reason is None:
+            await self._open()
+            if not self.index.owned:  # another process took the index meanwhile: only read it
+                self._set_state("reader")
+                self._closing = True
+                return
+        if self._rebuild_reason is not None:
+            await self._rebuild_in_background()
+
+    def _note_locked(self, exc: BaseException) -> None:
+        """A try refused by a lock: say so, wake nobody up for nothing, and back off."""
+        c = self._c
+        c.locked_attempts += 1
+        c.last_error = _one_line(exc)
+        delay = min(self._locked_retry_max, self._failure_pause * 2 ** min(c.locked_attempts - 1, 16))
+        self._retry_after = time.monotonic() + delay
+        if c.locked_attempts == 1:
+            _log.warning(
+                "index %s is locked (%s); searches answer from the store, retrying with backoff",
+                self.index.spec.name,
+                c.last_error,
+            )
+        else:
+            _log.info("index %s still locked (attempt %d): %s", self.index.spec.name, c.locked_attempts, c.last_error)
+        self._set_state("locked")
+        self._fail_waiters()
+
+    def _healed(self) -> None:
+        if self._c.locked_attempts:
+            _log.warning(
+                "index %s: the lock is gone after %d attempts; indexing again",
+                self.index.spec.name,
+                self._c.locked_attempts,
+            )
+            self._c.locked_attempts = 0
+            self._c.last_error = None
+        self._retry_after = 0.0
+        if self._rebuild_reason is None and self.index.is_open:
+            self._set_state("ready")
+
+    def _set_state(self, state: str) -> None:
+        changed = state != self._state
+        self._state = state
+        if changed:
+            self._write_health_file(force=True)
+        self._publish()
+
+    def _fail_waiters(self) -> None:
+        """Those waiting for a flush or a purge are told the index is locked, instead of waiting."""
+        reason = self.unavailable_reason()
+        for _target, fut in self._c.waiters:
+            if not fut.done():
+                fut.set_exception(IndexUnavailableError(reason))
+        self._c.waiters = []
+        for fut in self._c.purge_waiters:
+            if not fut.done():
+                fut.set_exception(IndexUnavailableError(reason))
+        self._c.purge_waiters = []
+
+    def unavailable_reason(self) -> str:
+        """Why the index cannot answer (or catch up) now, in one line that is true."""
+        name = self.index.spec.name
+        c = self._c
+        if not self.index.owned and self._state != "locked":
+            shared = self.shared_health()
+            if shared is not None and shared.state == "rebuilding":
+                return f"the {name} search index is being rebuilt by another Familiar process"
+            if shared is not None and shared.state == "locked":
+                return (
+                    f"the {name} search index is locked ({shared.last_error});"
+                    " the Familiar process that writes it keeps retrying"
+                )
+            return f"the {name} search index cannot be read here ({self.index.problem or 'not open'})"
+        if self._state == "locked":
+            return f"the {name} search index is locked, retrying (attempt {c.locked_attempts}): {c.last_error}"
+        if self._state == "rebuilding":
+            return f"the {name} search index is being rebuilt"
+        return f"the {name} search index is not open yet"
+
+    # -- rebuild beside ------------------------------------------------------------------------------
+    async def _rebuild_in_background(self) -> None:
+        """The rebuild a start found necessary; a close leaves the build to be resumed next time."""
+        self._set_state("rebuilding")
+        if not self._sql_rebuilding:
+            await self._mark_rebuilding(True)
+        build: IndexBuild = await self._run_blocking(functools.partial(self.index.begin_build, resume=True))
+        try:
+            await self._fill(build, None, None)
+            await self._run_blocking(self.index.swap_in, build)
+        except BaseException:
+            await self._run_blocking(build.close)
+            raise
+        await self._swapped(build)
+        _log.info("index %s: rebuilt beside and swapped in (%d documents)", self.index.spec.name, build.watermark)
+
+    async def _mark_rebuilding(self, rebuilding: bool) -> None:
+        await self._source.save_state(
+            watermark=self._watermark, schema_version=self._sql_version, rebuilding=rebuilding, outbox_upto=None
+        )
+        self._sql_rebuilding = rebuilding
+
+    async def _fill(
+        self, build: IndexBuild, progress: ProgressCallback | None, cancelled: CancelCallback | None
+    ) -> int:
+        """Index into `build` what SQL has past the build's watermark; `progress(reached, newest)` after
+        each commit; `cancelled()` is asked before each batch. Returns the documents added."""
+        total = await self._source.newest_id()
+        upsert = build.resumed
+        done = 0
+        while True:
+            if cancelled is not None and cancelled():
+                raise RebuildCancelledError(
+                    f"the {self.index.spec.name} index rebuild was cancelled; the old index answers as before"
+                )
+            docs, reached = await self._source.documents_after(build.watermark, self._batch)
+            if reached <= build.watermark:
+                return done
+            try:
+                await self._run_blocking(functools.partial(build.add, docs, reached, upsert=upsert))
+            except (OSError, ValueError) as exc:
+                if not is_lock_error(exc):
+                    raise
+                raise IndexLockedError(f"the {self.index.spec.name} index build was refused: {_one_line(exc)}") from exc
+            upsert = False
+            done += len(docs)
+            self._c.commits += 1
+            self._c.documents += len(docs)
+            if progress is not None:
+                progress(reached, max(total, reached))
+
+    async def _swapped(self, build: IndexBuild) -> None:
+        """The build is the live index now: SQL records it, and the committer goes on from there."""
+        self._watermark = build.watermark
+        self._sql_version = self.index.spec.schema_version
+        await self._source.save_state(
+            watermark=build.watermark, schema_version=self._sql_version, rebuilding=False, outbox_upto=None
+        )
+        self._sql_rebuilding = False
+        self._rebuild_reason = None
+        self._upsert = False
+        self._purged(self._c.awaiting_purge)  # a rebuilt index holds no removed document
+        # Whatever changed while it was built (removals are still in the outbox) is repaired now.
+        self._needs_reconcile = True
+        self._healed()
         self.notify()
 
-    def _recreate(self) -> None:
-        self.index.wipe()
-        self.index.open()
-
-    async def close(self) -> None:
-        self._closing = True
-        self._write_health_file(force=True)
-        self._wake.set()
+    async def _pause(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+    def _resume(self) -> None:
+        if not self._closing and self._task is None:
+            self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+            self.notify()
+
+    def _require_owner(self) -> None:
+        if not self.index.owned:
+            raise ValueError(
+                f"another Familiar process is writing the {self.index.spec.name} index;"
+                " stop it (or wait until it has stopped), then rebuild again"
+            )
+
+    async def prepare_rebuild(
+        self, progress: ProgressCallback | None = None, cancelled: CancelCallback | None = None
+    ) -> PreparedRebuild:
+        """Build a new index from SQL beside the live one, which goes on answering searches; the
+        committer is paused until `finish_rebuild` or `abandon_rebuild`. A cancel (the task cancelled,
+        or `cancelled()` returning True: RebuildCancelledError) or a failure leaves the live index
+        exactly as it was."""
+        self._require_owner()
+        await self._pause()
+        build: IndexBuild | None = None
+        try:
+            await self._mark_rebuilding(True)
+            build = await self._run_blocking(functools.partial(self.index.begin_build, resume=False))
+            self._set_state("rebuilding")
+            documents = await self._fill(build, progress, cancelled)
+        except BaseException as exc:
+            await self._abandon(build)
+            if isinstance(exc, IndexLockedError):
+                raise ValueError(f"{exc}; the old {self.index.spec.name} index is kept") from exc
+            raise
+        return PreparedRebuild(build=build, documents=documents)
+
+    async def finish_rebuild(self, prepared: PreparedRebuild) -> int:
+        """Index what arrived since the build, swap it in, and go on; returns the documents built."""
+        try:
+            documents = prepared.documents + await self._fill(prepared.build, None, None)
+            await self._run_blocking(self.index.swap_in, prepared.build)
+        except BaseException as exc:
+            await self._abandon(prepared.build)
+            if isinstance(exc, IndexLockedError):
+                raise ValueError(f"{exc}; the old {self.index.spec.name} index is kept") from exc
+            raise
+        await self._swapped(prepared.build)
+        self._resume()
+        return documents
+
+    async def abandon_rebuild(self, prepared: PreparedRebuild) -> None:
+        await self._abandon(prepared.build)
+
+    async def _abandon(self, build: IndexBuild | None) -> None:
+        """Drop a build and go on with the live index as it was."""
+        try:
+            if build is not None:
+                await self._run_blocking(build.abandon)
+            await self._mark_rebuilding(False)
+        finally:
+            if self._rebuild_reason is None:
+                self._set_state("ready" if self.index.is_open else self._state)
+            self._resume()
+
+    async def rebuild(self, progress: ProgressCallback | None = None, cancelled: CancelCallback | None = None) -> int:
+        """Build the index again from SQL beside the live one and swap it in; `progress(done, total)`
+        after each commit. Searches answer from the old index until the swap."""
+        prepared = await self.prepare_rebuild(progress, cancelled)
+        return await self.finish_rebuild(prepared)
+
+    # -- running -----------------------------------------------------------------------------------
+    async def close(self) -> None:
+        self._closing = True
+        self._write_health_file(force=True)
+        self._wake.set()
+        await self._pause()
         await self._run_blocking(self.index.close)
         for _target, fut in self._c.waiters:
             if not fut.done():
@@ -468,9 +1120,12 @@ class IndexCommitter:
         return self._watermark
 
     async def flush(self, timeout: float = 30.0) -> None:
-        """Wait until everything SQL has now is committed to the index."""
+        """Wait until everything SQL has now is committed to the index (IndexUnavailableError at once
+        while the index is locked, or as soon as it turns out to be)."""
+        if self._state == "locked":
+            raise IndexUnavailableError(self.unavailable_reason())
         target = await self._source.newest_id()
-        if self._watermark >= target and not await self._source.removals(1):
+        if self._watermark >= target and not self._setup_needed() and not await self._source.removals(1):
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._c.waiters.append((target, fut))
@@ -493,6 +1148,8 @@ class IndexCommitter:
             watermark=self._watermark,
             rebuilt_at_start=c.rebuilt_at_start,
             awaiting_purge=c.awaiting_purge,
+            state=self._state,
+            locked_attempts=c.locked_attempts,
         )
 
     def _publish(self) -> None:
@@ -505,7 +1162,7 @@ class IndexCommitter:
 
     def _write_health_file(self, *, force: bool = False) -> None:
         """The writer shares its health with other processes (`familiar index status` beside the window)."""
-        if not self.index.writable:
+        if not self.index.owned:
             return
         now = time.monotonic()
         if not force and now - self._health_written < 0.5 and not self._c.live_attempt:
@@ -539,14 +1196,20 @@ class IndexCommitter:
 
     async def _loop(self) -> None:
         while not self._closing:
-            # Not woken in time: look at SQL for another process's writes, or do a chore.
-            woken = await wait_set(self._wake, self._seconds_to_next_chore())
-            self._wake.clear()
-            if woken and self._linger and not self._hurry.is_set():
-                # Let a burst of appends gather into one commit, unless someone waits for a flush.
-                await wait_set(self._hurry, self._linger)
-            self._hurry.clear()
             try:
+                backoff = self._retry_after - time.monotonic()
+                if backoff > 0:  # a lock refused the last try: give it time
+                    await asyncio.sleep(backoff)
+                if self._setup_needed():
+                    await self._setup()
+                    continue
+                # Not woken in time: look at SQL for another process's writes, or do a chore.
+                woken = await wait_set(self._wake, self._seconds_to_next_chore())
+                self._wake.clear()
+                if woken and self._linger and not self._hurry.is_set():
+                    # Let a burst of appends gather into one commit, unless someone waits for a flush.
+                    await wait_set(self._hurry, self._linger)
+                self._hurry.clear()
                 while await self._round():
                     pass
                 if self._needs_reconcile or time.monotonic() >= self._reconciled_at + self._reconcile_every:
@@ -561,6 +1224,11 @@ class IndexCommitter:
                     await self._compact()
             except asyncio.CancelledError:
                 raise
+            except IndexLockedError as exc:
+                self._note_locked(exc)
+                self._needs_reconcile = True
+                self._wake.set()
+                continue
             except Exception as exc:  # noqa: BLE001 - keep the familiar running whatever the index does
                 self._c.failures += 1
                 self._c.last_error = _one_line(exc)
@@ -585,21 +1253,24 @@ class IndexCommitter:
         if reached <= self._watermark and not removals:
             self._c.pending = 0
             self._c.lag = 0
-            if self._rebuild_pending or self._upsert:
-                await self._finish_rebuild()
+            if self._upsert:
+                self._upsert = False
             return False
         delete_ids = [doc_id for _oid, doc_id in removals]
         landed = await self._commit_with_retries(docs, delete_ids)
         if not landed:
             self._upsert = True
+            if is_transient(ValueError(self._c.last_error or "")):
+                raise IndexLockedError(self._c.last_error or "the index refused a commit")
             self._publish()
             await asyncio.sleep(self._failure_pause)
             return True
+        self._healed()
         self._watermark = reached
         await self._source.save_state(
             watermark=reached,
             schema_version=self.index.spec.schema_version,
-            rebuilding=self._rebuild_pending and reached < newest,
+            rebuilding=False,
             outbox_upto=max((oid for oid, _d in removals), default=None),
         )
         self._c.commits += 1
@@ -635,8 +1306,10 @@ class IndexCommitter:
                 total += len(live)
                 watermark = reached
             await self._run_blocking(self.index.commit)
-        except BaseException:
+        except BaseException as exc:
             await self._run_blocking(self._safe_rollback)
+            if isinstance(exc, ValueError) and is_transient(exc):
+                raise IndexLockedError(_one_line(exc)) from exc
             raise
         await self._run_blocking(self.index.collect_garbage)
         self._c.commits += 1
@@ -673,13 +1346,6 @@ class IndexCommitter:
         self.notify()
         await asyncio.wait_for(fut, timeout)
 
-    async def _finish_rebuild(self) -> None:
-        await self._source.save_state(
-            watermark=self._watermark, schema_version=self.index.spec.schema_version, rebuilding=False, outbox_upto=None
-        )
-        self._upsert = False
-        self._rebuild_pending = False
-
     async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> bool:
         upsert = self._upsert
         for attempt in range(1, self._max_attempts + 1):
@@ -692,6 +1358,11 @@ class IndexCommitter:
             except ValueError as exc:
                 await self._run_blocking(self._safe_rollback)
                 self._c.last_error = _one_line(exc)
+                if _WRITER_KILLED in str(exc):
+                    try:
+                        await self._run_blocking(self.index.recover_writer)
+                    except ValueError as again:  # still locked: the next attempt tries again
+                        _log.info("index %s: no new writer yet: %s", self.index.spec.name, _one_line(again))
                 if not is_transient(exc):
                     _log.error("index %s: commit failed: %s", self.index.spec.name, self._c.last_error)
                     break
@@ -705,7 +1376,9 @@ class IndexCommitter:
         self._c.failures += 1
         self._c.live_attempt = 0
         self._needs_reconcile = True
-        _log.warning(
+        # A lock says so once, as the index's state (see _note_locked); anything else is a warning here.
+        log = _log.debug if is_transient(ValueError(self._c.last_error or "")) else _log.warning
+        log(
             "index %s: %d documents could not be committed (%s); SQL keeps them and the index will catch up",
             self.index.spec.name,
             len(docs),
@@ -747,56 +1420,14 @@ class IndexCommitter:
             return 0
         docs = await self._source.documents_by_ids(missing)
         if not await self._commit_with_retries(docs, extra):
+            if is_transient(ValueError(self._c.last_error or "")):
+                raise IndexLockedError(self._c.last_error or "the index refused a commit")
             raise ValueError(f"index {self.index.spec.name}: reconcile could not commit ({self._c.last_error})")
+        self._healed()
         self._c.commits += 1
         self._c.documents += len(docs)
         self._publish()
         return len(missing) + len(extra)
-
-    async def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Drop the index and build it again from SQL; `progress(done, total)` after each commit."""
-        if not self.index.writable:
-            raise ValueError(
-                f"another Familiar process is writing the {self.index.spec.name} index;"
-                " rebuild it from that window, or stop it first"
-            )
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        await self._source.save_state(
-            watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
-        )
-        await self._run_blocking(self._recreate)
-        self._watermark = 0
-        self._upsert = False
-        self._purged(self._c.awaiting_purge)  # a rebuilt index holds no removed document
-        total = await self._source.newest_id()
-        done = 0
-        while True:
-            docs, reached = await self._source.documents_after(self._watermark, self._batch)
-            if reached <= self._watermark:
-                break
-            if not await self._commit_with_retries(docs, []):
-                raise ValueError(f"index {self.index.spec.name}: rebuild could not commit ({self._c.last_error})")
-            self._watermark = reached
-            done += len(docs)
-            await self._source.save_state(
-                watermark=reached, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
-            )
-            if progress is not None:
-                progress(reached, total)
-        await self._source.save_state(
-            watermark=self._watermark,
-            schema_version=self.index.spec.schema_version,
-            rebuilding=False,
-            outbox_upto=None,
-        )
-        self._closing = False
-        self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
-        self.notify()
-        return done
 
     async def backlog(self, watermark: int | None = None) -> tuple[int, int]:
         """(documents to add, documents to remove) for this index, counted in SQL now; from the
@@ -808,7 +1439,7 @@ class IndexCommitter:
         watermark, _version, _rebuilding = await self._source.load_state()
         newest = await self._source.newest_id()
         health = self.health()
-        if not self.index.writable:
+        if not self.index.owned:
             shared: IndexHealth | None = await asyncio.to_thread(self.shared_health)
             health = shared or health
         return dataclasses.replace(health, lag=max(0, newest - watermark), watermark=watermark)
@@ -816,7 +1447,12 @@ class IndexCommitter:
     async def search(
         self, text: str, limit: int, place: str | tuple[str, ...] | None = None
     ) -> list[tuple[int, float]]:
+        """BM25 hits; IndexUnavailableError (saying why, truly) when the index cannot answer now."""
         started = time.perf_counter()
+        if not self.index.is_open:
+            await self._reopen_as_reader()
+            if not self.index.is_open:
+                raise IndexUnavailableError(self.unavailable_reason())
         # Searches run beside commits (tantivy readers are thread-safe), not behind them. A short top-k
         # search takes about a millisecond even at 100k documents, less than the hop to a worker thread
         # costs on a busy machine, so it runs right here; a long one goes to a thread to keep the loop free.
@@ -828,7 +1464,16 @@ class IndexCommitter:
         _log.debug("search %r took %.2f ms", text, (time.perf_counter() - started) * 1000)
         return hits
 
+    async def _reopen_as_reader(self) -> None:
+        """A reader whose index could not be read (the writer was rebuilding it) looks again, now and then."""
+        if self._state != "reader" or time.monotonic() - self._reader_tried < 1.0:
+            return
+        self._reader_tried = time.monotonic()
+        await self._run_blocking(functools.partial(self.index.open, writable=False))
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300] if text else type(exc).__name__
+    def stale_after(self) -> int | None:
+        """While the index is open but cannot take commits (locked): the watermark past which it lacks
+        rows, so searches can add them from the store. None when it is up to date or catching up."""
+        if self._state == "locked" and self.index.is_open:
+            return self._watermark
+        return None
