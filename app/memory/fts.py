@@ -704,11 +704,13 @@ class IndexSource(Protocol):
 @dataclass(frozen=True, slots=True)
 class IndexTiming:
     """How often a committer looks at SQL for other processes' writes, compacts after removals, and
-    compares itself with SQL; and the longest wait between two tries of a locked index (seconds)."""
+    compares itself with SQL; and how long it waits before trying a locked index again: the first
+    wait, doubled after each refusal up to the longest (seconds)."""
 
     poll_interval: float = 1.0
     compact_after: float = 5.0
     reconcile_every: float = 300.0
+    locked_retry_first: float = 0.5
     locked_retry_max: float = 15.0
 
 
@@ -796,6 +798,7 @@ class IndexCommitter:
         # A commit can lose its batch without an error: compare the index with SQL now and then.
         self._reconcile_every = timing.reconcile_every
         self._reconciled_at = time.monotonic()
+        self._locked_retry_first = timing.locked_retry_first
         self._locked_retry_max = timing.locked_retry_max
 
     async def _run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -888,7 +891,7 @@ class IndexCommitter:
         c = self._c
         c.locked_attempts += 1
         c.last_error = _one_line(exc)
-        delay = min(self._locked_retry_max, self._failure_pause * 2 ** min(c.locked_attempts - 1, 16))
+        delay = min(self._locked_retry_max, self._locked_retry_first * 2 ** min(c.locked_attempts - 1, 16))
         self._retry_after = time.monotonic() + delay
         if c.locked_attempts == 1:
             _log.warning(
@@ -984,6 +987,8 @@ class IndexCommitter:
         upsert = build.resumed
         done = 0
         while True:
+            if self._closing:
+                raise RebuildCancelledError(f"the {self.index.spec.name} index rebuild stopped: Familiar is closing")
             if cancelled is not None and cancelled():
                 raise RebuildCancelledError(
                     f"the {self.index.spec.name} index rebuild was cancelled; the old index answers as before"
@@ -1080,6 +1085,8 @@ class IndexCommitter:
 
     async def _abandon(self, build: IndexBuild | None) -> None:
         """Drop a build and go on with the live index as it was."""
+        if self._closing:  # the files are closed with the rest; the next start resumes or drops the build
+            return
         try:
             if build is not None:
                 await self._run_blocking(build.abandon)
@@ -1471,9 +1478,16 @@ class IndexCommitter:
         self._reader_tried = time.monotonic()
         await self._run_blocking(functools.partial(self.index.open, writable=False))
 
-    def stale_after(self) -> int | None:
-        """While the index is open but cannot take commits (locked): the watermark past which it lacks
-        rows, so searches can add them from the store. None when it is up to date or catching up."""
-        if self._state == "locked" and self.index.is_open:
+    async def stale_after(self) -> int | None:
+        """The id past which the open index may lack rows that searches should add from the store:
+        while it is locked (it cannot take commits) or the old index answers during a rebuild (it
+        takes none until the swap), and always in a reader (the writer may be locked or a moment
+        behind: its persisted watermark says how far it got). None when it is catching up by itself."""
+        if not self.index.is_open:
+            return None
+        if self._state in ("locked", "rebuilding"):
             return self._watermark
+        if self._state == "reader":
+            watermark, _version, _rebuilding = await self._source.load_state()
+            return watermark
         return None

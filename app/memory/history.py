@@ -324,7 +324,7 @@ class History:
                 self._scanning.add(name)
                 _log.warning("%s; searches answer from the store until it is back", exc)
             return await scan(None)
-        stale = committer.stale_after()
+        stale = await committer.stale_after()
         if stale is None:
             if name in self._scanning:
                 self._scanning.discard(name)

@@ -103,5 +103,5 @@ def merge_hits(
     best = max((s for _i, s in indexed), default=1.0) or 1.0
     seen = {i for i, _s in indexed}
     merged = [*indexed, *((i, s * best) for i, s in scanned if i not in seen)]
-    merged.sort(key=lambda pair: (-pair[1], -pair[0]))
+    merged.sort(key=lambda pair: -pair[1])  # stable: the index's own order among equals is kept
     return merged[:limit]
