@@ -1272,14 +1272,14 @@ class IndexCommitter:
             self._publish()
             await asyncio.sleep(self._failure_pause)
             return True
-        self._healed()
-        self._watermark = reached
         await self._source.save_state(
             watermark=reached,
             schema_version=self.index.spec.schema_version,
             rebuilding=False,
             outbox_upto=max((oid for oid, _d in removals), default=None),
         )
+        self._watermark = reached  # after SQL has it: a flush that sees it finds SQL agreeing
+        self._healed()
         self._c.commits += 1
         self._c.documents += len(docs)
         self._c.pending = 0
