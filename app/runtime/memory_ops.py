@@ -202,7 +202,10 @@ class MemoryOps:
                     continue
                 try:
                     if committer.state == "locked":
-                        raise IndexUnavailableError(committer.unavailable_reason())
+                        _to_add, to_remove = await committer.backlog()
+                        if to_remove:  # removals wait in the outbox until the lock is gone
+                            out[name] = IndexPurge("pending", committer.unavailable_reason())
+                        continue
                     if committer.health().awaiting_purge:
                         await committer.purge(timeout)
                         out[name] = IndexPurge("purged")
