@@ -784,8 +784,9 @@ async def test_second_history_opens_the_index_read_only(folder: Folder) -> None:
             status = await second.turns_index.status()
             assert status.watermark == ids[-1]
             assert status.lag == 0
-            with pytest.raises(ValueError, match="another Familiar process"):
+            with pytest.raises(ValueError, match="another Familiar process is writing the turns index") as refused:
                 await second.turns_index.rebuild()
+            assert "window" not in str(refused.value), "no window control to point at"
             # The reader never wiped or touched the writer's index.
             more = await fill(first, 2, word="beacon", start=100)
             await first.turns_index.flush(timeout=FLUSH)

@@ -600,3 +600,96 @@ async def test_forget_while_the_facts_index_is_locked_succeeds_and_the_text_leav
 def test_index_specs_have_a_new_format_for_the_cjk_field() -> None:
     assert (TURNS.schema_version, FACTS.schema_version) == (2, 2)
     assert os.path.basename(str(FtsIndex(Path("x/turns"), TURNS).building_path)) == "turns.building"
+
+
+REBUILD_CHILD = """
+import asyncio, sys
+from pathlib import Path
+from app.memory.history import History
+
+async def main(root: Path) -> None:
+    history = await History.open(root / "history.db", root / "fts", root / "backups", batch_size=40)
+    await history.catch_up(60)
+    print("ready", flush=True)
+    await history.turns_index.rebuild(lambda done, total: print("progress", done, total, flush=True))
+    print("done", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main(Path(sys.argv[1])))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_rebuild_killed_half_way_leaves_the_old_index_and_is_finished_at_the_next_start(
+    folder: Folder, caplog: pytest.LogCaptureFixture
+) -> None:
+    import signal
+    import sys
+
+    from tests.memory.test_fts import REPO_ROOT
+
+    history = await folder.open()
+    try:
+        ids = await history.append_turns([turn(f"lantern note number{i}", message_id=i) for i in range(1, 801)])
+        await history.catch_up(FLUSH)
+    finally:
+        await history.close()
+    before = snapshot(folder.fts / "turns")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", REBUILD_CHILD, str(folder.root),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+
+        async def until_half_way() -> None:
+            assert process.stdout is not None
+            while True:
+                line = (await process.stdout.readline()).decode()
+                if not line:
+                    raise AssertionError("the child ended early")
+                if line.startswith("progress") and int(line.split()[1]) >= 400:
+                    return
+
+        await asyncio.wait_for(until_half_way(), 60)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == -signal.SIGKILL
+    # The old index is there as it was, and the half-built one beside it.
+    assert snapshot(folder.fts / "turns") == before
+    assert (folder.fts / "turns.building").is_dir()
+    assert (await _index_state(folder))[2] is True
+    old = FtsIndex(folder.fts / "turns", TURNS)
+    assert old.open(writable=False) == "opened"
+    try:
+        assert sorted(i for i, _s in old.search("lantern", 1000)) == ids
+    finally:
+        old.close()
+    # The next start finishes the rebuild (resuming it) and swaps it in.
+    caplog.set_level("INFO", logger="app.memory.fts")
+    again = await folder.open()
+    try:
+        assert again.index_health().rebuilt_at_start is True
+        await again.catch_up(FLUSH)
+        assert any("resuming the build beside the live index from row" in r.getMessage() for r in caplog.records)
+        await assert_fully_indexed(again)
+        assert sorted(h.turn.id for h in await again.search_turns("lantern", limit=1000)) == ids
+        assert (await again.store.index_state("turns"))[2] is False
+        assert not (folder.fts / "turns.building").exists()
+        assert not (folder.fts / "turns.old").exists()
+    finally:
+        await again.close()
+
+
+async def _index_state(folder: Folder) -> tuple[int, int, bool]:
+    from app.memory.store import Store
+
+    store = await Store.open(folder.db, folder.root / "backups")
+    try:
+        return await store.index_state("turns")
+    finally:
+        await store.close()
