@@ -1105,6 +1105,7 @@ class IndexCommitter:
     # -- running -----------------------------------------------------------------------------------
     async def close(self) -> None:
         self._closing = True
+        self._state = "closed"  # what the shared health file says once this process has let go
         self._write_health_file(force=True)
         self._wake.set()
         await self._pause()
@@ -1244,6 +1245,9 @@ class IndexCommitter:
                 self._needs_reconcile = True
                 self._publish()
                 await asyncio.sleep(self._failure_pause)
+                if self._setup_needed():  # a rebuild that fails is not started over every second
+                    backoff = self._locked_retry_first * 2 ** min(self._c.failures - 1, 16)
+                    self._retry_after = time.monotonic() + min(self._locked_retry_max, backoff)
                 self._wake.set()
                 continue
             self._settle_waiters(idle=True)

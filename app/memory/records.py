@@ -67,7 +67,7 @@ class IndexHealth:
     # "ready"; "locked" (the files refuse to open or to take a commit: searches answer from the store
     # for what the index lacks, and it is retried with backoff); "rebuilding" (a new index is built
     # beside the old one, which answers until the new one is swapped in); "reader" (another Familiar
-    # process writes this index; this one only reads it); "starting".
+    # process writes this index; this one only reads it); "starting"; "closed".
     state: str = "ready"
     locked_attempts: int = 0  # while locked: how many tries in a row the lock has refused
 
