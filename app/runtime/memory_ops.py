@@ -331,8 +331,14 @@ class MemoryOps:
                     send(RebuildProgress("cancelled", step.index, step.done, step.total, step.percent))
                     raise RebuildCancelledError(str(exc)) from exc
                 raise
-            for committer, (name, ready) in zip(self._history.indexes(), prepared, strict=True):
-                out[name] = await committer.finish_rebuild(ready)
+            pairs = list(zip(self._history.indexes(), prepared, strict=True))
+            for n, (committer, (name, ready)) in enumerate(pairs):
+                try:
+                    out[name] = await committer.finish_rebuild(ready)
+                except BaseException:
+                    for later, (_name, waiting) in pairs[n + 1 :]:  # not swapped in: the old ones stay
+                        await later.abandon_rebuild(waiting)
+                    raise
         return out
 
 

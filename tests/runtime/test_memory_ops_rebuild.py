@@ -86,3 +86,30 @@ async def test_a_rebuild_swaps_every_index_in_and_reports_exact_progress(tmp_pat
         await assert_fully_indexed(history)
     finally:
         await history.close()
+
+
+@pytest.mark.asyncio
+async def test_a_rebuild_whose_swap_is_refused_keeps_every_old_index_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The turns folder is locked: its new index cannot take its place. The error is one line, the
+    facts index (built, not yet swapped) is dropped too, and nothing is resumed at the next start."""
+    from app.runtime.errors import FamiliarError
+    from tests.memory.test_index_lock import immutable
+
+    folder = Folder(tmp_path / "familiar")
+    history = await folder.open()
+    try:
+        await fill(history, 5)
+        await history.insert_fact(NewFact("alice keeps a lantern", "episodic", 6, 0.9, ("discord:7001",), PLACE))
+        await history.catch_up(FLUSH)
+        before = await answers(history)
+        with immutable(folder.fts / TURNS.name):
+            with pytest.raises(FamiliarError, match="cannot swap in the rebuilt turns index") as refused:
+                await MemoryOps(history, folder.root / "lorebook.toml").rebuild_indexes()
+            assert "\n" not in str(refused.value)
+            assert "the old turns index is kept" in str(refused.value)
+        assert await answers(history) == before
+        assert sorted(p.name for p in folder.fts.iterdir() if p.is_dir()) == ["facts", "turns"]
+        for name in ("turns", "facts"):
+            assert (await history.store.index_state(name))[2] is False
+    finally:
+        await history.close()
