@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from app.memory.committer import IndexCommitter
 from app.memory.errors import IndexUnavailableError, StoreError
 from app.memory.facts import (
     Changes,
@@ -18,7 +19,7 @@ from app.memory.facts import (
     NewFact,
     drop_projections_quoting,
 )
-from app.memory.fts import FACTS, TURNS, FtsIndex, IndexCommitter, IndexTiming
+from app.memory.fts import FACTS, TURNS, FtsIndex, IndexTiming
 from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
 from app.memory.scan import merge_hits, scan_facts, scan_turns

@@ -12,11 +12,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from app.memory.committer import PreparedRebuild
 from app.memory.errors import IndexUnavailableError, StoreError
 from app.memory.errors import RebuildCancelledError as IndexRebuildCancelledError
 from app.memory.export import export_records, import_records
 from app.memory.facts import Fact, FactChain, ForgetReceipt, NewFact, Tombstone
-from app.memory.fts import PreparedRebuild
 from app.memory.history import History
 from app.memory.records import IndexHealth, Turn
 from app.runtime.errors import FamiliarError

@@ -537,7 +537,7 @@ async def test_reconcile_drops_documents_sql_no_longer_wants(folder: Folder) -> 
 
 
 @pytest.mark.asyncio
-@pytest.mark.logs_errors(r"app\.memory\.fts: index turns: commit failed: .*invalid argument")
+@pytest.mark.logs_errors(r"app\.memory\.committer: index turns: commit failed: .*invalid argument")
 async def test_non_transient_errors_are_not_retried(folder: Folder) -> None:
     index = folder.faulty(errors=[NOT_TRANSIENT])
     calls_at_failure: list[int] = []
@@ -567,7 +567,7 @@ async def test_non_transient_errors_are_not_retried(folder: Folder) -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.logs_errors(r"app\.memory\.fts: index health listener failed")
+@pytest.mark.logs_errors(r"app\.memory\.committer: index health listener failed")
 async def test_a_health_listener_that_raises_does_not_stop_indexing(folder: Folder) -> None:
     def broken(_health: IndexHealth) -> None:
         raise RuntimeError("listener bug")
