@@ -493,22 +493,32 @@ async def _forget(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
         "erased_from": [{"store": store, "count": count} for store, count in receipt.stores],
         "redacted_turn_ids": list(receipt.redacted_turn_ids),
         "redacted_reply_ids": list(receipt.redacted_reply_ids),
-        "index_files": {name: "purged" if here else "purged by the running familiar" for name, here in purged.items()},
+        "index_files": {name: _PURGE_JSON[p.status] for name, p in purged.items()},
     }
     lines = [f"forgot fact(s) {', '.join(map(str, receipt.fact_ids))}; tombstone #{receipt.tombstone_id}"]
     lines += [f"  erased from {store}: {count}" for store, count in receipt.stores]
     if args.redact_sources:
         lines.append(f"  redacted messages: {_turn_list(receipt.redacted_turn_ids)}")
         lines.append(f"  redacted replies of the familiar quoting them: {_turn_list(receipt.redacted_reply_ids)}")
-    lines += [
-        f"  index files of {name}: {'purged' if here else 'purged by the running familiar within seconds'}"
-        for name, here in purged.items()
-    ]
+    lines += [f"  index files of {name}: {_PURGE_TEXT[p.status]}" for name, p in purged.items()]
+    lines += [f"  ({p.reason})" for p in purged.values() if p.reason]
     return document, _lines(lines)
 
 
 def _turn_list(turn_ids: Sequence[int]) -> str:
     return ", ".join(f"T#{t}" for t in turn_ids) or "none"
+
+
+_PURGE_JSON = {
+    "purged": "purged",
+    "running": "purged by the running familiar",
+    "pending": "pending: the index is locked",
+}
+_PURGE_TEXT = {
+    "purged": "purged",
+    "running": "purged by the running familiar within seconds",
+    "pending": "not yet: the index is locked; they leave its files once it is free (searches already leave them out)",
+}
 
 
 async def _tombstones_list(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
@@ -658,7 +668,12 @@ async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[
     document = {
         "indexes": [
             {
-                **{k: v for k, v in dataclasses.asdict(r).items() if k not in ("state", "to_add", "to_remove")},
+                **{
+                    k: v
+                    for k, v in dataclasses.asdict(r).items()
+                    if k not in ("state", "to_add", "to_remove", "health_state", "state_line")
+                },
+                "state": r.health_state,
                 "pending_to_add": r.to_add,
                 "pending_to_remove": r.to_remove,
             }
@@ -666,12 +681,12 @@ async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[
         ]
     }
     lines = [
-        f"{h.name}: {h.commits} commits, {h.retries} retries, {h.failures} failures,"
+        f"{h.name}: {h.state_line}; {h.commits} commits, {h.retries} retries, {h.failures} failures,"
         f" pending {h.pending} documents ({h.to_add} to add, {h.to_remove} to remove),"
         f" lag {h.lag} rows behind SQL"
         + (f", retrying (attempt {h.live_attempt})" if h.live_attempt else "")
         + (f", {h.awaiting_purge} removed documents await compaction" if h.awaiting_purge else "")
-        + (f", last error: {h.last_error}" if h.last_error else "")
+        + (f", last error: {h.last_error}" if h.last_error and h.health_state != "locked" else "")
         for h in reports
     ]
     return document, _lines(lines)

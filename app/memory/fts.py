@@ -1,51 +1,66 @@
-"""tantivy side-indexes: blocking index access (executor only) and an async group committer.
+"""tantivy side-indexes: the index files, blocking (executor only).
 
-SQL commits first and is canonical. The committer reads what SQL has past the index's persisted
-watermark, stages many documents, and commits them together. A commit that fails with a transient
-lock (the Windows antivirus race: PermissionDenied / Access is denied / os error 5, or LockBusy) is
-rolled back and the batch is replayed as upserts with backoff; if it still cannot land, the watermark
-does not move, so the next round (the reconciler) indexes what SQL has and the index lacks.
+One `FtsIndex` is one index folder: open, search, stage and commit documents. A lock or a permission
+is never taken for corruption: an owner that meets one raises IndexLockedError and leaves every file as
+it is. Only an index that is really damaged (tantivy reports corruption, its format file is garbage) or
+of another format needs a rebuild, and a rebuild never touches the old index: the new one is built in
+a sibling folder (`IndexBuild`, `<name>.building`) and swapped in with two renames once complete. A
+crash between the renames is finished at the next open, and a build a crash or a close cut short can
+be resumed. `app/memory/committer.py` feeds an index from SQL.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import dataclasses
-import functools
+import errno
 import json
 import logging
 import os
 import re
 import shutil
 import sys
-import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal
 
 import tantivy
 
-from app.memory.records import IndexHealth
-from app.memory.waiting import wait_set
+from app.memory.cjk import CJK_RUN, bigram_field, bigrams, split_cjk
+from app.memory.errors import IndexLockedError, IndexUnavailableError
 
 _log = logging.getLogger(__name__)
 
 _TRANSIENT = re.compile(
     r"PermissionDenied|Access is denied|os error 5\b|os error 32\b|LockBusy|lock busy"
-    r"|Operation not permitted|os error 1\b",
+    r"|Operation not permitted|os error 1\b|Permission denied|Read-only file system|index writer was killed",
     re.IGNORECASE,
 )
-_META = "familiar-index.json"
+# OS errors that say "not now" rather than "broken": permissions, locks, sharing violations.
+_LOCK_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EBUSY, errno.EROFS, errno.ETXTBSY, errno.EAGAIN})
+_LOCK_WINERRORS = frozenset({5, 32, 33})  # access denied, sharing violation, lock violation
+# A writer whose worker thread met an I/O error (a lock, while it wrote a segment) takes nothing more
+# until it is replaced (`FtsIndex.recover_writer`).
+WRITER_KILLED = "index writer was killed"
+_META = "familiar-index.json"  # the index format; in a build folder, written once the build is complete
+_BUILD_PROGRESS = "familiar-build.json"  # how far a build has got (SQL id), to resume it
+CJK_FIELD = "cjk"
 INLINE_SEARCH_LIMIT = 32
 """Searches for at most this many hits run on the event loop (see `IndexCommitter.search`)."""
+
+OpenOutcome = Literal["opened", "created", "missing", "incompatible", "corrupt", "locked"]
 
 
 def is_transient(error: BaseException) -> bool:
     """tantivy raises plain ValueError; a transient file lock is recognised by its message."""
     return isinstance(error, ValueError) and bool(_TRANSIENT.search(str(error)))
+
+
+def is_lock_error(error: BaseException) -> bool:
+    """A lock or a permission (tantivy's message, or an OSError of ours): try again later, never rebuild."""
+    if isinstance(error, OSError):
+        return error.errno in _LOCK_ERRNOS or getattr(error, "winerror", None) in _LOCK_WINERRORS
+    return is_transient(error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +69,7 @@ class IndexSpec:
     schema_version: int
     build_schema: Callable[[], tantivy.Schema]
     search_fields: tuple[str, ...]
+    cjk_sources: tuple[str, ...] = ()  # text fields whose CJK runs are indexed as bigrams in CJK_FIELD
 
 
 def _turn_schema() -> tantivy.Schema:
@@ -62,10 +78,18 @@ def _turn_schema() -> tantivy.Schema:
     builder.add_text_field("place", stored=False, tokenizer_name="raw")
     builder.add_text_field("author", stored=False, tokenizer_name="default")
     builder.add_text_field("content", stored=False, tokenizer_name="default")
+    builder.add_text_field(CJK_FIELD, stored=False, tokenizer_name="whitespace")
     return builder.build()
 
 
-TURNS = IndexSpec(name="turns", schema_version=1, build_schema=_turn_schema, search_fields=("content", "author"))
+# Version 2: CJK runs are indexed as character bigrams (app/memory/cjk.py).
+TURNS = IndexSpec(
+    name="turns",
+    schema_version=2,
+    build_schema=_turn_schema,
+    search_fields=("content", "author"),
+    cjk_sources=("content", "author"),
+)
 
 
 def _fact_schema() -> tantivy.Schema:
@@ -73,10 +97,51 @@ def _fact_schema() -> tantivy.Schema:
     builder.add_integer_field("id", stored=True, indexed=True, fast=True)
     builder.add_text_field("place", stored=False, tokenizer_name="raw")  # the fact's scope
     builder.add_text_field("content", stored=False, tokenizer_name="default")
+    builder.add_text_field(CJK_FIELD, stored=False, tokenizer_name="whitespace")
     return builder.build()
 
 
-FACTS = IndexSpec(name="facts", schema_version=1, build_schema=_fact_schema, search_fields=("content",))
+FACTS = IndexSpec(
+    name="facts", schema_version=2, build_schema=_fact_schema, search_fields=("content",), cjk_sources=("content",)
+)
+
+
+def _document(spec: IndexSpec, doc: dict[str, Any]) -> tantivy.Document:
+    """A tantivy document; the CJK runs of its text fields move to the bigram field (text without CJK
+    is indexed exactly as given)."""
+    runs: list[str] = []
+    for name in spec.cjk_sources:
+        text = doc.get(name)
+        if isinstance(text, str) and CJK_RUN.search(text) is not None:
+            if not runs:
+                doc = dict(doc)
+            doc[name], found = split_cjk(text)
+            runs.extend(found)
+    if runs:
+        doc[CJK_FIELD] = bigram_field(runs)
+    return tantivy.Document(**doc)
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else type(exc).__name__
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _new_writer(index: tantivy.Index) -> tantivy.IndexWriter:
+    return index.writer(heap_size=64_000_000, num_threads=1)
 
 
 class FtsIndex:
@@ -90,59 +155,131 @@ class FtsIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._owner = _OwnerLock(path.with_name(path.name + ".owner.lock"))
         self.writable = False
+        self.problem: str | None = None  # why the index is not open, in a few words
+
+    @property
+    def owned(self) -> bool:
+        """This process holds the index's owner lock: it alone writes, rebuilds and repairs it."""
+        return self._owner.held
+
+    @property
+    def is_open(self) -> bool:
+        return self._index is not None
+
+    @property
+    def building_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".building")
+
+    @property
+    def retired_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".old")
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def open(self, *, writable: bool = True) -> bool:
-        """Open (or create) the index. Returns True when it had to be created afresh.
+    def open(self, *, writable: bool = True) -> OpenOutcome:
+        """Open the live index, for writing when this process can own it.
 
-        An index of another schema version, or one tantivy cannot read, is wiped and recreated:
-        it is a projection, and SQL still has everything.
+        Returns "opened"; "created" when there was no index (an owner makes an empty one: there is
+        nothing to lose); or why the index cannot serve: "missing" (a reader), "incompatible"
+        (another format), "corrupt" (tantivy cannot read it), or, for a reader, "locked". An index
+        is never wiped here: a rebuild is built beside it (`begin_build`) and swapped in
+        (`swap_in`). An owner that meets a lock or a permission raises IndexLockedError.
         """
-        created = False
-        meta = self.path / _META
-        compatible = False
-        if writable and not self._owner.acquire():
-            # Another process (the running familiar) owns this index: read it, never wipe or write it.
-            writable = False
-        if self.path.is_dir() and (self.path / "meta.json").exists():
-            try:
-                recorded = json.loads(meta.read_text(encoding="utf-8")).get("schema_version")
-                compatible = recorded == self.spec.schema_version
-            except (OSError, ValueError):
-                compatible = False
-        if compatible:
-            try:
-                self._index = tantivy.Index(self._schema, path=str(self.path), reuse=True)
-            except ValueError as exc:
-                _log.warning("index %s is unreadable (%s); rebuilding it from SQL", self.path, exc)
-                compatible = False
-        if not compatible:
-            if not writable:
-                self._index = None
-                return False
-            self.wipe()
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._index = tantivy.Index(self._schema, path=str(self.path), reuse=False)
-            meta.write_text(json.dumps({"schema_version": self.spec.schema_version}), encoding="utf-8")
-            created = True
+        self._close_index()
+        self.problem = None
         if writable:
             try:
+                writable = self._owner.acquire()
+            except OSError as exc:
+                raise IndexLockedError(f"cannot take {self._owner.path}: {one_line(exc)}") from exc
+        try:
+            if writable:
+                self._recover_swap()
+            outcome = self._check()
+            if outcome == "missing" and writable:
+                self._create()
+                outcome = "created"
+            elif outcome != "opened":
+                return outcome
+            else:
+                self._index = self._open_tantivy(self.path)
+            if writable:
                 assert self._index is not None
-                self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
+                self._writer = _new_writer(self._index)
                 self.writable = True
-            except ValueError as exc:
-                if "LockBusy" not in str(exc):
-                    raise
-                _log.info("index %s is being written by another process; opening it read-only", self.path)
-                self.writable = False
-        return created
+            return outcome
+        except (OSError, ValueError) as exc:
+            self._close_index()
+            if isinstance(exc, ValueError) and not is_transient(exc):
+                self.problem = one_line(exc)
+                return "corrupt"
+            # A lock, a permission, or another I/O failure: not the index's fault; try again later.
+            if writable:
+                raise IndexLockedError(one_line(exc)) from exc
+            self.problem = one_line(exc)
+            return "locked"
 
-    def wipe(self) -> None:
-        self._close_index()
-        if self.path.is_dir():
-            shutil.rmtree(self.path)
-        elif self.path.exists():  # a stray file where the folder should be
-            self.path.unlink()
+    def _create(self) -> None:
+        """A new, empty index where there is none (or an empty folder)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._index = tantivy.Index(self._schema, path=str(self.path), reuse=False)
+        _write_json(self.path / _META, {"schema_version": self.spec.schema_version})
+
+    def _open_tantivy(self, path: Path) -> tantivy.Index:
+        """The one call that opens index files; a seam for fault-injection tests."""
+        return tantivy.Index(self._schema, path=str(path), reuse=True)
+
+    def _check(self) -> OpenOutcome:
+        """Whether the live folder holds an index of this format (OSError: cannot tell now)."""
+        if not self.path.is_dir():
+            if self.path.exists() or self.path.is_symlink():
+                self.problem = "a file stands where the index folder should be"
+                return "corrupt"
+            self.problem = "there is no index yet"
+            return "missing"
+        if not (self.path / "meta.json").is_file():
+            self.problem = "its meta.json is missing"
+            return "missing" if not any(self.path.iterdir()) else "corrupt"
+        try:
+            recorded = json.loads((self.path / _META).read_text(encoding="utf-8")).get("schema_version")
+        except FileNotFoundError:
+            self.problem = f"{_META} is missing"
+            return "incompatible"
+        except (ValueError, AttributeError):
+            self.problem = f"{_META} is unreadable"
+            return "corrupt"
+        if recorded != self.spec.schema_version:
+            self.problem = f"it is in index format {recorded}; this Familiar uses format {self.spec.schema_version}"
+            return "incompatible"
+        return "opened"
+
+    def _build_complete(self, path: Path) -> bool:
+        try:
+            recorded = json.loads((path / _META).read_text(encoding="utf-8")).get("schema_version")
+        except FileNotFoundError:
+            return False
+        except (ValueError, AttributeError):
+            return False
+        return bool(recorded == self.spec.schema_version)
+
+    def _recover_swap(self) -> None:
+        """Finish or undo a swap a crash cut short (the owner only, before opening)."""
+        live, building, retired = self.path, self.building_path, self.retired_path
+        if not (live.exists() or live.is_symlink()) and retired.exists():
+            if building.is_dir() and self._build_complete(building):
+                self._rename(building, live)
+                _log.warning("index %s: finished swapping in the rebuilt index a crash had interrupted", self.spec.name)
+            else:
+                self._rename(retired, live)
+                _log.warning("index %s: put back the index a crash had left aside during a swap", self.spec.name)
+        if retired.exists() and (live.exists() or live.is_symlink()):
+            try:
+                _remove(retired)
+            except OSError as exc:  # removed at the next start
+                _log.info("index %s: could not remove %s yet: %s", self.spec.name, retired, exc)
+
+    def _rename(self, source: Path, target: Path) -> None:
+        """The one call that moves index folders; a seam for fault-injection tests."""
+        source.rename(target)
 
     def close(self) -> None:
         self._close_index()
@@ -156,20 +293,64 @@ class FtsIndex:
         self._index = None
         self.writable = False
 
+    # -- rebuilding beside -------------------------------------------------------------------
+    def begin_build(self, *, resume: bool) -> IndexBuild:
+        """A new index in the sibling building folder; a build a crash or a close cut short is
+        resumed when `resume` and it is of this format (else it starts afresh)."""
+        return IndexBuild(self, resume=resume)
+
+    def leftover_build(self) -> bool:
+        return self.building_path.exists()
+
+    def discard_leftover_build(self) -> None:
+        """A build nobody will finish (the live index is good and no rebuild was asked for)."""
+        try:
+            _remove(self.building_path)
+        except OSError as exc:
+            _log.info("index %s: could not remove %s yet: %s", self.spec.name, self.building_path, exc)
+
+    def swap_in(self, build: IndexBuild) -> None:
+        """Make a complete build the live index: two renames, the old index kept until they are done.
+
+        When a rename is refused (a lock), the old index is put back and opened again, and
+        IndexLockedError is raised; the build is left in its folder.
+        """
+        build.complete()
+        self._close_index()
+        live, retired = self.path, self.retired_path
+        moved = False
+        try:
+            if retired.exists() or retired.is_symlink():
+                _remove(retired)
+            if live.exists() or live.is_symlink():
+                self._rename(live, retired)
+                moved = True
+            self._rename(build.path, live)
+        except OSError as exc:
+            if moved and not live.exists():
+                with contextlib.suppress(OSError):
+                    self._rename(retired, live)
+            with contextlib.suppress(IndexLockedError):
+                self.open()
+            raise IndexLockedError(f"cannot swap in the rebuilt {self.spec.name} index: {one_line(exc)}") from exc
+        try:
+            _remove(retired)
+        except OSError as exc:  # removed at the next start
+            _log.info("index %s: could not remove the old index yet: %s", self.spec.name, exc)
+        outcome = self.open()
+        if outcome != "opened":
+            raise ValueError(f"the rebuilt {self.spec.name} index cannot be opened: {self.problem}")
+
     # -- writing -----------------------------------------------------------------------------
     def _require_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None and self.writable and self._index is not None:
+            self._writer = _new_writer(self._index)  # the replacement of a writer that died
         if self._writer is None:
             raise ValueError(f"index {self.spec.name} is not open for writing")
         return self._writer
 
     def stage(self, docs: Sequence[dict[str, Any]], delete_ids: Sequence[int], *, upsert: bool) -> None:
-        writer = self._require_writer()
-        for doc_id in delete_ids:
-            writer.delete_documents_by_term("id", doc_id)
-        for doc in docs:
-            if upsert:
-                writer.delete_documents_by_term("id", doc["id"])
-            writer.add_document(tantivy.Document(**doc))
+        _stage(self.spec, self._require_writer(), docs, delete_ids, upsert=upsert)
 
     def commit(self) -> None:
         self._commit_writer(self._require_writer())
@@ -199,10 +380,11 @@ class FtsIndex:
 
     def doc_freq(self, field_name: str, word: str) -> int:
         """How many documents the index files still hold with `word` (deleted ones included until merged)."""
-        if self._index is None:
+        index = self._index
+        if index is None:
             return 0
-        self._index.reload()
-        return int(self._index.searcher().doc_freq(field_name, word))
+        index.reload()
+        return int(index.searcher().doc_freq(field_name, word))
 
     def _commit_writer(self, writer: tantivy.IndexWriter) -> None:
         """The one call that touches the files; a seam for fault-injection tests."""
@@ -212,27 +394,192 @@ class FtsIndex:
         if self._writer is not None:
             self._writer.rollback()
 
+    def recover_writer(self) -> None:
+        """Replace a writer whose worker thread died: dropping it releases tantivy's writer lock."""
+        if self._index is None or not self.writable:
+            return
+        self._writer = None
+        self._writer = _new_writer(self._index)
+
     # -- reading -----------------------------------------------------------------------------
     def search(self, text: str, limit: int, place: str | tuple[str, ...] | None = None) -> list[tuple[int, float]]:
-        """BM25 hits (id, score), best first; `place` keeps documents of that place (or of any of several)."""
-        if self._index is None:
-            raise ValueError(
-                f"the {self.spec.name} search index is being rebuilt by another Familiar process; try again shortly"
-            )
+        """BM25 hits (id, score), best first; `place` keeps documents of that place (or of any of several).
+
+        Raises IndexUnavailableError when the index is not open (see `IndexCommitter.unavailable_reason`).
+        """
+        index = self._index
+        if index is None:
+            raise IndexUnavailableError(f"the {self.spec.name} search index is not open ({self.problem or 'closed'})")
         if limit <= 0:  # tantivy panics (PanicException, a BaseException) on a limit of 0
             return []
-        query, _errors = self._index.parse_query_lenient(text, list(self.spec.search_fields))
+        query = self._query(index, text)
         if place is not None:
             places = (place,) if isinstance(place, str) else place
             where = tantivy.Query.boolean_query(
                 [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "place", p)) for p in places]
             )
             query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, where)])
-        searcher = self._index.searcher()
+        searcher = index.searcher()
         result = searcher.search(query, limit, count=False)
         hits = result.hits
         ids = searcher.fast_field_values("id", [address for _score, address in hits])
         return [(int(i), float(score)) for (score, _a), i in zip(hits, ids, strict=True) if i is not None]
+
+    def _query(self, index: tantivy.Index, text: str) -> tantivy.Query:
+        """The user's words over the search fields; each CJK run, the phrase of its bigrams (any one
+        of them may match, as any one word may)."""
+        fields = list(self.spec.search_fields)
+        if not self.spec.cjk_sources or CJK_RUN.search(text) is None:
+            query, _errors = index.parse_query_lenient(text, fields)
+            return query
+        rest, runs = split_cjk(text)
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        if rest.strip():
+            latin, _errors = index.parse_query_lenient(rest, fields)
+            clauses.append((tantivy.Occur.Should, latin))
+        for run in dict.fromkeys(runs):
+            clauses.append((tantivy.Occur.Should, self._run_query(run)))
+        return tantivy.Query.boolean_query(clauses)
+
+    def _run_query(self, run: str) -> tantivy.Query:
+        grams = bigrams(run)
+        if len(run) == 1:  # a one-character word: alone, or in any bigram
+            return tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, CJK_FIELD, run)),
+                    (tantivy.Occur.Should, tantivy.Query.regex_query(self._schema, CJK_FIELD, f"{run}.|.{run}")),
+                ]
+            )
+        if len(grams) == 1:
+            return tantivy.Query.term_query(self._schema, CJK_FIELD, grams[0])
+        words: list[str | tuple[int, str]] = list(grams)
+        return tantivy.Query.phrase_query(self._schema, CJK_FIELD, words)
+
+    def num_docs(self) -> int:
+        index = self._index
+        if index is None:
+            return 0
+        index.reload()
+        return int(index.searcher().num_docs)
+
+    def all_ids(self) -> set[int]:
+        """Every document id in the index (for the reconciler)."""
+        index = self._index
+        if index is None:
+            return set()
+        index.reload()
+        return _all_ids(index)
+
+
+def _all_ids(index: tantivy.Index) -> set[int]:
+    searcher = index.searcher()
+    total = int(searcher.num_docs)
+    if total == 0:
+        return set()
+    hits = searcher.search(tantivy.Query.all_query(), total, count=False).hits
+    return {int(i) for i in searcher.fast_field_values("id", [a for _s, a in hits]) if i is not None}
+
+
+def _stage(
+    spec: IndexSpec,
+    writer: tantivy.IndexWriter,
+    docs: Sequence[dict[str, Any]],
+    delete_ids: Sequence[int],
+    *,
+    upsert: bool,
+) -> None:
+    for doc_id in delete_ids:
+        writer.delete_documents_by_term("id", doc_id)
+    for doc in docs:
+        if upsert:
+            writer.delete_documents_by_term("id", doc["id"])
+        writer.add_document(_document(spec, doc))
+
+
+class IndexBuild:
+    """A new index built from SQL in the sibling folder `<name>.building`; blocking, executor only.
+
+    Its progress (the SQL id it has reached) is written beside its files after each commit, so a build
+    a crash or a close cut short resumes where it stopped; the first batch after resuming is replayed
+    as upserts (the commit may have landed before its progress was written). `complete()` writes the
+    format file, which marks the folder as a usable index for the swap (and for finishing a swap a
+    crash interrupted).
+    """
+
+    def __init__(self, live: FtsIndex, *, resume: bool) -> None:
+        self.path = live.building_path
+        self.spec = live.spec
+        self.watermark = 0
+        self.resumed = False
+        self._schema = live.spec.build_schema()
+        self._index: tantivy.Index | None = None
+        self._writer: tantivy.IndexWriter | None = None
+        try:
+            if not (resume and self._resume()):
+                if self.path.exists() or self.path.is_symlink():
+                    _remove(self.path)
+                self.path.mkdir(parents=True)
+                self._index = tantivy.Index(self._schema, path=str(self.path), reuse=False)
+            assert self._index is not None
+            self._writer = _new_writer(self._index)
+        except (OSError, ValueError) as exc:
+            self.close()
+            if isinstance(exc, ValueError) and not is_transient(exc):
+                raise
+            raise IndexLockedError(
+                f"cannot build the {self.spec.name} index beside the old one: {one_line(exc)}"
+            ) from exc
+
+    def _resume(self) -> bool:
+        try:
+            progress = json.loads((self.path / _BUILD_PROGRESS).read_text(encoding="utf-8"))
+            if progress.get("schema_version") != self.spec.schema_version:
+                return False
+            watermark = int(progress["watermark"])
+        except FileNotFoundError:
+            return False
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return False
+        try:
+            self._index = tantivy.Index(self._schema, path=str(self.path), reuse=True)
+        except ValueError as exc:
+            if is_transient(exc):
+                raise
+            return False
+        self.watermark = watermark
+        self.resumed = watermark > 0
+        _log.info("index %s: resuming the build beside the live index from row %d", self.spec.name, watermark)
+        return True
+
+    def add(self, docs: Sequence[dict[str, Any]], reached: int, *, upsert: bool) -> None:
+        """Stage and commit `docs`, then record that the build reached SQL id `reached`."""
+        writer = self._require_writer()
+        try:
+            _stage(self.spec, writer, docs, [], upsert=upsert)
+            self._commit_writer(writer)
+        except ValueError:
+            with contextlib.suppress(ValueError):
+                writer.rollback()
+            raise
+        _write_json(self.path / _BUILD_PROGRESS, {"schema_version": self.spec.schema_version, "watermark": reached})
+        self.watermark = reached
+
+    def _commit_writer(self, writer: tantivy.IndexWriter) -> None:
+        """The one call that commits build files; a seam for tests that hold a build half-way."""
+        writer.commit()
+
+    def _require_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            raise ValueError(f"the {self.spec.name} index build is closed")
+        return self._writer
+
+    def complete(self) -> None:
+        """Close the build's writer and mark the folder as a complete index of this format."""
+        if self._writer is not None:
+            self._writer.wait_merging_threads()
+            self._writer = None
+        self._index = None
+        _write_json(self.path / _META, {"schema_version": self.spec.schema_version})
 
     def num_docs(self) -> int:
         if self._index is None:
@@ -240,17 +587,21 @@ class FtsIndex:
         self._index.reload()
         return int(self._index.searcher().num_docs)
 
-    def all_ids(self) -> set[int]:
-        """Every document id in the index (for the reconciler)."""
-        if self._index is None:
-            return set()
-        self._index.reload()
-        searcher = self._index.searcher()
-        total = int(searcher.num_docs)
-        if total == 0:
-            return set()
-        hits = searcher.search(tantivy.Query.all_query(), total, count=False).hits
-        return {int(i) for i in searcher.fast_field_values("id", [a for _s, a in hits]) if i is not None}
+    def close(self) -> None:
+        """Stop writing; the folder stays to be resumed."""
+        if self._writer is not None:
+            with contextlib.suppress(ValueError):
+                self._writer.wait_merging_threads()
+        self._writer = None
+        self._index = None
+
+    def abandon(self) -> None:
+        """Stop and remove the folder: the live index stays exactly as it was."""
+        self.close()
+        try:
+            _remove(self.path)
+        except OSError as exc:  # cleaned at the next start
+            _log.info("index %s: could not remove the abandoned build yet: %s", self.spec.name, exc)
 
 
 class _OwnerLock:
@@ -265,7 +616,13 @@ class _OwnerLock:
         self.path = path
         self._fd: int | None = None
 
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
     def acquire(self) -> bool:
+        """True when taken (or already held); False when another process holds it. OSError when the
+        lock file cannot be made or opened (a locked or read-only folder)."""
         if self._fd is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -303,532 +660,14 @@ class _OwnerLock:
             os.close(fd)
 
 
-class IndexSource(Protocol):
-    """Where a committer reads what to index: SQL, the canonical store."""
-
-    async def documents_after(self, watermark: int, limit: int) -> tuple[list[dict[str, Any]], int]:
-        """Documents with id > watermark (at most `limit` rows scanned) and the id the scan reached."""
-        ...
-
-    async def removals(self, limit: int) -> list[tuple[int, int]]:
-        """(outbox id, document id) to delete from the index."""
-        ...
-
-    async def load_state(self) -> tuple[int, int, bool]: ...
-
-    async def save_state(
-        self, *, watermark: int, schema_version: int, rebuilding: bool, outbox_upto: int | None
-    ) -> None: ...
-
-    async def newest_id(self) -> int: ...
-
-    async def documents_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]: ...
-
-    async def indexable_ids(self) -> set[int]: ...
-
-    async def backlog(self, watermark: int) -> tuple[int, int]:
-        """(documents SQL has past `watermark` for the index, removals waiting), counted now."""
-        ...
-
-
 @dataclass(frozen=True, slots=True)
 class IndexTiming:
     """How often a committer looks at SQL for other processes' writes, compacts after removals, and
-    compares itself with SQL (seconds)."""
+    compares itself with SQL; and how long it waits before trying a locked index again: the first
+    wait, doubled after each refusal up to the longest (seconds)."""
 
     poll_interval: float = 1.0
     compact_after: float = 5.0
     reconcile_every: float = 300.0
-
-
-@dataclass(slots=True)
-class _Counters:
-    commits: int = 0
-    documents: int = 0
-    retries: int = 0
-    live_attempt: int = 0
-    failures: int = 0
-    last_error: str | None = None
-    pending: int = 0
-    lag: int = 0
-    rebuilt_at_start: bool = False
-    awaiting_purge: int = 0
-    waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
-    purge_waiters: list[asyncio.Future[None]] = field(default_factory=list)
-
-
-class IndexCommitter:
-    """Feeds one FtsIndex from SQL with group commits, retries and reconciliation."""
-
-    def __init__(
-        self,
-        index: FtsIndex,
-        source: IndexSource,
-        *,
-        executor: ThreadPoolExecutor | None = None,
-        batch_size: int = 5000,
-        linger: float = 0.02,
-        max_attempts: int = 5,
-        backoff: float = 0.05,
-        failure_pause: float = 1.0,
-        on_health: Callable[[IndexHealth], None] | None = None,
-        timing: IndexTiming | None = None,
-    ) -> None:
-        self.index = index
-        self._source = source
-        self._own_executor = executor is None
-        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fts-{index.spec.name}")
-        self._batch = batch_size
-        self._linger = linger
-        self._max_attempts = max_attempts
-        self._backoff = backoff
-        self._failure_pause = failure_pause
-        self._on_health = on_health
-        self._wake = asyncio.Event()
-        self._hurry = asyncio.Event()  # a flush is waiting: skip the linger
-        self._task: asyncio.Task[None] | None = None
-        self._watermark = 0
-        self._upsert = True  # the first round after opening replays as upserts (crash recovery)
-        self._rebuild_pending = False  # the rebuilding flag in SQL is cleared once the index caught up
-        self._needs_reconcile = True  # once after start-up: the last run may have lost a batch silently
-        self._health_file = index.path.with_name(index.path.name + ".health.json")
-        self._health_written = 0.0
-        self._c = _Counters()
-        self._closing = False
-        timing = timing or IndexTiming()
-        # Another process (the CLI beside the window) writes SQL too; this one learns of it by looking.
-        self._poll_interval = timing.poll_interval
-        # Removed documents are purged from the files by a compaction once removals have been quiet this long
-        # (at most 12 times as long after the first one).
-        self._compact_after = timing.compact_after
-        self._compact_due: float | None = None
-        self._compact_deadline: float | None = None
-        # A commit can lose its batch without an error: compare the index with SQL now and then.
-        self._reconcile_every = timing.reconcile_every
-        self._reconciled_at = time.monotonic()
-
-    async def _run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
-    async def start(self) -> None:
-        watermark, version, rebuilding = await self._source.load_state()
-        created = await self._run_blocking(self.index.open)
-        if not self.index.writable:
-            # Another process (the running familiar) owns the writer: read what is there, touch nothing.
-            self._watermark = watermark
-            self._publish()
-            return
-        if created or version != self.index.spec.schema_version or rebuilding:
-            if not created:
-                await self._run_blocking(self._recreate)
-            watermark = 0
-            self._c.rebuilt_at_start = True
-            self._rebuild_pending = True
-            await self._source.save_state(
-                watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
-            )
-        self._watermark = watermark
-        # Words of documents removed before a restart (the last run ended before compacting) still
-        # sit in the files: compact them away soon.
-        leftover = await self._run_blocking(self.index.deleted_docs)
-        if leftover:
-            self._schedule_compaction(leftover)
-        self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
-        self.notify()
-
-    def _recreate(self) -> None:
-        self.index.wipe()
-        self.index.open()
-
-    async def close(self) -> None:
-        self._closing = True
-        self._write_health_file(force=True)
-        self._wake.set()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        await self._run_blocking(self.index.close)
-        for _target, fut in self._c.waiters:
-            if not fut.done():
-                fut.cancel()
-        for fut in self._c.purge_waiters:
-            if not fut.done():
-                fut.cancel()
-        if self._own_executor:
-            self._executor.shutdown(wait=True)
-
-    def notify(self) -> None:
-        """New rows exist in SQL (or an outbox entry): wake the committer."""
-        self._wake.set()
-
-    @property
-    def watermark(self) -> int:
-        return self._watermark
-
-    async def flush(self, timeout: float = 30.0) -> None:
-        """Wait until everything SQL has now is committed to the index."""
-        target = await self._source.newest_id()
-        if self._watermark >= target and not await self._source.removals(1):
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._c.waiters.append((target, fut))
-        self._hurry.set()
-        self.notify()
-        await asyncio.wait_for(fut, timeout)
-
-    def health(self) -> IndexHealth:
-        c = self._c
-        return IndexHealth(
-            name=self.index.spec.name,
-            commits=c.commits,
-            documents_committed=c.documents,
-            retries=c.retries,
-            live_attempt=c.live_attempt,
-            failures=c.failures,
-            last_error=c.last_error,
-            pending=c.pending,
-            lag=c.lag,
-            watermark=self._watermark,
-            rebuilt_at_start=c.rebuilt_at_start,
-            awaiting_purge=c.awaiting_purge,
-        )
-
-    def _publish(self) -> None:
-        self._write_health_file()
-        if self._on_health is not None:
-            try:
-                self._on_health(self.health())
-            except Exception:  # noqa: BLE001 - a listener must never stop indexing
-                _log.exception("index health listener failed")
-
-    def _write_health_file(self, *, force: bool = False) -> None:
-        """The writer shares its health with other processes (`familiar index status` beside the window)."""
-        if not self.index.writable:
-            return
-        now = time.monotonic()
-        if not force and now - self._health_written < 0.5 and not self._c.live_attempt:
-            return
-        self._health_written = now
-        health = self.health()
-        data = {k: getattr(health, k) for k in health.__slots__}
-        data["pid"] = os.getpid()
-        tmp = self._health_file.with_suffix(".tmp")
-        try:
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            tmp.replace(self._health_file)
-        except OSError as exc:  # a locked file must not stop indexing; the next publish retries
-            _log.debug("could not write %s: %s", self._health_file, exc)
-
-    def shared_health(self) -> IndexHealth | None:
-        """The health the writing process last shared, when this process only reads the index."""
-        try:
-            data = json.loads(self._health_file.read_text(encoding="utf-8"))
-            data.pop("pid", None)
-            return IndexHealth(**data)
-        except (OSError, ValueError, TypeError):
-            return None
-
-    def _seconds_to_next_chore(self) -> float:
-        now = time.monotonic()
-        waits = [self._poll_interval, self._reconciled_at + self._reconcile_every - now]
-        if self._compact_due is not None:
-            waits.append(self._compact_due - now)
-        return max(0.0, min(waits))
-
-    async def _loop(self) -> None:
-        while not self._closing:
-            # Not woken in time: look at SQL for another process's writes, or do a chore.
-            woken = await wait_set(self._wake, self._seconds_to_next_chore())
-            self._wake.clear()
-            if woken and self._linger and not self._hurry.is_set():
-                # Let a burst of appends gather into one commit, unless someone waits for a flush.
-                await wait_set(self._hurry, self._linger)
-            self._hurry.clear()
-            try:
-                while await self._round():
-                    pass
-                if self._needs_reconcile or time.monotonic() >= self._reconciled_at + self._reconcile_every:
-                    # After a start-up or a failed commit, and now and then: a commit can lose its batch
-                    # silently, so compare the index with SQL and repair what differs.
-                    self._needs_reconcile = False
-                    self._reconciled_at = time.monotonic()
-                    repaired = await self.reconcile()
-                    if repaired:
-                        _log.warning("index %s: reconciled %d documents with SQL", self.index.spec.name, repaired)
-                if self._compact_due is not None and time.monotonic() >= self._compact_due:
-                    await self._compact()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - keep the familiar running whatever the index does
-                self._c.failures += 1
-                self._c.last_error = _one_line(exc)
-                self._c.live_attempt = 0
-                _log.warning("index %s: round failed: %s", self.index.spec.name, self._c.last_error)
-                self._needs_reconcile = True
-                self._publish()
-                await asyncio.sleep(self._failure_pause)
-                self._wake.set()
-                continue
-            self._settle_waiters(idle=True)
-
-    async def _round(self) -> bool:
-        """One group commit. Returns True when there may be more to do right away."""
-        # Removals are read before documents: a document read afterwards already reflects them, and
-        # deletes are staged before adds, so a redacted row can never be added back.
-        removals = await self._source.removals(self._batch)
-        docs, reached = await self._source.documents_after(self._watermark, self._batch)
-        newest = await self._source.newest_id()
-        self._c.pending = len(docs) + len(removals)
-        self._c.lag = max(0, newest - self._watermark)
-        if reached <= self._watermark and not removals:
-            self._c.pending = 0
-            self._c.lag = 0
-            if self._rebuild_pending or self._upsert:
-                await self._finish_rebuild()
-            return False
-        delete_ids = [doc_id for _oid, doc_id in removals]
-        landed = await self._commit_with_retries(docs, delete_ids)
-        if not landed:
-            self._upsert = True
-            self._publish()
-            await asyncio.sleep(self._failure_pause)
-            return True
-        self._watermark = reached
-        await self._source.save_state(
-            watermark=reached,
-            schema_version=self.index.spec.schema_version,
-            rebuilding=self._rebuild_pending and reached < newest,
-            outbox_upto=max((oid for oid, _d in removals), default=None),
-        )
-        self._c.commits += 1
-        self._c.documents += len(docs)
-        self._c.pending = 0
-        self._c.lag = max(0, newest - reached)
-        if delete_ids:
-            self._schedule_compaction(len(delete_ids))
-        self._publish()
-        self._settle_waiters(idle=False)
-        return True
-
-    def _schedule_compaction(self, removed: int) -> None:
-        now = time.monotonic()
-        self._c.awaiting_purge += removed
-        if self._compact_deadline is None:
-            self._compact_deadline = now + 12 * self._compact_after
-        self._compact_due = min(now + self._compact_after, self._compact_deadline)
-
-    async def _compact(self) -> None:
-        """Rewrite the index from SQL in one commit, so removed documents leave the files too."""
-        started = time.perf_counter()
-        purged = self._c.awaiting_purge
-        await self._run_blocking(self.index.stage_compaction)
-        try:
-            watermark, total = 0, 0
-            while watermark < self._watermark:
-                docs, reached = await self._source.documents_after(watermark, self._batch)
-                if reached <= watermark:
-                    break
-                live = [d for d in docs if int(d["id"]) <= self._watermark]  # newer rows come in the next round
-                await self._run_blocking(functools.partial(self.index.stage, live, [], upsert=False))
-                total += len(live)
-                watermark = reached
-            await self._run_blocking(self.index.commit)
-        except BaseException:
-            await self._run_blocking(self._safe_rollback)
-            raise
-        await self._run_blocking(self.index.collect_garbage)
-        self._c.commits += 1
-        self._purged(purged)
-        _log.info(
-            "index %s: compacted %d documents in %.2f s; %d removed ones purged from the files",
-            self.index.spec.name,
-            total,
-            time.perf_counter() - started,
-            purged,
-        )
-        self._publish()
-
-    def _purged(self, count: int) -> None:
-        """`count` removed documents left the files; wake those waiting when none is left."""
-        self._c.awaiting_purge = max(0, self._c.awaiting_purge - count)
-        self._compact_due = self._compact_deadline = None
-        if self._c.awaiting_purge:  # removals landed while it ran (they were staged after the rewrite)
-            self._schedule_compaction(0)
-            return
-        for fut in self._c.purge_waiters:
-            if not fut.done():
-                fut.set_result(None)
-        self._c.purge_waiters = []
-
-    async def purge(self, timeout: float = 30.0) -> None:
-        """Compact now (after committing what is pending) and wait until removed documents left the files."""
-        await self.flush(timeout)
-        if not self._c.awaiting_purge:
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._c.purge_waiters.append(fut)
-        self._compact_due = time.monotonic()
-        self.notify()
-        await asyncio.wait_for(fut, timeout)
-
-    async def _finish_rebuild(self) -> None:
-        await self._source.save_state(
-            watermark=self._watermark, schema_version=self.index.spec.schema_version, rebuilding=False, outbox_upto=None
-        )
-        self._upsert = False
-        self._rebuild_pending = False
-
-    async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> bool:
-        upsert = self._upsert
-        for attempt in range(1, self._max_attempts + 1):
-            try:
-                await self._run_blocking(self._stage_and_commit, docs, delete_ids, upsert)
-                if self._c.live_attempt:
-                    self._c.live_attempt = 0
-                    self._c.last_error = None
-                return True
-            except ValueError as exc:
-                await self._run_blocking(self._safe_rollback)
-                self._c.last_error = _one_line(exc)
-                if not is_transient(exc):
-                    _log.error("index %s: commit failed: %s", self.index.spec.name, self._c.last_error)
-                    break
-                upsert = True  # a failed commit may have lost part of the batch: replay as upserts
-                if attempt == self._max_attempts:
-                    break
-                self._c.retries += 1
-                self._c.live_attempt = attempt + 1
-                self._publish()
-                await asyncio.sleep(self._backoff * (2 ** (attempt - 1)))
-        self._c.failures += 1
-        self._c.live_attempt = 0
-        self._needs_reconcile = True
-        _log.warning(
-            "index %s: %d documents could not be committed (%s); SQL keeps them and the index will catch up",
-            self.index.spec.name,
-            len(docs),
-            self._c.last_error,
-        )
-        return False
-
-    def _stage_and_commit(self, docs: list[dict[str, Any]], delete_ids: list[int], upsert: bool) -> None:
-        self.index.stage(docs, delete_ids, upsert=upsert)
-        self.index.commit()
-
-    def _safe_rollback(self) -> None:
-        try:
-            self.index.rollback()
-        except ValueError as exc:
-            _log.warning("index %s: rollback failed: %s", self.index.spec.name, exc)
-
-    def _settle_waiters(self, *, idle: bool) -> None:
-        keep: list[tuple[int, asyncio.Future[None]]] = []
-        for target, fut in self._c.waiters:
-            if fut.done():
-                continue
-            if self._watermark >= target and idle:
-                fut.set_result(None)
-            else:
-                keep.append((target, fut))
-        self._c.waiters = keep
-
-    async def reconcile(self) -> int:
-        """Index what SQL has and the index lacks, and drop what the index has and SQL does not.
-
-        Returns the number of documents repaired.
-        """
-        wanted = await self._source.indexable_ids()
-        present: set[int] = await self._run_blocking(self.index.all_ids)
-        missing = sorted(i for i in wanted if i <= self._watermark and i not in present)
-        extra = sorted(present - wanted)
-        if not missing and not extra:
-            return 0
-        docs = await self._source.documents_by_ids(missing)
-        if not await self._commit_with_retries(docs, extra):
-            raise ValueError(f"index {self.index.spec.name}: reconcile could not commit ({self._c.last_error})")
-        self._c.commits += 1
-        self._c.documents += len(docs)
-        self._publish()
-        return len(missing) + len(extra)
-
-    async def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Drop the index and build it again from SQL; `progress(done, total)` after each commit."""
-        if not self.index.writable:
-            raise ValueError(
-                f"another Familiar process is writing the {self.index.spec.name} index;"
-                " rebuild it from that window, or stop it first"
-            )
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        await self._source.save_state(
-            watermark=0, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
-        )
-        await self._run_blocking(self._recreate)
-        self._watermark = 0
-        self._upsert = False
-        self._purged(self._c.awaiting_purge)  # a rebuilt index holds no removed document
-        total = await self._source.newest_id()
-        done = 0
-        while True:
-            docs, reached = await self._source.documents_after(self._watermark, self._batch)
-            if reached <= self._watermark:
-                break
-            if not await self._commit_with_retries(docs, []):
-                raise ValueError(f"index {self.index.spec.name}: rebuild could not commit ({self._c.last_error})")
-            self._watermark = reached
-            done += len(docs)
-            await self._source.save_state(
-                watermark=reached, schema_version=self.index.spec.schema_version, rebuilding=True, outbox_upto=None
-            )
-            if progress is not None:
-                progress(reached, total)
-        await self._source.save_state(
-            watermark=self._watermark,
-            schema_version=self.index.spec.schema_version,
-            rebuilding=False,
-            outbox_upto=None,
-        )
-        self._closing = False
-        self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
-        self.notify()
-        return done
-
-    async def backlog(self, watermark: int | None = None) -> tuple[int, int]:
-        """(documents to add, documents to remove) for this index, counted in SQL now; from the
-        committer's own watermark unless another is given."""
-        return await self._source.backlog(self._watermark if watermark is None else watermark)
-
-    async def status(self) -> IndexHealth:
-        """Health with lag measured from SQL now (meaningful in a process that is not the writer too)."""
-        watermark, _version, _rebuilding = await self._source.load_state()
-        newest = await self._source.newest_id()
-        health = self.health()
-        if not self.index.writable:
-            shared: IndexHealth | None = await asyncio.to_thread(self.shared_health)
-            health = shared or health
-        return dataclasses.replace(health, lag=max(0, newest - watermark), watermark=watermark)
-
-    async def search(
-        self, text: str, limit: int, place: str | tuple[str, ...] | None = None
-    ) -> list[tuple[int, float]]:
-        started = time.perf_counter()
-        # Searches run beside commits (tantivy readers are thread-safe), not behind them. A short top-k
-        # search takes about a millisecond even at 100k documents, less than the hop to a worker thread
-        # costs on a busy machine, so it runs right here; a long one goes to a thread to keep the loop free.
-        hits: list[tuple[int, float]]
-        if limit <= INLINE_SEARCH_LIMIT:
-            hits = self.index.search(text, limit, place)
-        else:
-            hits = await asyncio.to_thread(self.index.search, text, limit, place)
-        _log.debug("search %r took %.2f ms", text, (time.perf_counter() - started) * 1000)
-        return hits
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300] if text else type(exc).__name__
+    locked_retry_first: float = 0.5
+    locked_retry_max: float = 15.0

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.memory.errors import StoreError
+from app.memory.committer import IndexCommitter
+from app.memory.errors import IndexUnavailableError, StoreError
 from app.memory.facts import (
     Changes,
     Fact,
@@ -18,9 +19,10 @@ from app.memory.facts import (
     NewFact,
     drop_projections_quoting,
 )
-from app.memory.fts import FACTS, TURNS, FtsIndex, IndexCommitter, IndexTiming
+from app.memory.fts import FACTS, TURNS, FtsIndex, IndexTiming
 from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
+from app.memory.scan import merge_hits, scan_facts, scan_turns
 from app.memory.store import Store
 
 _log = logging.getLogger(__name__)
@@ -150,6 +152,7 @@ class History:
         self.turns_index = turns_index
         self.facts_index = facts_index
         self.facts = FactBook(store)
+        self._scanning: set[str] = set()  # indexes whose searches the store answers now (logged once)
 
     @classmethod
     async def open(
@@ -195,7 +198,7 @@ class History:
             await store.close()
             raise
         history = cls(store, committer, facts_committer)
-        if committer.index.writable:  # the process that owns the memory finishes what a crash cut short
+        if committer.owns_index:  # the process that owns the memory finishes what a crash cut short
             try:
                 finished = await history.finish_interrupted_deletions()
             except BaseException:
@@ -291,19 +294,56 @@ class History:
         return await self.store.recent_turns(place, limit, ending_at=ending_at)
 
     async def search_turns(self, query: str, limit: int = 20, place: str | None = None) -> list[TurnSearchHit]:
-        """BM25 hits mapped to their SQL rows; rows redacted since indexing are left out."""
+        """BM25 hits mapped to their SQL rows; rows redacted since indexing are left out. While the
+        index cannot answer (locked, being rebuilt), the store answers (see `_hits`)."""
         if not query.strip():
             return []
-        hits = await self.turns_index.search(query, limit, place)
+
+        async def scan(after_id: int | None) -> list[tuple[int, float]]:
+            return await scan_turns(self.store, query, limit, place, after_id=after_id)
+
+        hits = await self._hits(self.turns_index, query, limit, place, scan)
         turns = {t.id: t for t in await self.store.turns_by_ids([i for i, _s in hits])}
         return [TurnSearchHit(turn=turns[i], score=score) for i, score in hits if i in turns and not turns[i].redacted]
 
+    async def _hits(
+        self,
+        committer: IndexCommitter,
+        query: str,
+        limit: int,
+        place: str | tuple[str, ...] | None,
+        scan: Callable[[int | None], Awaitable[list[tuple[int, float]]]],
+    ) -> list[tuple[int, float]]:
+        """The index's hits. SQL is the truth, so a search never fails for want of its index: when the
+        index cannot answer, a scan of the store answers instead; when it is open but locked (it lacks
+        what arrived since), the rows it lacks are scanned and merged in."""
+        name = committer.index.spec.name
+        try:
+            hits = await committer.search(query, limit, place)
+        except IndexUnavailableError as exc:
+            if name not in self._scanning:
+                self._scanning.add(name)
+                _log.warning("%s; searches answer from the store until it is back", exc)
+            return await scan(None)
+        stale = await committer.stale_after()
+        if stale is None:
+            if name in self._scanning:
+                self._scanning.discard(name)
+                _log.info("the %s search index answers again", name)
+            return hits
+        return merge_hits(hits, await scan(stale), limit)
+
     async def catch_up(self, timeout: float = 60.0) -> None:
         """When this process writes the index: wait until it holds everything SQL has (after a crash,
-        the first open re-indexes what the last run did not commit)."""
+        the first open re-indexes what the last run did not commit). An index that is locked, or not
+        done within `timeout`, is not waited for: searches answer from the store meanwhile."""
         for committer in self.indexes():
-            if committer.index.writable:
-                await committer.flush(timeout)
+            if committer.owns_index:
+                try:
+                    await committer.flush(timeout)
+                except (IndexUnavailableError, TimeoutError) as exc:
+                    reason = str(exc) or f"the {committer.index.spec.name} index is still catching up"
+                    _log.warning("not waiting for the index: %s", reason)
 
     # -- facts -------------------------------------------------------------------------------------
     async def insert_fact(self, new: NewFact) -> InsertOutcome:
@@ -334,15 +374,24 @@ class History:
         await self.store.checkpoint()  # the erased text must not linger in the write-ahead log either
         self._wake(changes)
         for committer, touched in ((self.facts_index, changes.facts_index), (self.turns_index, changes.turns_index)):
-            if touched and committer.index.writable:
-                await committer.flush()
+            if touched and committer.owns_index:
+                try:
+                    await committer.flush()
+                except IndexUnavailableError as exc:
+                    # SQL is the truth: the text is out of every search (results are checked against
+                    # SQL), and the outbox takes it out of the index once the lock is gone.
+                    _log.warning("forgotten; %s, so the index drops the text once it is back", exc)
         return receipt
 
     async def search_facts(self, query: str, limit: int = 20) -> list[tuple[Fact, float]]:
         """Full-text search over every fact with text (any status), best first."""
         if not query.strip() or limit <= 0:
             return []
-        hits = await self.facts_index.search(query, limit)
+
+        async def scan(after_id: int | None) -> list[tuple[int, float]]:
+            return await scan_facts(self.store, query, limit, after_id=after_id)
+
+        hits = await self._hits(self.facts_index, query, limit, None, scan)
         out: list[tuple[Fact, float]] = []
         for fact_id, score in hits:
             fact = await self.facts.get(fact_id)
@@ -357,8 +406,12 @@ class History:
         scopes = visible_scopes(where)  # a bad place is an error before any search
         if not query.strip() or fetch <= 0:
             return [], 0.0
+
         # The index filters by scope, so facts of other places can never crowd out this place's own.
-        hits = await self.facts_index.search(query, fetch, scopes)
+        async def scan(after_id: int | None) -> list[tuple[int, float]]:
+            return await scan_facts(self.store, query, fetch, scopes, after_id=after_id)
+
+        hits = await self._hits(self.facts_index, query, fetch, scopes, scan)
         facts = await self.facts.get_many(await self.facts.visible_ids([i for i, _s in hits], where))
         best = max((s for _i, s in hits), default=0.0)
         return [(facts[i], score) for i, score in hits if i in facts], best

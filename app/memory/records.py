@@ -64,3 +64,17 @@ class IndexHealth:
     rebuilt_at_start: bool
     # Removed documents whose words the index files still hold until the next compaction (seconds away).
     awaiting_purge: int = 0
+    # "ready"; "locked" (the files refuse to open or to take a commit: searches answer from the store
+    # for what the index lacks, and it is retried with backoff); "rebuilding" (a new index is built
+    # beside the old one, which answers until the new one is swapped in); "reader" (another Familiar
+    # process writes this index; this one only reads it); "starting"; "closed".
+    state: str = "ready"
+    locked_attempts: int = 0  # while locked: how many tries in a row the lock has refused
+
+    def state_line(self) -> str:
+        """The state in a few words, e.g. "locked, retrying (attempt 3), last error: ..."."""
+        if self.state == "locked":
+            return f"locked, retrying (attempt {self.locked_attempts}), last error: {self.last_error}"
+        if self.state == "reader":
+            return "written by another Familiar process (read here)"
+        return self.state

@@ -90,6 +90,8 @@ class IndexHealthReport:
     pending: int
     lag: int
     awaiting_purge: int = 0  # removed documents whose words stay in the index files until the next compaction
+    state: str = "ready"  # ready / locked / rebuilding / reader / starting (IndexHealth.state)
+    locked_attempts: int = 0  # while locked: the tries the lock has refused in a row
     at: datetime = field(default_factory=_now)
 
 

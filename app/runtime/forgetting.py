@@ -24,6 +24,7 @@ from app.memory.waiting import wait_set
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.memory_base import MemoryBase
+from app.runtime.memory_ops import IndexPurge
 from app.runtime.names import NameTable
 from app.runtime.view_builder import source_message
 from app.runtime.views import (
@@ -242,10 +243,9 @@ class ForgettingMixin(MemoryBase):
             label=f"{stone.reason} · lifted",
         )
 
-    async def purge_index_files(self, timeout: float = 300.0) -> dict[str, bool]:
+    async def purge_index_files(self, timeout: float = 300.0) -> dict[str, IndexPurge]:
         """Compact now every index this process writes that still holds removed documents' words (a
-        one-shot command, before it exits). Per index: True = purged here, False = the running familiar
-        owns it and compacts it within seconds by itself."""
+        one-shot command, before it exits); see IndexPurge for each index's outcome."""
         return await self._deps.ops.purge_index_files(timeout)
 
     # -- the timer -----------------------------------------------------------------------------------

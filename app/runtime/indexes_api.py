@@ -22,7 +22,7 @@ def index_view(status: IndexStatus) -> IndexStatusView:
     health = status.health
     if health.failures and health.last_error and health.pending and not health.live_attempt:
         state: IndexState = "failing"
-    elif health.live_attempt or health.pending or health.lag:
+    elif health.live_attempt or health.pending or health.lag or health.state in ("locked", "rebuilding"):
         state = "catching_up"
     else:
         state = "ok"
@@ -42,6 +42,9 @@ def index_view(status: IndexStatus) -> IndexStatusView:
         awaiting_purge=health.awaiting_purge,
         to_add=status.to_add,
         to_remove=status.to_remove,
+        health_state=health.state,
+        locked_attempts=health.locked_attempts,
+        state_line=health.state_line(),
     )
 
 

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 from app.config.paths import PRIVATE_FILE
-from app.memory.errors import StoreError
+from app.memory.committer import PreparedRebuild
+from app.memory.errors import IndexUnavailableError, StoreError
+from app.memory.errors import RebuildCancelledError as IndexRebuildCancelledError
 from app.memory.export import (
     ImportMarker,
     export_records,
@@ -59,13 +61,28 @@ class IndexStatus:
 class RebuildProgress:
     """One step of an index rebuild. `start` carries the documents to index; each `progress` follows
     a commit (done is estimated from how far the scan of SQL has got), and the last `progress` of
-    an index, always sent, is exact with done == total."""
+    an index, always sent, is exact with done == total. A cancelled rebuild ends with `cancelled`
+    (of the index it was building) instead."""
 
-    event: Literal["start", "progress"]
+    event: Literal["start", "progress", "cancelled"]
     index: str
     done: int
     total: int
     percent: float
+
+
+class RebuildCancelledError(FamiliarError):
+    """The rebuild was cancelled: every index answers exactly as it did before."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPurge:
+    """Where removed documents' words stand in one index's files after a forget: "purged" here,
+    "running" (the familiar running elsewhere purges them within seconds) or "pending" (the index is
+    locked: they leave its files once the lock is gone; search already leaves them out)."""
+
+    status: Literal["purged", "running", "pending"]
+    reason: str | None = None
 
 
 class MemoryOps:
@@ -74,19 +91,27 @@ class MemoryOps:
         self._lorebook = lorebook
         self._finished_imports: set[str] = set()  # imports (file digests) an interruption left, finished here
 
-    async def purge_index_files(self, timeout: float = 300.0) -> dict[str, bool]:
+    async def purge_index_files(self, timeout: float = 300.0) -> dict[str, IndexPurge]:
         """Compact now every index this process writes that holds removed documents' words, so they
-        leave the files before a one-shot command exits. Per index: True = purged here, False = the
-        running familiar owns the index and compacts it within seconds by itself."""
-        out: dict[str, bool] = {}
+        leave the files before a one-shot command exits (see IndexPurge for each index's outcome)."""
+        out: dict[str, IndexPurge] = {}
         async with _explained():
             for committer in self._history.indexes():
                 name = committer.index.spec.name
-                if not committer.index.writable:
-                    out[name] = False
-                elif committer.health().awaiting_purge:
-                    await committer.purge(timeout)
-                    out[name] = True
+                if not committer.owns_index:
+                    out[name] = IndexPurge("running")
+                    continue
+                try:
+                    if committer.state == "locked":
+                        _to_add, to_remove = await committer.backlog()
+                        if to_remove:  # removals wait in the outbox until the lock is gone
+                            out[name] = IndexPurge("pending", committer.unavailable_reason())
+                        continue
+                    if committer.health().awaiting_purge:
+                        await committer.purge(timeout)
+                        out[name] = IndexPurge("purged")
+                except IndexUnavailableError as exc:
+                    out[name] = IndexPurge("pending", str(exc))
         return out
 
     async def export(self, target: Path) -> dict[str, int]:
@@ -192,11 +217,8 @@ class MemoryOps:
     async def _index_imported(self, *, wait: bool) -> None:
         for committer in self._history.indexes():
             committer.notify()
-            if wait and committer.index.writable:
-                try:
-                    await committer.flush(300)
-                except TimeoutError:  # the rows are in SQL; the index keeps catching up from its watermark
-                    _log.warning("the %s index is still catching up with the import", committer.index.spec.name)
+        if wait:
+            await self._history.catch_up(300)  # a locked index catches up by itself once the lock is gone
 
     async def index_status(self) -> list[IndexStatus]:
         out: list[IndexStatus] = []
@@ -208,33 +230,63 @@ class MemoryOps:
                 out.append(IndexStatus(replace(health, pending=pending), to_add=to_add, to_remove=to_remove))
         return out
 
-    async def rebuild_indexes(self, progress: Callable[[RebuildProgress], None] | None = None) -> dict[str, int]:
-        """Rebuild each index from SQL; `progress` gets a start event, one event per commit, and a
-        final exact event per index (also for an empty one)."""
+    async def rebuild_indexes(
+        self,
+        progress: Callable[[RebuildProgress], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> dict[str, int]:
+        """Rebuild each index from SQL beside the live one; searches answer from the old indexes until
+        every new one is complete, then all are swapped in. `progress` gets a start event, one event per
+        commit, and a final exact event per index (also for an empty one).
+
+        Cancelling (the task, or `cancelled()` returning True, asked between commits: RebuildCancelledError)
+        leaves every index answering exactly as before."""
         out: dict[str, int] = {}
+        prepared: list[tuple[str, PreparedRebuild]] = []
+        current: list[RebuildProgress] = []
 
         def send(event: RebuildProgress) -> None:
+            current[:] = [event]
             if progress is not None:
                 progress(event)
 
         async with _explained():
-            for committer in self._history.indexes():
-                name = committer.index.spec.name
-                total, _removals = await committer.backlog(0)
-                send(RebuildProgress("start", name, 0, total, 0.0 if total else 100.0))
-                last: list[int] = []
+            try:
+                for committer in self._history.indexes():
+                    name = committer.index.spec.name
+                    total, _removals = await committer.backlog(0)
+                    send(RebuildProgress("start", name, 0, total, 0.0 if total else 100.0))
+                    last: list[int] = []
 
-                def report(
-                    reached: int, newest: int, name: str = name, total: int = total, last: list[int] = last
-                ) -> None:
-                    share = min(1.0, reached / newest) if newest > 0 else 1.0
-                    done = min(total, round(total * share))
-                    last[:] = [done]
-                    send(RebuildProgress("progress", name, done, total, round(share * 100, 1)))
+                    def report(
+                        reached: int, newest: int, name: str = name, total: int = total, last: list[int] = last
+                    ) -> None:
+                        share = min(1.0, reached / newest) if newest > 0 else 1.0
+                        done = min(total, round(total * share))
+                        last[:] = [done]
+                        send(RebuildProgress("progress", name, done, total, round(share * 100, 1)))
 
-                out[name] = count = await committer.rebuild(report)
-                if last != [count] or count != total:
-                    send(RebuildProgress("progress", name, count, count, 100.0))
+                    ready = await committer.prepare_rebuild(report, cancelled)
+                    prepared.append((name, ready))
+                    count = ready.documents
+                    if last != [count] or count != total:
+                        send(RebuildProgress("progress", name, count, count, 100.0))
+            except BaseException as exc:
+                for committer, (_name, ready) in zip(self._history.indexes(), prepared, strict=False):
+                    await committer.abandon_rebuild(ready)
+                if isinstance(exc, IndexRebuildCancelledError):
+                    step = current[0] if current else RebuildProgress("start", "turns", 0, 0, 0.0)
+                    send(RebuildProgress("cancelled", step.index, step.done, step.total, step.percent))
+                    raise RebuildCancelledError(str(exc)) from exc
+                raise
+            pairs = list(zip(self._history.indexes(), prepared, strict=True))
+            for n, (committer, (name, ready)) in enumerate(pairs):
+                try:
+                    out[name] = await committer.finish_rebuild(ready)
+                except BaseException:
+                    for later, (_name, waiting) in pairs[n + 1 :]:  # not swapped in: the old ones stay
+                        await later.abandon_rebuild(waiting)
+                    raise
         return out
 
 

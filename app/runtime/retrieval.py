@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.config.settings import RetrievalSection
+from app.memory.cjk import cue_words, has_cjk
 from app.memory.embeddings import Embedder, EmbeddingIndex, cosine
 from app.memory.facts import Fact
 from app.memory.history import History
@@ -47,9 +48,11 @@ def search_terms(cue: str) -> str:
     (A chatty cue full of "the" and "you" costs tantivy ten times more and ranks no better.)"""
     seen: dict[str, None] = {}
     for line in reversed(cue.splitlines()):
-        for word in _WORD.findall(line.lower()):
-            if word not in STOP_WORDS and (len(word) > 1 or not word.isascii()):
-                seen.setdefault(word, None)
+        for found in _WORD.findall(line.lower()):
+            # A CJK sentence is one \w+ run: its bigrams are its words (app/memory/cjk.py).
+            for word in cue_words(found) if has_cjk(found) else (found,):
+                if word not in STOP_WORDS and (len(word) > 1 or not word.isascii()):
+                    seen.setdefault(word, None)
     return " ".join(list(seen)[:MAX_TERMS])
 
 

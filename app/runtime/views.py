@@ -303,6 +303,11 @@ class IndexStatusView:
     awaiting_purge: int  # removed documents whose words stay in the files until the next compaction
     to_add: int
     to_remove: int
+    health_state: (
+        str  # the index itself: "ready", "locked", "rebuilding", "reader" (another process writes it), "closed"
+    )
+    locked_attempts: int  # while locked: how many times opening it has been tried
+    state_line: str  # the state in a few words, e.g. "locked, retrying (attempt 3), last error: ..."
 
 
 @dataclass(frozen=True, slots=True)

@@ -181,7 +181,9 @@ async def test_search_terms_keep_distinct_content_words_newest_first_and_capped(
     assert search_terms("hi, how are you?") == ""
     many = " ".join(f"word{i}" for i in range(40))
     assert len(search_terms(many).split()) == MAX_TERMS
-    assert search_terms("猫が好き") == "猫が好き"
+    # A CJK sentence is one \w+ run: its character bigrams are its words (app/memory/cjk.py).
+    assert search_terms("猫が好き") == "猫が が好 好き"
+    assert search_terms("Discordのサーバー") == "discord のサ サー ーバ バー"
 
 
 async def test_a_cue_of_only_small_talk_recalls_nothing(history: History) -> None:

@@ -1,0 +1,857 @@
+"""The group committer: feeds one tantivy index (app/memory/fts.py) from SQL.
+
+SQL commits first and is canonical. The committer reads what SQL has past the index's persisted
+watermark, stages many documents, and commits them together. A commit that fails with a transient
+lock (the Windows antivirus race: PermissionDenied / Access is denied / os error 5, or LockBusy) is
+rolled back and the batch is replayed as upserts with backoff; if it still cannot land, the watermark
+does not move, so the next round (the reconciler) indexes what SQL has and the index lacks.
+
+An index that stays locked (it cannot be opened, or refuses every commit) puts the committer in the
+"locked" state: it is tried again with growing pauses while searches answer from the store, and
+heals by itself once the lock is gone. A rebuild (at start, for a damaged or outdated index, or when
+the owner asks) is built beside the live index, which answers until the swap; a cancel leaves it
+exactly as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.memory.errors import IndexLockedError, IndexUnavailableError, RebuildCancelledError
+from app.memory.fts import (
+    INLINE_SEARCH_LIMIT,
+    WRITER_KILLED,
+    FtsIndex,
+    IndexBuild,
+    IndexTiming,
+    OpenOutcome,
+    is_lock_error,
+    is_transient,
+    one_line,
+)
+from app.memory.records import IndexHealth
+from app.memory.waiting import wait_set
+
+_log = logging.getLogger(__name__)
+
+
+class IndexSource(Protocol):
+    """Where a committer reads what to index: SQL, the canonical store."""
+
+    async def documents_after(self, watermark: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """Documents with id > watermark (at most `limit` rows scanned) and the id the scan reached."""
+        ...
+
+    async def removals(self, limit: int) -> list[tuple[int, int]]:
+        """(outbox id, document id) to delete from the index."""
+        ...
+
+    async def load_state(self) -> tuple[int, int, bool]: ...
+
+    async def save_state(
+        self, *, watermark: int, schema_version: int, rebuilding: bool, outbox_upto: int | None
+    ) -> None: ...
+
+    async def newest_id(self) -> int: ...
+
+    async def documents_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]: ...
+
+    async def indexable_ids(self) -> set[int]: ...
+
+    async def backlog(self, watermark: int) -> tuple[int, int]:
+        """(documents SQL has past `watermark` for the index, removals waiting), counted now."""
+        ...
+
+
+@dataclass(slots=True)
+class _Counters:
+    commits: int = 0
+    documents: int = 0
+    retries: int = 0
+    live_attempt: int = 0
+    failures: int = 0
+    last_error: str | None = None
+    pending: int = 0
+    lag: int = 0
+    rebuilt_at_start: bool = False
+    awaiting_purge: int = 0
+    locked_attempts: int = 0
+    waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
+    purge_waiters: list[asyncio.Future[None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PreparedRebuild:
+    """A complete build beside the live index, waiting to be swapped in (`IndexCommitter.finish_rebuild`)
+    or abandoned (`abandon_rebuild`). The committer stays paused meanwhile; the old index answers."""
+
+    build: IndexBuild
+    documents: int
+
+
+ProgressCallback = Callable[[int, int], None]
+CancelCallback = Callable[[], bool]
+
+
+class IndexCommitter:
+    """Feeds one FtsIndex from SQL with group commits, retries and reconciliation."""
+
+    def __init__(
+        self,
+        index: FtsIndex,
+        source: IndexSource,
+        *,
+        executor: ThreadPoolExecutor | None = None,
+        batch_size: int = 5000,
+        linger: float = 0.02,
+        max_attempts: int = 5,
+        backoff: float = 0.05,
+        failure_pause: float = 1.0,
+        on_health: Callable[[IndexHealth], None] | None = None,
+        timing: IndexTiming | None = None,
+    ) -> None:
+        self.index = index
+        self._source = source
+        self._own_executor = executor is None
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fts-{index.spec.name}")
+        self._batch = batch_size
+        self._linger = linger
+        self._max_attempts = max_attempts
+        self._backoff = backoff
+        self._failure_pause = failure_pause
+        self._on_health = on_health
+        self._wake = asyncio.Event()
+        self._hurry = asyncio.Event()  # a flush is waiting: skip the linger
+        self._task: asyncio.Task[None] | None = None
+        self._watermark = 0
+        self._sql_version = 0  # the format SQL records for the live index
+        self._sql_rebuilding = False  # SQL says a rebuild was asked for and has not finished
+        self._rebuild_reason: str | None = None  # the live index must be rebuilt (beside it) before use
+        self._state = "starting"
+        self._retry_after = 0.0  # monotonic time before which a locked index is not tried again
+        self._reader_tried = 0.0
+        self._upsert = True  # the first round after opening replays as upserts (crash recovery)
+        self._needs_reconcile = True  # once after start-up: the last run may have lost a batch silently
+        self._health_file = index.path.with_name(index.path.name + ".health.json")
+        self._health_written = 0.0
+        self._c = _Counters()
+        self._closing = False
+        timing = timing or IndexTiming()
+        # Another process (the CLI beside the window) writes SQL too; this one learns of it by looking.
+        self._poll_interval = timing.poll_interval
+        # Removed documents are purged from the files by a compaction once removals have been quiet this long
+        # (at most 12 times as long after the first one).
+        self._compact_after = timing.compact_after
+        self._compact_due: float | None = None
+        self._compact_deadline: float | None = None
+        # A commit can lose its batch without an error: compare the index with SQL now and then.
+        self._reconcile_every = timing.reconcile_every
+        self._reconciled_at = time.monotonic()
+        self._locked_retry_first = timing.locked_retry_first
+        self._locked_retry_max = timing.locked_retry_max
+
+    async def _run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    @property
+    def owns_index(self) -> bool:
+        """This process writes the index (it may still be locked or being rebuilt)."""
+        return self.index.owned
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    # -- start, open, heal -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the index. A locked index does not stop the start: it is retried in the background
+        while searches answer from the store; a damaged or outdated one is rebuilt beside."""
+        try:
+            await self._open()
+        except IndexLockedError as exc:
+            self._note_locked(exc)
+            if not self.index.owned and self._c.locked_attempts == 1:
+                _log.warning("index %s is locked (%s); retrying in the background", self.index.spec.name, exc)
+        if not self.index.owned and self._state != "locked":
+            # Another process (the running familiar) owns the writer: read what is there, touch nothing.
+            self._set_state("reader")
+            return
+        self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+        self.notify()
+
+    async def _open(self) -> None:
+        """Open the live index and decide whether it must be rebuilt (IndexLockedError: not now)."""
+        watermark, version, rebuilding = await self._source.load_state()
+        outcome: OpenOutcome = await self._run_blocking(self.index.open)
+        self._watermark = watermark
+        self._sql_version = version
+        self._sql_rebuilding = rebuilding
+        if not self.index.owned:
+            return
+        reason = None
+        if outcome == "created":
+            # A new, empty index: the rounds fill it from SQL (a crash resumes from the watermark).
+            self._watermark = 0
+            self._c.rebuilt_at_start = True
+            self._sql_version = self.index.spec.schema_version
+            self._sql_rebuilding = False
+            await self._source.save_state(
+                watermark=0, schema_version=self._sql_version, rebuilding=False, outbox_upto=None
+            )
+        elif outcome != "opened":
+            reason = f"it is {outcome} ({self.index.problem})"
+        elif version != self.index.spec.schema_version:
+            reason = f"SQL records index format {version}; this Familiar uses {self.index.spec.schema_version}"
+        elif rebuilding:
+            reason = "a rebuild was started and did not finish"
+        if reason is not None:
+            self._rebuild_reason = reason
+            self._c.rebuilt_at_start = True
+            _log.warning("index %s: rebuilding it beside the old one from SQL: %s", self.index.spec.name, reason)
+            self._set_state("rebuilding")
+            return
+        if await self._run_blocking(self.index.leftover_build):
+            await self._run_blocking(self.index.discard_leftover_build)
+        # Words of documents removed before a restart (the last run ended before compacting) still
+        # sit in the files: compact them away soon.
+        leftover = await self._run_blocking(self.index.deleted_docs)
+        if leftover:
+            self._schedule_compaction(leftover)
+        self._upsert = True
+        self._needs_reconcile = True
+        self._healed()
+
+    def _setup_needed(self) -> bool:
+        return not self.index.is_open or self._rebuild_reason is not None
+
+    async def _setup(self) -> None:
+        """Open a locked index again, or build the new one beside the old; IndexLockedError: not yet."""
+        if not self.index.is_open and self._rebuild_reason is None:
+            await self._open()
+            if not self.index.owned:  # another process took the index meanwhile: only read it
+                self._set_state("reader")
+                self._closing = True
+                return
+        if self._rebuild_reason is not None:
+            await self._rebuild_in_background()
+
+    def _note_locked(self, exc: BaseException) -> None:
+        """A try refused by a lock: say so, wake nobody up for nothing, and back off."""
+        c = self._c
+        c.locked_attempts += 1
+        c.last_error = one_line(exc)
+        delay = min(self._locked_retry_max, self._locked_retry_first * 2 ** min(c.locked_attempts - 1, 16))
+        self._retry_after = time.monotonic() + delay
+        if c.locked_attempts == 1:
+            _log.warning(
+                "index %s is locked (%s); searches answer from the store, retrying with backoff",
+                self.index.spec.name,
+                c.last_error,
+            )
+        else:
+            _log.info("index %s still locked (attempt %d): %s", self.index.spec.name, c.locked_attempts, c.last_error)
+        self._set_state("locked")
+        self._fail_waiters()
+
+    def _healed(self) -> None:
+        if self._c.locked_attempts:
+            _log.warning(
+                "index %s: the lock is gone after %d attempts; indexing again",
+                self.index.spec.name,
+                self._c.locked_attempts,
+            )
+            self._c.locked_attempts = 0
+            self._c.last_error = None
+        self._retry_after = 0.0
+        if self._rebuild_reason is None and self.index.is_open:
+            self._set_state("ready")
+
+    def _set_state(self, state: str) -> None:
+        changed = state != self._state
+        self._state = state
+        if changed:
+            self._write_health_file(force=True)
+        self._publish()
+
+    def _fail_waiters(self) -> None:
+        """Those waiting for a flush or a purge are told the index is locked, instead of waiting."""
+        reason = self.unavailable_reason()
+        for _target, fut in self._c.waiters:
+            if not fut.done():
+                fut.set_exception(IndexUnavailableError(reason))
+        self._c.waiters = []
+        for fut in self._c.purge_waiters:
+            if not fut.done():
+                fut.set_exception(IndexUnavailableError(reason))
+        self._c.purge_waiters = []
+
+    def unavailable_reason(self) -> str:
+        """Why the index cannot answer (or catch up) now, in one line that is true."""
+        name = self.index.spec.name
+        c = self._c
+        if not self.index.owned and self._state != "locked":
+            shared = self.shared_health()
+            if shared is not None and shared.state == "rebuilding":
+                return f"the {name} search index is being rebuilt by another Familiar process"
+            if shared is not None and shared.state == "locked":
+                return (
+                    f"the {name} search index is locked ({shared.last_error});"
+                    " the Familiar process that writes it keeps retrying"
+                )
+            return f"the {name} search index cannot be read here ({self.index.problem or 'not open'})"
+        if self._state == "locked":
+            return f"the {name} search index is locked, retrying (attempt {c.locked_attempts}): {c.last_error}"
+        if self._state == "rebuilding":
+            return f"the {name} search index is being rebuilt"
+        return f"the {name} search index is not open yet"
+
+    # -- rebuild beside ------------------------------------------------------------------------------
+    async def _rebuild_in_background(self) -> None:
+        """The rebuild a start found necessary; a close leaves the build to be resumed next time."""
+        self._set_state("rebuilding")
+        if not self._sql_rebuilding:
+            await self._mark_rebuilding(True)
+        build: IndexBuild = await self._run_blocking(functools.partial(self.index.begin_build, resume=True))
+        try:
+            await self._fill(build, None, None)
+            await self._run_blocking(self.index.swap_in, build)
+        except BaseException:
+            await self._run_blocking(build.close)
+            raise
+        await self._swapped(build)
+        _log.info("index %s: rebuilt beside and swapped in (%d documents)", self.index.spec.name, build.watermark)
+
+    async def _mark_rebuilding(self, rebuilding: bool) -> None:
+        await self._source.save_state(
+            watermark=self._watermark, schema_version=self._sql_version, rebuilding=rebuilding, outbox_upto=None
+        )
+        self._sql_rebuilding = rebuilding
+
+    async def _fill(
+        self, build: IndexBuild, progress: ProgressCallback | None, cancelled: CancelCallback | None
+    ) -> int:
+        """Index into `build` what SQL has past the build's watermark; `progress(reached, newest)` after
+        each commit; `cancelled()` is asked before each batch. Returns the documents added."""
+        total = await self._source.newest_id()
+        upsert = build.resumed
+        done = 0
+        while True:
+            if self._closing:
+                raise RebuildCancelledError(f"the {self.index.spec.name} index rebuild stopped: Familiar is closing")
+            if cancelled is not None and cancelled():
+                raise RebuildCancelledError(
+                    f"the {self.index.spec.name} index rebuild was cancelled; the old index answers as before"
+                )
+            docs, reached = await self._source.documents_after(build.watermark, self._batch)
+            if reached <= build.watermark:
+                return done
+            try:
+                await self._run_blocking(functools.partial(build.add, docs, reached, upsert=upsert))
+            except (OSError, ValueError) as exc:
+                if not is_lock_error(exc):
+                    raise
+                raise IndexLockedError(f"the {self.index.spec.name} index build was refused: {one_line(exc)}") from exc
+            upsert = False
+            done += len(docs)
+            self._c.commits += 1
+            self._c.documents += len(docs)
+            if progress is not None:
+                progress(reached, max(total, reached))
+
+    async def _swapped(self, build: IndexBuild) -> None:
+        """The build is the live index now: SQL records it, and the committer goes on from there."""
+        self._watermark = build.watermark
+        self._sql_version = self.index.spec.schema_version
+        await self._source.save_state(
+            watermark=build.watermark, schema_version=self._sql_version, rebuilding=False, outbox_upto=None
+        )
+        self._sql_rebuilding = False
+        self._rebuild_reason = None
+        self._upsert = False
+        self._purged(self._c.awaiting_purge)  # a rebuilt index holds no removed document
+        # Whatever changed while it was built (removals are still in the outbox) is repaired now.
+        self._needs_reconcile = True
+        self._healed()
+        self.notify()
+
+    async def _pause(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def _resume(self) -> None:
+        if not self._closing and self._task is None:
+            self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+            self.notify()
+
+    def _require_owner(self) -> None:
+        if not self.index.owned:
+            raise ValueError(
+                f"another Familiar process is writing the {self.index.spec.name} index;"
+                " stop it (or wait until it has stopped), then rebuild again"
+            )
+
+    async def prepare_rebuild(
+        self, progress: ProgressCallback | None = None, cancelled: CancelCallback | None = None
+    ) -> PreparedRebuild:
+        """Build a new index from SQL beside the live one, which goes on answering searches; the
+        committer is paused until `finish_rebuild` or `abandon_rebuild`. A cancel (the task cancelled,
+        or `cancelled()` returning True: RebuildCancelledError) or a failure leaves the live index
+        exactly as it was."""
+        self._require_owner()
+        await self._pause()
+        build: IndexBuild | None = None
+        try:
+            await self._mark_rebuilding(True)
+            build = await self._run_blocking(functools.partial(self.index.begin_build, resume=False))
+            self._set_state("rebuilding")
+            documents = await self._fill(build, progress, cancelled)
+        except BaseException as exc:
+            await self._abandon(build)
+            if isinstance(exc, IndexLockedError):
+                raise ValueError(f"{exc}; the old {self.index.spec.name} index is kept") from exc
+            raise
+        return PreparedRebuild(build=build, documents=documents)
+
+    async def finish_rebuild(self, prepared: PreparedRebuild) -> int:
+        """Index what arrived since the build, swap it in, and go on; returns the documents built."""
+        try:
+            documents = prepared.documents + await self._fill(prepared.build, None, None)
+            await self._run_blocking(self.index.swap_in, prepared.build)
+        except BaseException as exc:
+            await self._abandon(prepared.build)
+            if isinstance(exc, IndexLockedError):
+                raise ValueError(f"{exc}; the old {self.index.spec.name} index is kept") from exc
+            raise
+        await self._swapped(prepared.build)
+        self._resume()
+        return documents
+
+    async def abandon_rebuild(self, prepared: PreparedRebuild) -> None:
+        await self._abandon(prepared.build)
+
+    async def _abandon(self, build: IndexBuild | None) -> None:
+        """Drop a build and go on with the live index as it was."""
+        if self._closing:  # the files are closed with the rest; the next start resumes or drops the build
+            return
+        try:
+            if build is not None:
+                await self._run_blocking(build.abandon)
+            await self._mark_rebuilding(False)
+        finally:
+            if self._rebuild_reason is None:
+                self._set_state("ready" if self.index.is_open else self._state)
+            self._resume()
+
+    async def rebuild(self, progress: ProgressCallback | None = None, cancelled: CancelCallback | None = None) -> int:
+        """Build the index again from SQL beside the live one and swap it in; `progress(done, total)`
+        after each commit. Searches answer from the old index until the swap."""
+        prepared = await self.prepare_rebuild(progress, cancelled)
+        return await self.finish_rebuild(prepared)
+
+    # -- running -----------------------------------------------------------------------------------
+    async def close(self) -> None:
+        self._closing = True
+        self._state = "closed"  # what the shared health file says once this process has let go
+        self._write_health_file(force=True)
+        self._wake.set()
+        await self._pause()
+        await self._run_blocking(self.index.close)
+        for _target, fut in self._c.waiters:
+            if not fut.done():
+                fut.cancel()
+        for fut in self._c.purge_waiters:
+            if not fut.done():
+                fut.cancel()
+        if self._own_executor:
+            self._executor.shutdown(wait=True)
+
+    def notify(self) -> None:
+        """New rows exist in SQL (or an outbox entry): wake the committer."""
+        self._wake.set()
+
+    @property
+    def watermark(self) -> int:
+        return self._watermark
+
+    async def flush(self, timeout: float = 30.0) -> None:
+        """Wait until everything SQL has now is committed to the index (IndexUnavailableError at once
+        while the index is locked, or as soon as it turns out to be)."""
+        if self._state == "locked":
+            raise IndexUnavailableError(self.unavailable_reason())
+        target = await self._source.newest_id()
+        if self._watermark >= target and not self._setup_needed() and not await self._source.removals(1):
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._c.waiters.append((target, fut))
+        self._hurry.set()
+        self.notify()
+        await asyncio.wait_for(fut, timeout)
+
+    def health(self) -> IndexHealth:
+        c = self._c
+        return IndexHealth(
+            name=self.index.spec.name,
+            commits=c.commits,
+            documents_committed=c.documents,
+            retries=c.retries,
+            live_attempt=c.live_attempt,
+            failures=c.failures,
+            last_error=c.last_error,
+            pending=c.pending,
+            lag=c.lag,
+            watermark=self._watermark,
+            rebuilt_at_start=c.rebuilt_at_start,
+            awaiting_purge=c.awaiting_purge,
+            state=self._state,
+            locked_attempts=c.locked_attempts,
+        )
+
+    def _publish(self) -> None:
+        self._write_health_file()
+        if self._on_health is not None:
+            try:
+                self._on_health(self.health())
+            except Exception:  # noqa: BLE001 - a listener must never stop indexing
+                _log.exception("index health listener failed")
+
+    def _write_health_file(self, *, force: bool = False) -> None:
+        """The writer shares its health with other processes (`familiar index status` beside the window)."""
+        if not self.index.owned:
+            return
+        now = time.monotonic()
+        if not force and now - self._health_written < 0.5 and not self._c.live_attempt:
+            return
+        self._health_written = now
+        health = self.health()
+        data = {k: getattr(health, k) for k in health.__slots__}
+        data["pid"] = os.getpid()
+        tmp = self._health_file.with_suffix(".tmp")
+        try:
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            tmp.replace(self._health_file)
+        except OSError as exc:  # a locked file must not stop indexing; the next publish retries
+            _log.debug("could not write %s: %s", self._health_file, exc)
+
+    def shared_health(self) -> IndexHealth | None:
+        """The health the writing process last shared, when this process only reads the index."""
+        try:
+            data = json.loads(self._health_file.read_text(encoding="utf-8"))
+            data.pop("pid", None)
+            return IndexHealth(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _seconds_to_next_chore(self) -> float:
+        now = time.monotonic()
+        waits = [self._poll_interval, self._reconciled_at + self._reconcile_every - now]
+        if self._compact_due is not None:
+            waits.append(self._compact_due - now)
+        return max(0.0, min(waits))
+
+    async def _loop(self) -> None:
+        while not self._closing:
+            try:
+                backoff = self._retry_after - time.monotonic()
+                if backoff > 0:  # a lock refused the last try: give it time
+                    await asyncio.sleep(backoff)
+                if self._setup_needed():
+                    await self._setup()
+                    continue
+                # Not woken in time: look at SQL for another process's writes, or do a chore.
+                woken = await wait_set(self._wake, self._seconds_to_next_chore())
+                self._wake.clear()
+                if woken and self._linger and not self._hurry.is_set():
+                    # Let a burst of appends gather into one commit, unless someone waits for a flush.
+                    await wait_set(self._hurry, self._linger)
+                self._hurry.clear()
+                while await self._round():
+                    pass
+                if self._needs_reconcile or time.monotonic() >= self._reconciled_at + self._reconcile_every:
+                    # After a start-up or a failed commit, and now and then: a commit can lose its batch
+                    # silently, so compare the index with SQL and repair what differs.
+                    self._needs_reconcile = False
+                    self._reconciled_at = time.monotonic()
+                    repaired = await self.reconcile()
+                    if repaired:
+                        _log.warning("index %s: reconciled %d documents with SQL", self.index.spec.name, repaired)
+                if self._compact_due is not None and time.monotonic() >= self._compact_due:
+                    await self._compact()
+            except asyncio.CancelledError:
+                raise
+            except IndexLockedError as exc:
+                self._note_locked(exc)
+                self._needs_reconcile = True
+                self._wake.set()
+                continue
+            except Exception as exc:  # noqa: BLE001 - keep the familiar running whatever the index does
+                self._c.failures += 1
+                self._c.last_error = one_line(exc)
+                self._c.live_attempt = 0
+                _log.warning("index %s: round failed: %s", self.index.spec.name, self._c.last_error)
+                self._needs_reconcile = True
+                self._publish()
+                await asyncio.sleep(self._failure_pause)
+                if self._setup_needed():  # a rebuild that fails is not started over every second
+                    backoff = self._locked_retry_first * 2 ** min(self._c.failures - 1, 16)
+                    self._retry_after = time.monotonic() + min(self._locked_retry_max, backoff)
+                self._wake.set()
+                continue
+            self._settle_waiters(idle=True)
+
+    async def _round(self) -> bool:
+        """One group commit. Returns True when there may be more to do right away."""
+        # Removals are read before documents: a document read afterwards already reflects them, and
+        # deletes are staged before adds, so a redacted row can never be added back.
+        removals = await self._source.removals(self._batch)
+        docs, reached = await self._source.documents_after(self._watermark, self._batch)
+        newest = await self._source.newest_id()
+        self._c.pending = len(docs) + len(removals)
+        self._c.lag = max(0, newest - self._watermark)
+        if reached <= self._watermark and not removals:
+            self._c.pending = 0
+            self._c.lag = 0
+            if self._upsert:
+                self._upsert = False
+            return False
+        delete_ids = [doc_id for _oid, doc_id in removals]
+        landed = await self._commit_with_retries(docs, delete_ids)
+        if not landed:
+            self._upsert = True
+            if is_transient(ValueError(self._c.last_error or "")):
+                raise IndexLockedError(self._c.last_error or "the index refused a commit")
+            self._publish()
+            await asyncio.sleep(self._failure_pause)
+            return True
+        await self._source.save_state(
+            watermark=reached,
+            schema_version=self.index.spec.schema_version,
+            rebuilding=False,
+            outbox_upto=max((oid for oid, _d in removals), default=None),
+        )
+        self._watermark = reached  # after SQL has it: a flush that sees it finds SQL agreeing
+        self._healed()
+        self._c.commits += 1
+        self._c.documents += len(docs)
+        self._c.pending = 0
+        self._c.lag = max(0, newest - reached)
+        if delete_ids:
+            self._schedule_compaction(len(delete_ids))
+        self._publish()
+        self._settle_waiters(idle=False)
+        return True
+
+    def _schedule_compaction(self, removed: int) -> None:
+        now = time.monotonic()
+        self._c.awaiting_purge += removed
+        if self._compact_deadline is None:
+            self._compact_deadline = now + 12 * self._compact_after
+        self._compact_due = min(now + self._compact_after, self._compact_deadline)
+
+    async def _compact(self) -> None:
+        """Rewrite the index from SQL in one commit, so removed documents leave the files too."""
+        started = time.perf_counter()
+        purged = self._c.awaiting_purge
+        await self._run_blocking(self.index.stage_compaction)
+        try:
+            watermark, total = 0, 0
+            while watermark < self._watermark:
+                docs, reached = await self._source.documents_after(watermark, self._batch)
+                if reached <= watermark:
+                    break
+                live = [d for d in docs if int(d["id"]) <= self._watermark]  # newer rows come in the next round
+                await self._run_blocking(functools.partial(self.index.stage, live, [], upsert=False))
+                total += len(live)
+                watermark = reached
+            await self._run_blocking(self.index.commit)
+        except BaseException as exc:
+            await self._run_blocking(self._safe_rollback)
+            if isinstance(exc, ValueError) and is_transient(exc):
+                raise IndexLockedError(one_line(exc)) from exc
+            raise
+        await self._run_blocking(self.index.collect_garbage)
+        self._c.commits += 1
+        self._purged(purged)
+        _log.info(
+            "index %s: compacted %d documents in %.2f s; %d removed ones purged from the files",
+            self.index.spec.name,
+            total,
+            time.perf_counter() - started,
+            purged,
+        )
+        self._publish()
+
+    def _purged(self, count: int) -> None:
+        """`count` removed documents left the files; wake those waiting when none is left."""
+        self._c.awaiting_purge = max(0, self._c.awaiting_purge - count)
+        self._compact_due = self._compact_deadline = None
+        if self._c.awaiting_purge:  # removals landed while it ran (they were staged after the rewrite)
+            self._schedule_compaction(0)
+            return
+        for fut in self._c.purge_waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._c.purge_waiters = []
+
+    async def purge(self, timeout: float = 30.0) -> None:
+        """Compact now (after committing what is pending) and wait until removed documents left the files."""
+        await self.flush(timeout)
+        if not self._c.awaiting_purge:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._c.purge_waiters.append(fut)
+        self._compact_due = time.monotonic()
+        self.notify()
+        await asyncio.wait_for(fut, timeout)
+
+    async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> bool:
+        upsert = self._upsert
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                await self._run_blocking(self._stage_and_commit, docs, delete_ids, upsert)
+                if self._c.live_attempt:
+                    self._c.live_attempt = 0
+                    self._c.last_error = None
+                return True
+            except ValueError as exc:
+                await self._run_blocking(self._safe_rollback)
+                self._c.last_error = one_line(exc)
+                if WRITER_KILLED in str(exc):
+                    try:
+                        await self._run_blocking(self.index.recover_writer)
+                    except ValueError as again:  # still locked: the next attempt tries again
+                        _log.info("index %s: no new writer yet: %s", self.index.spec.name, one_line(again))
+                if not is_transient(exc):
+                    _log.error("index %s: commit failed: %s", self.index.spec.name, self._c.last_error)
+                    break
+                upsert = True  # a failed commit may have lost part of the batch: replay as upserts
+                if attempt == self._max_attempts:
+                    break
+                self._c.retries += 1
+                self._c.live_attempt = attempt + 1
+                self._publish()
+                await asyncio.sleep(self._backoff * (2 ** (attempt - 1)))
+        self._c.failures += 1
+        self._c.live_attempt = 0
+        self._needs_reconcile = True
+        # A lock says so once, as the index's state (see _note_locked); anything else is a warning here.
+        log = _log.debug if is_transient(ValueError(self._c.last_error or "")) else _log.warning
+        log(
+            "index %s: %d documents could not be committed (%s); SQL keeps them and the index will catch up",
+            self.index.spec.name,
+            len(docs),
+            self._c.last_error,
+        )
+        return False
+
+    def _stage_and_commit(self, docs: list[dict[str, Any]], delete_ids: list[int], upsert: bool) -> None:
+        self.index.stage(docs, delete_ids, upsert=upsert)
+        self.index.commit()
+
+    def _safe_rollback(self) -> None:
+        try:
+            self.index.rollback()
+        except ValueError as exc:
+            _log.warning("index %s: rollback failed: %s", self.index.spec.name, exc)
+
+    def _settle_waiters(self, *, idle: bool) -> None:
+        keep: list[tuple[int, asyncio.Future[None]]] = []
+        for target, fut in self._c.waiters:
+            if fut.done():
+                continue
+            if self._watermark >= target and idle:
+                fut.set_result(None)
+            else:
+                keep.append((target, fut))
+        self._c.waiters = keep
+
+    async def reconcile(self) -> int:
+        """Index what SQL has and the index lacks, and drop what the index has and SQL does not.
+
+        Returns the number of documents repaired.
+        """
+        wanted = await self._source.indexable_ids()
+        present: set[int] = await self._run_blocking(self.index.all_ids)
+        missing = sorted(i for i in wanted if i <= self._watermark and i not in present)
+        extra = sorted(present - wanted)
+        if not missing and not extra:
+            return 0
+        docs = await self._source.documents_by_ids(missing)
+        if not await self._commit_with_retries(docs, extra):
+            if is_transient(ValueError(self._c.last_error or "")):
+                raise IndexLockedError(self._c.last_error or "the index refused a commit")
+            raise ValueError(f"index {self.index.spec.name}: reconcile could not commit ({self._c.last_error})")
+        self._healed()
+        self._c.commits += 1
+        self._c.documents += len(docs)
+        self._publish()
+        return len(missing) + len(extra)
+
+    async def backlog(self, watermark: int | None = None) -> tuple[int, int]:
+        """(documents to add, documents to remove) for this index, counted in SQL now; from the
+        committer's own watermark unless another is given."""
+        return await self._source.backlog(self._watermark if watermark is None else watermark)
+
+    async def status(self) -> IndexHealth:
+        """Health with lag measured from SQL now (meaningful in a process that is not the writer too)."""
+        watermark, _version, _rebuilding = await self._source.load_state()
+        newest = await self._source.newest_id()
+        health = self.health()
+        if not self.index.owned:
+            shared: IndexHealth | None = await asyncio.to_thread(self.shared_health)
+            health = shared or health
+        return dataclasses.replace(health, lag=max(0, newest - watermark), watermark=watermark)
+
+    async def search(
+        self, text: str, limit: int, place: str | tuple[str, ...] | None = None
+    ) -> list[tuple[int, float]]:
+        """BM25 hits; IndexUnavailableError (saying why, truly) when the index cannot answer now."""
+        started = time.perf_counter()
+        if not self.index.is_open:
+            await self._reopen_as_reader()
+            if not self.index.is_open:
+                raise IndexUnavailableError(self.unavailable_reason())
+        # Searches run beside commits (tantivy readers are thread-safe), not behind them. A short top-k
+        # search takes about a millisecond even at 100k documents, less than the hop to a worker thread
+        # costs on a busy machine, so it runs right here; a long one goes to a thread to keep the loop free.
+        hits: list[tuple[int, float]]
+        if limit <= INLINE_SEARCH_LIMIT:
+            hits = self.index.search(text, limit, place)
+        else:
+            hits = await asyncio.to_thread(self.index.search, text, limit, place)
+        _log.debug("search %r took %.2f ms", text, (time.perf_counter() - started) * 1000)
+        return hits
+
+    async def _reopen_as_reader(self) -> None:
+        """A reader whose index could not be read (the writer was rebuilding it) looks again, now and then."""
+        if self._state != "reader" or time.monotonic() - self._reader_tried < 1.0:
+            return
+        self._reader_tried = time.monotonic()
+        await self._run_blocking(functools.partial(self.index.open, writable=False))
+
+    async def stale_after(self) -> int | None:
+        """The id past which the open index may lack rows that searches should add from the store:
+        while it is locked (it cannot take commits) or the old index answers during a rebuild (it
+        takes none until the swap), and always in a reader (the writer may be locked or a moment
+        behind: its persisted watermark says how far it got). None when it is catching up by itself."""
+        if not self.index.is_open:
+            return None
+        if self._state in ("locked", "rebuilding"):
+            return self._watermark
+        if self._state == "reader":
+            watermark, _version, _rebuilding = await self._source.load_state()
+            return watermark
+        return None
