@@ -1,0 +1,327 @@
+"""A small, lived-in familiar for screenshots and pane tests: "Wisp" on the Lantern Club server.
+
+Three weeks of conversation in two channels and a DM, what the familiar learned from it (facts active,
+pending with their sources, snoozed, rejected, archived, corrected, forgotten), dossiers, a summary, a
+pause and a lorebook. Everything goes through the store's own rules (no SQL), with the times set so the
+timeline has something to show.
+
+    python -m tests.demo_familiar --home /tmp/demo      # then: FAMILIAR_HOME=/tmp/demo familiar screenshot ...
+
+In tests: `paths = await make_demo_familiar(tmp_path / "home")` (returns the FamiliarPaths), or
+`facts = await seed_demo(familiar)` on a familiar already open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from app.config.paths import FamiliarPaths, create_familiar
+from app.config.secrets import SecretStore
+from app.memory.catalog import Catalog
+from app.memory.facts import NewFact
+from app.memory.records import NewTurn
+from app.runtime.service import Familiar
+
+GUILD = 500
+GENERAL = 501
+HOME = 502
+ALICE, BOB, CAROL = 7001, 7002, 7003
+GENERAL_PLACE = f"guild:{GUILD}/{GENERAL}"
+HOME_PLACE = f"guild:{GUILD}/{HOME}"
+BOB_DM = f"dm:{BOB}"
+PEOPLE = {ALICE: "alice", BOB: "bob", CAROL: "carol"}
+SELF = "familiar:self"
+
+LORE = """# Wisp's lorebook: what is true in the Lantern Club's world.
+
+[[entries]]
+title = "The lighthouse"
+keys = ["lighthouse", "lamp room"]
+content = "The old lighthouse on Gull Point has been dark since the storm of '98; the lamp room is locked."
+priority = 20
+
+[[entries]]
+title = "Harbour market"
+keys = ["market", "harbour"]
+secondary_keys = ["saturday", "fish"]
+logic = "and_any"
+content = "The harbour market runs on Saturdays from dawn until the fish run out, usually by ten."
+priority = 10
+
+[[entries]]
+title = "Wisp"
+keys = ["wisp"]
+constant = true
+content = "Wisp is a lantern spirit who remembers everyone who has ever lit a candle in the club."
+priority = 50
+"""
+
+# (days ago, place, speaker id or None for the familiar, text)
+CONVERSATION: tuple[tuple[float, str, int | None, str], ...] = (
+    (21.0, GENERAL_PLACE, ALICE, "Morning all! I finally moved to Porto, the flat has a view of the river."),
+    (21.0, GENERAL_PLACE, None, "Welcome to Porto, alice! A river view is a fine thing to wake up to."),
+    (20.5, GENERAL_PLACE, BOB, "Anyone up for the harbour market on Saturday? I need fresh sardines."),
+    (20.4, GENERAL_PLACE, CAROL, "Count me in. I am vegetarian though, so I will be at the bread stall."),
+    (18.0, HOME_PLACE, ALICE, "@Wisp can you remind people that the book club meets on the first Friday?"),
+    (18.0, HOME_PLACE, None, "Of course. The book club meets on the first Friday of each month."),
+    (15.2, GENERAL_PLACE, BOB, "My cat Pepper knocked the lantern off the shelf again."),
+    (15.1, GENERAL_PLACE, ALICE, "Pepper is a menace. Is the lantern all right?"),
+    (12.0, BOB_DM, BOB, "Between us: I am planning a surprise party for carol on the 14th."),
+    (12.0, BOB_DM, None, "Your secret is safe with me, bob."),
+    (9.3, GENERAL_PLACE, CAROL, "I started learning the cello this week. My neighbours are very patient."),
+    (7.0, GENERAL_PLACE, ALICE, "Big news: I am moving again, to Lisbon this time, for the new job."),
+    (7.0, GENERAL_PLACE, None, "Lisbon! Congratulations on the new job, alice."),
+    (5.5, HOME_PLACE, BOB, "From now on, always call me Captain Bob in this channel."),
+    (4.0, GENERAL_PLACE, CAROL, "The old lighthouse looked eerie in the fog last night."),
+    (3.0, GENERAL_PLACE, BOB, "Pepper is fourteen now and still climbs the curtains."),
+    (2.0, GENERAL_PLACE, ALICE, "I prefer green tea in the mornings, black coffee after lunch."),
+    (1.0, HOME_PLACE, CAROL, "Reminder: the club's annual lantern walk is on the 21st of next month."),
+    (0.2, GENERAL_PLACE, BOB, "Does anyone know a good vet near the harbour? Pepper has a cough."),
+)
+
+
+@dataclass(slots=True)
+class DemoFacts:
+    """Ids of the facts `seed_demo` made, by what they show."""
+
+    active: dict[str, int] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)
+    other: dict[str, int] = field(default_factory=dict)
+    turns: dict[str, int] = field(default_factory=dict)
+
+
+def _key(user: int) -> str:
+    return f"discord:{user}"
+
+
+async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoFacts:
+    """Fill an empty, open familiar with the demo world (see the module docstring)."""
+    now = now or datetime.now(UTC)
+    history = familiar.history
+    book = history.facts
+    made = DemoFacts()
+    await Catalog(history.store).name_places(
+        {
+            f"guild:{GUILD}": "Lantern Club",
+            GENERAL_PLACE: "general",
+            HOME_PLACE: "familiar-home",
+        }
+    )
+    turn_ids: list[int] = []
+    for n, (days, place, speaker, text) in enumerate(CONVERSATION):
+        at = now - timedelta(days=days)
+        guild = GUILD if place.startswith("guild:") else None
+        channel = int(place.rsplit("/", 1)[1]) if guild else 900 + BOB
+        turn = await history.append_turn(
+            NewTurn(
+                platform="discord",
+                place=place,
+                guild_id=guild,
+                channel_id=channel,
+                message_id=10_000 + n,
+                author_key=_key(speaker) if speaker else SELF,
+                author_name=PEOPLE[speaker] if speaker else "Wisp",
+                content=text,
+                created_at=at,
+                reply_to=10_000 + n - 1 if speaker is None else None,
+            )
+        )
+        assert turn is not None
+        turn_ids.append(turn.id)
+    made.turns = {"porto": turn_ids[0], "lisbon": turn_ids[11], "vet": turn_ids[18]}
+
+    async def fact(
+        name: str,
+        text: str,
+        *,
+        days: float,
+        source: int,
+        subjects: tuple[int, ...],
+        kind: str = "episodic",
+        confidence: float = 0.9,
+        importance: int = 5,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+    ) -> int:
+        _days, place, speaker, _text = CONVERSATION[source]
+        outcome, _changes = await book.insert(
+            NewFact(
+                content=text,
+                type=kind,
+                importance=importance,
+                confidence=confidence,
+                subjects=tuple(_key(s) for s in subjects),
+                place=place,
+                speaker=_key(speaker) if speaker else SELF,
+                source_turn_ids=(turn_ids[source],),
+                valid_from=valid_from,
+                valid_to=valid_to,
+            ),
+            now=now - timedelta(days=days),
+        )
+        assert outcome.fact is not None, (name, outcome.outcome)
+        return outcome.fact.id
+
+    # Active at once (certain, ordinary events) or accepted by the owner later.
+    porto = await fact(
+        "porto", "alice lives in Porto.", days=21, source=0, subjects=(ALICE,), valid_from=now - timedelta(days=21)
+    )
+    made.active["market"] = await fact(
+        "market", "bob buys sardines at the harbour market on Saturdays.", days=20.5, source=2, subjects=(BOB,)
+    )
+    made.active["pepper"] = await fact(
+        "pepper", "bob has a cat called Pepper.", days=15.2, source=6, subjects=(BOB,), importance=6
+    )
+    vegetarian = await fact(
+        "vegetarian", "carol is vegetarian.", days=20.4, source=3, subjects=(CAROL,), kind="semantic", importance=7
+    )
+    fact_view = await book.get(vegetarian)
+    assert fact_view is not None
+    await book.accept(vegetarian, fact_view.revision, now=now - timedelta(days=19))
+    made.active["vegetarian"] = vegetarian
+    book_club = await fact(
+        "book_club",
+        "The book club meets on the first Friday of each month.",
+        days=18,
+        source=4,
+        subjects=(),
+        kind="procedural",
+    )
+    club = await book.get(book_club)
+    assert club is not None
+    await book.accept(book_club, club.revision, now=now - timedelta(days=17))
+    made.active["book_club"] = book_club
+    # A correction: Porto until a week ago, Lisbon since (world time), recorded as a new version.
+    lisbon = await fact(
+        "lisbon", "alice lives in Lisbon.", days=7, source=11, subjects=(ALICE,), valid_from=now - timedelta(days=7)
+    )
+    await book.supersede(porto, lisbon, now=now - timedelta(days=6.9))
+    made.active["lisbon"], made.other["porto"] = lisbon, porto
+    made.active["pepper_age"] = await fact(
+        "pepper_age", "bob's cat Pepper is fourteen years old.", days=3, source=15, subjects=(BOB,)
+    )
+
+    # The owner's queue: what waits for a decision, oldest first.
+    made.pending["surprise"] = await fact(
+        "surprise",
+        "bob is planning a surprise party for carol on the 14th.",
+        days=12,
+        source=8,
+        subjects=(BOB, CAROL),
+        kind="semantic",
+        confidence=0.8,
+        importance=8,
+    )
+    made.pending["cello"] = await fact(
+        "cello", "carol is learning the cello.", days=9.3, source=10, subjects=(CAROL,), kind="semantic"
+    )
+    made.pending["captain"] = await fact(
+        "captain",
+        "Always call bob 'Captain Bob' in #familiar-home.",
+        days=5.5,
+        source=13,
+        subjects=(BOB,),
+        kind="procedural",
+        confidence=0.7,
+    )
+    made.pending["tea"] = await fact(
+        "tea", "alice prefers green tea in the mornings.", days=2, source=16, subjects=(ALICE,), kind="semantic"
+    )
+    made.pending["pepper_dup"] = await fact(
+        "pepper_dup",
+        "bob's cat Pepper is 14 and climbs curtains.",
+        days=3,
+        source=15,
+        subjects=(BOB,),
+        kind="semantic",
+        confidence=0.6,
+    )
+    made.pending["walk"] = await fact(
+        "walk",
+        "The club's annual lantern walk is on the 21st of next month.",
+        days=1,
+        source=17,
+        subjects=(),
+        kind="semantic",
+        importance=6,
+    )
+    made.pending["vet"] = await fact(
+        "vet", "bob's cat Pepper has a cough.", days=0.2, source=18, subjects=(BOB,), kind="semantic", confidence=0.75
+    )
+
+    # Decisions of other kinds, for the timeline and the memory pane.
+    lighthouse = await fact(
+        "lighthouse", "carol saw the old lighthouse in the fog.", days=4, source=14, subjects=(CAROL,), confidence=0.6
+    )
+    seen = await book.get(lighthouse)
+    assert seen is not None
+    if seen.status == "pending":
+        await book.reject(lighthouse, seen.revision, now=now - timedelta(days=3.5))
+    made.other["rejected"] = lighthouse
+    snoozed = made.pending.pop("walk")
+    walk = await book.get(snoozed)
+    assert walk is not None
+    await book.snooze(snoozed, walk.revision, now + timedelta(days=2), now=now - timedelta(hours=20))
+    made.other["snoozed"] = snoozed
+    market = await book.get(made.active["market"])
+    assert market is not None
+    await book.archive(market.id, market.revision, now=now - timedelta(days=1))
+    made.other["archived"] = made.active.pop("market")
+    # Forgotten by the owner: a tombstone and a receipt, no text.
+    secret = await fact(
+        "secret", "bob told Wisp a secret in a DM.", days=12, source=9, subjects=(BOB,), confidence=0.85
+    )
+    await familiar.memory.forget(secret)
+    made.other["forgotten"] = secret
+
+    # What the memory workers would have written: a summary, dossiers.
+    projections = familiar.projections
+    await projections.save_summary(
+        GENERAL_PLACE,
+        "Regulars swap news: alice moved from Porto to Lisbon for a new job, bob's old cat Pepper keeps getting"
+        " into trouble, carol took up the cello. The harbour market on Saturdays is a shared ritual.",
+        turn_ids[-1],
+        watermark_name="rolling_summary",
+    )
+    await projections.save_dossier(
+        _key(ALICE), f"guild:{GUILD}", "alice: moved from Porto to Lisbon for a new job; a morning tea drinker.", lisbon
+    )
+    await projections.save_dossier(
+        _key(BOB),
+        f"guild:{GUILD}",
+        "bob: owns Pepper, a fourteen-year-old cat; shops at the harbour market.",
+        made.active["pepper_age"],
+    )
+    await familiar.controls.pause("learning", HOME_PLACE)
+    familiar.home.joinpath("lorebook.toml").write_text(LORE, encoding="utf-8")
+    await history.catch_up()
+    return made
+
+
+async def make_demo_familiar(home: Path, name: str = "default") -> FamiliarPaths:
+    """A demo familiar on disk under `home` (FAMILIAR_HOME); returns its paths."""
+    paths = FamiliarPaths(root=home, name=name)
+    create_familiar(paths)
+    familiar = await Familiar.open(paths, SecretStore(name, paths.secrets_file, use_keyring=False), env={})
+    try:
+        await seed_demo(familiar)
+    finally:
+        await familiar.close()
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Create the demo familiar (for screenshots) under --home.")
+    parser.add_argument("--home", type=Path, required=True, help="the data root (FAMILIAR_HOME) to create it in")
+    parser.add_argument("--name", default="default")
+    args = parser.parse_args()
+    paths = asyncio.run(make_demo_familiar(args.home, args.name))
+    print(f"demo familiar in {paths.folder}: FAMILIAR_HOME={args.home} familiar --pane pending")  # noqa: T201
+
+
+if __name__ == "__main__":
+    main()
