@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from app.config.secrets import SecretStore
 from app.runtime.service import Familiar
 from tests.demo_familiar import make_demo_familiar
 
 
+@pytest.mark.asyncio
 async def test_the_demo_familiar_has_a_queue_a_history_and_a_forgotten_fact(tmp_path: Path) -> None:
     paths = await make_demo_familiar(tmp_path / "home")
     familiar = await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file, use_keyring=False), env={})
