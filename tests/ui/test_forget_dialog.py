@@ -16,7 +16,6 @@ from app.runtime.service import Familiar
 from app.runtime.views import FactView
 from app.ui.dialogs.forget_dialog import ForgetDialog, forget_with_preview
 from app.ui.ops import Operations
-from tests.demo_familiar import seed_demo
 from tests.ui.support import QT_STRICT, WAIT_MS, Run, make_context
 
 pytestmark = QT_STRICT
@@ -96,8 +95,7 @@ def test_forget_with_preview_schedules_the_undoable_forget(
 
 
 def test_cancel_forgets_nothing(qtbot: QtBot, run: Run[Any], real_familiar: Familiar) -> None:
-    run(seed_demo(real_familiar))
-    fact = run(real_familiar.memory.list_facts())[0]
+    fact = fact_with_source(run, real_familiar)
     host = QWidget()
     qtbot.addWidget(host)
     context = make_context(qtbot, real_familiar)
