@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import shiboken6
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
@@ -180,7 +181,8 @@ class Operations(QObject):
         finally:
             del self._running[what]
             for widget in busy:
-                widget.setEnabled(True)
+                if shiboken6.isValid(widget):  # a dialog closed meanwhile takes its widgets with it
+                    widget.setEnabled(True)
             if not self.busy:
                 self.busy_changed.emit(False)
 

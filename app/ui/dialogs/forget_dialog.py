@@ -169,10 +169,12 @@ async def ask_to_forget(memory: MemoryApi, fact: FactView, parent: QWidget | Non
 
     dialog.finished.connect(finished)
     dialog.open()
-    dialog.load()
+    loading = dialog.load()
     try:
         await done
     finally:
+        loading.cancel()  # closed while still counting: nothing is left to show it in
+        await asyncio.gather(loading, return_exceptions=True)
         dialog.deleteLater()
     return dialog.decision
 
