@@ -1,4 +1,4 @@
-"""The bot token and the LLM API key: environment first, then the OS keyring.
+"""The bot token and the LLM API keys: environment first, then the OS keyring.
 
 When the OS has no usable keyring (a bare Linux session, CI) the secrets go to a file readable by
 the owner only, and `SecretStore.backend_name` says so, so the window can tell the user.
@@ -22,7 +22,7 @@ from app.config.settings import Secrets
 
 _log = logging.getLogger(__name__)
 _SERVICE = "familiar"
-_KEYS = ("discord_token", "llm_api_key")
+_KEYS = ("discord_token", "llm_api_key", "llm_background_api_key")
 
 
 def _keyring_usable() -> bool:
@@ -115,11 +115,13 @@ class SecretStore:
         tmp.replace(self._file)
 
     def load(self, env: dict[str, str] | None = None) -> Secrets:
-        """Secrets with the environment (DISCORD_TOKEN, FAMILIAR_LLM_API_KEY) taking precedence."""
+        """Secrets with the environment (DISCORD_TOKEN, FAMILIAR_LLM_API_KEY,
+        FAMILIAR_LLM_BACKGROUND_API_KEY) taking precedence."""
         environ = os.environ if env is None else env
         token = environ.get("DISCORD_TOKEN", "").strip() or self.get("discord_token")
         api_key = environ.get("FAMILIAR_LLM_API_KEY", "").strip() or self.get("llm_api_key")
-        return Secrets(discord_token=token, llm_api_key=api_key)
+        background = environ.get("FAMILIAR_LLM_BACKGROUND_API_KEY", "").strip() or self.get("llm_background_api_key")
+        return Secrets(discord_token=token, llm_api_key=api_key, llm_background_api_key=background)
 
 
 def _quote(text: str) -> str:

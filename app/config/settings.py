@@ -228,6 +228,7 @@ class Settings:
 class Secrets:
     discord_token: str = ""
     llm_api_key: str = ""
+    llm_background_api_key: str = ""  # blank = the reply key
 
 
 _RANGES: dict[str, tuple[float, float]] = {

@@ -77,12 +77,13 @@ class LLMEndpoint:
 
     @classmethod
     def for_background(cls, llm: LLMSection, secrets: Secrets) -> LLMEndpoint:
-        """The endpoint for background memory work: [llm.background] overrides when not blank."""
+        """The endpoint for background memory work: [llm.background] and the background API key
+        override the reply endpoint's when not blank."""
         base_url = llm.background.base_url.strip() or llm.base_url.strip()
         model = llm.background.model.strip() or llm.model.strip()
         return cls(
             base_url=base_url,
-            api_key=secrets.llm_api_key.strip(),
+            api_key=secrets.llm_background_api_key.strip() or secrets.llm_api_key.strip(),
             model=model,
             timeout=llm.timeout,
             max_retries=llm.max_retries,
@@ -234,6 +235,8 @@ class LLMClient:
         self._semaphore = asyncio.Semaphore(max(1, endpoint.max_concurrency))
         self._client: openai.AsyncOpenAI | None = None
         self._closed = False
+        self._retired = False
+        self._in_flight = 0
 
     @property
     def endpoint(self) -> LLMEndpoint:
@@ -275,6 +278,17 @@ class LLMClient:
     async def aclose(self) -> None:
         """Close the HTTP connections. Later calls raise LLMError."""
         self._closed = True
+        await self._close_connections()
+
+    async def retire(self) -> None:
+        """This client was replaced by one with new settings: its connections close as soon as no
+        request is in flight (now, if none is). A request already under way, or one a worker's tick
+        in progress still makes, finishes on it; it never fails for the swap."""
+        self._retired = True
+        if not self._in_flight:
+            await self._close_connections()
+
+    async def _close_connections(self) -> None:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
@@ -313,15 +327,21 @@ class LLMClient:
         tokens = self._endpoint.max_tokens if max_tokens is None else max_tokens
         temp = self._endpoint.temperature if temperature is None else temperature
         attempts = max(0, self._endpoint.max_retries) + 1
-        for attempt in range(attempts):
-            try:
-                async with self._semaphore:
-                    return await self._attempt(client, payload, tokens, temp)
-            except _RetryableError as failure:
-                if attempt + 1 >= attempts:
-                    raise self._exhausted(failure, attempts) from None
-                await asyncio.sleep(self._backoff(attempt, failure.retry_after))
-        raise AssertionError("unreachable")  # pragma: no cover
+        self._in_flight += 1
+        try:
+            for attempt in range(attempts):
+                try:
+                    async with self._semaphore:
+                        return await self._attempt(client, payload, tokens, temp)
+                except _RetryableError as failure:
+                    if attempt + 1 >= attempts:
+                        raise self._exhausted(failure, attempts) from None
+                    await asyncio.sleep(self._backoff(attempt, failure.retry_after))
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._in_flight -= 1
+            if self._retired and not self._in_flight and self._client is client:
+                await self._close_connections()
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         delay = min(_MAX_BACKOFF, self._retry_base_delay * (2.0**attempt))

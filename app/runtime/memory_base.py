@@ -7,7 +7,7 @@ decisions, forgetting, people); each is a mixin over `MemoryBase`, which owns th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -33,8 +33,12 @@ class MemoryDeps:
     forgets: ForgetQueue
     views: ViewBuilder
     changes: ChangeBroadcaster
-    retriever: Retriever
+    current_retriever: Callable[[], Retriever]  # the settings decide it: it changes with them
     ops: MemoryOps  # export / import and the index files' purge, shared with the index commands
+
+    @property
+    def retriever(self) -> Retriever:
+        return self.current_retriever()
 
 
 class MemoryBase:

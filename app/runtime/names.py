@@ -7,7 +7,7 @@ What was never seen falls back to a readable form of the id ("server 500 #501"),
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from app.memory.catalog import Catalog
@@ -74,7 +74,8 @@ def place_keys(places: Iterable[str]) -> set[str]:
 
 
 class Names:
-    def __init__(self, catalog: Catalog, familiar_name: str) -> None:
+    def __init__(self, catalog: Catalog, familiar_name: Callable[[], str]) -> None:
+        """`familiar_name` gives the familiar's display name as the settings say now."""
         self._catalog = catalog
         self._familiar_name = familiar_name
 
@@ -85,5 +86,5 @@ class Names:
         return NameTable(
             people=await self._catalog.display_names(sorted(wanted_people)) if wanted_people else {},
             places=await self._catalog.place_names(sorted(place_keys(place_list))) if place_list else {},
-            familiar_name=self._familiar_name,
+            familiar_name=self._familiar_name(),
         )

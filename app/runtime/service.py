@@ -8,7 +8,6 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,30 +15,19 @@ import discord
 
 from app.config.editing import set_values
 from app.config.errors import ConfigError
-from app.config.paths import FamiliarPaths, check_familiar_files, ensure_familiar, secure_familiar
+from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
-from app.config.settings import BudgetTier, Secrets, Settings, apply_environment, config_error_at, load_settings
+from app.config.settings import BudgetTier, Settings
 from app.memory.catalog import Catalog
 from app.memory.derived import PauseKind, PauseState, Projections, change_counters
-from app.memory.embeddings import EmbeddingError, EmbeddingIndex, make_embedder
+from app.memory.embeddings import Embedder, EmbeddingIndex
 from app.memory.errors import StoreError
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
 from app.memory.records import IndexHealth, NewTurn, Turn
 from app.runtime.changes import ChangeBroadcaster
-from app.runtime.context.assembler import Assembler, Assembly
-from app.runtime.context.layers import (
-    DEFAULT_ORDER,
-    CharacterLayer,
-    DossiersLayer,
-    HistoryLayer,
-    LorebookLayer,
-    MemoryLayer,
-    ReflectionsLayer,
-    ReplyContext,
-    SummaryLayer,
-    check_layer_names,
-)
+from app.runtime.context.assembler import Assembly
+from app.runtime.context.layers import DEFAULT_ORDER, LorebookLayer, ReplyContext
 from app.runtime.context.lorebook import LoreProblem, describe_disabled
 from app.runtime.controls_api import ControlsService
 from app.runtime.discord_client import DiscordAdapter
@@ -48,18 +36,18 @@ from app.runtime.events import ConnectionState, FailureReported, GuildsChanged, 
 from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
-from app.runtime.llm import LLMClient, LLMEndpoint
 from app.runtime.memory_api import MemoryService
 from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
 from app.runtime.messages import IncomingMessage
 from app.runtime.names import Names
 from app.runtime.places import PlaceNamer
-from app.runtime.projectors.base import ProjectorDeps, create_projectors, projector_names, unknown_projectors
+from app.runtime.projectors.base import ProjectorDeps
 from app.runtime.projectors.runner import ProjectorRunner
 from app.runtime.retrieval import Retriever
 from app.runtime.view_builder import ViewBuilder
 from app.runtime.views import Explanation
+from app.runtime.wiring import Loaded, Parts, Shared, build_parts, load_familiar
 
 SELF_KEY = "familiar:self"
 
@@ -71,54 +59,6 @@ MAX_LOCAL_CHARS = 8000
 # How many of a channel's newest stored messages a backfill looks at again: a crash in a burst can
 # leave a reply Discord accepted unstored among them.
 BACKFILL_OVERLAP = 50
-
-
-@dataclass(frozen=True, slots=True)
-class Loaded:
-    """What a familiar is made of once its files are read and validated."""
-
-    paths: FamiliarPaths
-    settings: Settings
-    secrets: Secrets
-    persona: str
-
-
-def load_familiar(paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Loaded:
-    """Create the familiar from the template if needed, then read and validate its files.
-
-    Raises ConfigError (file, line, key) without writing anything but the template copy.
-    """
-    try:
-        ensure_familiar(paths)
-        secure_familiar(paths)
-    except OSError as exc:
-        where = Path(exc.filename) if exc.filename else paths.folder
-        raise ConfigError(where, None, None, f"cannot be created or changed ({exc.strerror or exc})") from None
-    check_familiar_files(paths)
-    settings = apply_environment(load_settings(paths.character_toml), env)
-    _check_names(settings, paths.character_toml)
-    try:
-        persona = paths.character_md.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(paths.character_md, None, None, "not valid UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(paths.character_md, None, None, f"cannot be read ({exc.strerror or exc})") from None
-    return Loaded(paths=paths, settings=settings, secrets=secret_store.load(env), persona=persona)
-
-
-def _check_names(settings: Settings, path: Path) -> None:
-    """Names the config schema cannot know (the projector registry, the layers) checked at load."""
-    unknown = unknown_projectors(settings.providers.memory.projectors)
-    if unknown:
-        raise config_error_at(
-            path,
-            "providers.memory.projectors",
-            f"unknown projector {unknown[0]!r} (known: {', '.join(projector_names())})",
-        )
-    for channel, section in settings.channels.items():
-        problem = check_layer_names(section.prompt_layers)
-        if problem:
-            raise config_error_at(path, f"channels.{channel}.prompt_layers", problem)
 
 
 def channel_key(place: str) -> str:
@@ -136,64 +76,34 @@ class Familiar:
     def __init__(
         self, loaded: Loaded, history: History, secret_store: SecretStore, env: dict[str, str] | None = None
     ) -> None:
-        self._loaded = loaded
+        self._paths = loaded.paths
         self._env = env
         self.history = history
         self._secret_store = secret_store
         self._subscribers: list[Callable[[RuntimeEvent], None]] = []
-        self._llm = LLMClient(LLMEndpoint.for_replies(loaded.settings.llm, loaded.secrets))
         self._discord: DiscordAdapter | None = None
         self._last_error: str | None = None
         self._index_health: dict[str, IndexHealth] = {}
         self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml)
-        settings = loaded.settings
         self.projections = Projections(history.store)
-        embedding = settings.providers.embedding
-        try:
-            self.embedder = make_embedder(
-                embedding.backend,
-                model=embedding.model,
-                model_dir=Path(embedding.model_dir) if embedding.model_dir else None,
-                cache_root=loaded.paths.root,
-            )
-        except EmbeddingError as exc:
-            raise FamiliarError(f"{loaded.paths.character_toml}: [providers.embedding]: {exc}") from exc
         self.embeddings = EmbeddingIndex(history.store)
-        self.retriever = Retriever(history, settings.memory.retrieval, self.embedder, self.embeddings)
-        self.lorebook_layer = LorebookLayer(loaded.paths.lorebook_toml, on_disabled=self._on_lore_disabled)
-        self._assembler = Assembler(
-            [
-                CharacterLayer(loaded.persona),
-                self.lorebook_layer,
-                SummaryLayer(self.projections),
-                ReflectionsLayer(self.projections),
-                DossiersLayer(self.projections),
-                MemoryLayer(self.retriever),
-                HistoryLayer(),
-            ]
-        )
-        self._background_llm = LLMClient(LLMEndpoint.for_background(settings.llm, loaded.secrets))
-        self.projector_deps = ProjectorDeps(
-            history=history,
-            projections=self.projections,
-            llm=self._background_llm,
-            settings=settings,
-            embedder=self.embedder,
-            embeddings=self.embeddings,
-        )
+        self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled)
+        # Everything the settings, secrets and persona decide: rebuilt and swapped whole by reconfigure().
+        self._parts = build_parts(loaded, self._shared)
+        self._reconfiguring = asyncio.Lock()
         # One change broadcast (MemoryChanged) after every facade write, worker tick and foreign write.
         self.changes = ChangeBroadcaster(history.store, self.publish)
         self.learning = ProjectorRunner(
-            create_projectors(settings.providers.memory.projectors, self.projector_deps),
-            self.projector_deps,
-            settings.memory.learning.tick_seconds,
+            self._parts.projectors,
+            self._parts.projector_deps,
+            self._parts.settings.memory.learning.tick_seconds,
             after_tick=self.changes.check,
         )
         self._explanations: dict[int, int] = {}  # Discord message id -> explanation of its reply
         self._closed = False
         # The facade's typed sub-APIs, shared by the window and the CLI.
         catalog = Catalog(history.store)
-        self._names = Names(catalog, settings.familiar.display_name)
+        self._names = Names(catalog, lambda: self.settings.familiar.display_name)
         self._place_namer = PlaceNamer(catalog)
         self.memory = MemoryService(
             MemoryDeps(
@@ -203,7 +113,7 @@ class Familiar:
                 forgets=ForgetQueue(history.store, history.facts),
                 views=ViewBuilder(history.store, self._names),
                 changes=self.changes,
-                retriever=self.retriever,
+                current_retriever=lambda: self._parts.retriever,
                 ops=self.memory_ops,
             )
         )
@@ -211,6 +121,45 @@ class Familiar:
             self.projections, catalog, self._names, self.changes, self.set_paused, lambda: self.learning.names
         )
         self.indexes = IndexesService(self.memory_ops, history)
+
+    # -- the parts the settings decide -----------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        return self._parts.embedder
+
+    @property
+    def retriever(self) -> Retriever:
+        return self._parts.retriever
+
+    @property
+    def lorebook_layer(self) -> LorebookLayer:
+        return self._parts.lorebook
+
+    @property
+    def projector_deps(self) -> ProjectorDeps:
+        return self._parts.projector_deps
+
+    async def reconfigure(self) -> None:
+        """Read character.toml, character.md, the secrets and the environment again, and put what
+        depends on them in place as one set: replies, the memory workers, recall, the persona and
+        the lorebook use the new settings from their next request on. A request already under way
+        finishes as it began.
+
+        Bad settings raise FamiliarError (file, line, key) and change nothing. The Discord
+        connection is not dropped: a new bot token or server address is used at its next start.
+        """
+        async with self._reconfiguring:
+            if self._closed:
+                raise FamiliarError("the familiar is closed; open it again to use new settings")
+            try:
+                loaded = load_familiar(self._paths, self._secret_store, self._env)
+            except ConfigError as exc:
+                raise FamiliarError(str(exc)) from exc
+            parts = build_parts(loaded, self._shared, previous=self._parts)
+            old, self._parts = self._parts, parts
+            self.learning.replace(parts.projectors, parts.projector_deps, parts.settings.memory.learning.tick_seconds)
+            await old.retire()
+        _log.info("settings reloaded from %s", self._paths.folder)
 
     @classmethod
     async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
@@ -254,8 +203,7 @@ class Familiar:
         await self.memory.close_forgets()
         await self.changes.close()
         await self._place_namer.close()
-        await self._llm.aclose()
-        await self._background_llm.aclose()
+        await self._parts.aclose()
         await self.history.close()
 
     def start_watching(self) -> None:
@@ -283,7 +231,7 @@ class Familiar:
             state = await self.projections.set_paused(kind, where, paused)
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc
-        self._assembler.clear()
+        self._parts.assembler.clear()
         if not paused:
             self.learning.nudge()
         return state
@@ -295,11 +243,15 @@ class Familiar:
     # -- facade: identity and events -----------------------------------------------------------
     @property
     def familiar_name(self) -> str:
-        return self._loaded.paths.name
+        return self._paths.name
+
+    @property
+    def paths(self) -> FamiliarPaths:
+        return self._paths
 
     @property
     def home(self) -> Path:
-        return self._loaded.paths.folder
+        return self._paths.folder
 
     @property
     def secrets_location(self) -> str:
@@ -307,7 +259,7 @@ class Familiar:
 
     @property
     def settings(self) -> Settings:
-        return self._loaded.settings
+        return self._parts.settings
 
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -331,9 +283,9 @@ class Familiar:
 
     def _missing(self) -> tuple[str, ...]:
         missing: list[str] = []
-        if not self._loaded.secrets.discord_token:
+        if not self._parts.loaded.secrets.discord_token:
             missing.append("bot token")
-        missing.extend(self._llm.endpoint.missing())
+        missing.extend(self._parts.reply_llm.endpoint.missing())
         return tuple(missing)
 
     def get_status(self) -> StatusSnapshot:
@@ -357,7 +309,8 @@ class Familiar:
             raise self._fail(f"No {' and no '.join(missing)} yet: set them in Settings.")
         if self._discord is not None:
             return
-        adapter = DiscordAdapter(self._loaded.settings.discord, self._loaded.secrets.discord_token, self, self.publish)
+        loaded = self._parts.loaded
+        adapter = DiscordAdapter(loaded.settings.discord, loaded.secrets.discord_token, self, self.publish)
         self._discord = adapter
         try:
             await adapter.start()
@@ -448,7 +401,7 @@ class Familiar:
             message,
             message_id=sent.id,
             author_key=SELF_KEY,
-            author_name=self._loaded.settings.familiar.display_name,
+            author_name=self.settings.familiar.display_name,
             content=sent.content,
             created_at=sent.created_at,
             reply_to=message.message_id,
@@ -471,7 +424,7 @@ class Familiar:
         """Messages missed while offline, oldest first, stored as turns and never answered; the
         familiar's own messages are its replies. Already stored or deleted ones are skipped.
         Returns how many were new."""
-        name = self._loaded.settings.familiar.display_name
+        name = self.settings.familiar.display_name
         turns = [
             NewTurn(
                 platform="discord",
@@ -498,7 +451,7 @@ class Familiar:
     async def context_for(self, place: str, answering: Turn | None = None) -> ReplyContext:
         """What a reply at `place` is built from; for `answering`, the history window ends at that
         message, so it is the last thing said in the prompt whatever arrived after it."""
-        settings = self._loaded.settings
+        settings = self.settings
         section = settings.channels.get(channel_key(place))
         tier = (section.budget_tier if section else "") or settings.budget.tier
         budget: BudgetTier = getattr(settings.budget, tier)
@@ -522,13 +475,17 @@ class Familiar:
     async def assemble(self, place: str, answering: Turn | None = None) -> Assembly:
         """The prompt a reply at `place` (to `answering`, else to the newest message) would get now,
         and its explanation (no LLM call)."""
-        section = self._loaded.settings.channels.get(channel_key(place))
+        return await self._assemble(self._parts, place, answering)
+
+    async def _assemble(self, parts: Parts, place: str, answering: Turn | None) -> Assembly:
+        section = parts.settings.channels.get(channel_key(place))
         order = (section.prompt_layers if section else ()) or DEFAULT_ORDER
-        return await self._assembler.assemble(await self.context_for(place, answering), order)
+        return await parts.assembler.assemble(await self.context_for(place, answering), order)
 
     async def _reply(self, place: str, answering: Turn) -> tuple[str, int]:
-        assembly = await self.assemble(place, answering)
-        text = await self._llm.complete(assembly.messages)
+        parts = self._parts  # one set for the whole reply, even if the settings change meanwhile
+        assembly = await self._assemble(parts, place, answering)
+        text = await parts.reply_llm.complete(assembly.messages)
         explanation_id = await self.projections.save_explanation(place, assembly.explanation, [])
         return text, explanation_id
 
@@ -539,11 +496,12 @@ class Familiar:
             raise FamiliarError("Type a message first.")
         if len(text) > MAX_LOCAL_CHARS:
             raise FamiliarError(f"That message is too long ({len(text)} characters, at most {MAX_LOCAL_CHARS}).")
-        if self._llm.endpoint.missing():
-            raise FamiliarError(f"No {' and no '.join(self._llm.endpoint.missing())} yet: set them in Settings.")
+        missing = self._parts.reply_llm.endpoint.missing()
+        if missing:
+            raise FamiliarError(f"No {' and no '.join(missing)} yet: set them in Settings.")
         said = await self._append_local(OWNER_KEY, "You", text)
         reply, explanation_id = await self._reply(LOCAL_PLACE, said)
-        turn = await self._append_local(SELF_KEY, self._loaded.settings.familiar.display_name, reply)
+        turn = await self._append_local(SELF_KEY, self.settings.familiar.display_name, reply)
         await self.projections.link_explanation(explanation_id, [turn.id])
         return _chat_line(turn)
 
@@ -607,23 +565,17 @@ class Familiar:
             values["llm.model"] = llm_model.strip()
         if values:
             try:
-                set_values(self._loaded.paths.character_toml, values)
+                set_values(self._paths.character_toml, values)
             except ConfigError as exc:
                 raise FamiliarError(str(exc)) from exc
         if bot_token is not None:
             self._secret_store.set("discord_token", bot_token.strip())
         if llm_api_key is not None:
             self._secret_store.set("llm_api_key", llm_api_key.strip())
-        try:
-            reloaded = load_familiar(self._loaded.paths, self._secret_store, self._env)
-        except ConfigError as exc:
-            raise FamiliarError(str(exc)) from exc
-        self._loaded = reloaded
-        old, self._llm = self._llm, LLMClient(LLMEndpoint.for_replies(reloaded.settings.llm, reloaded.secrets))
-        await old.aclose()
+        await self.reconfigure()
 
     async def test_llm_endpoint(self) -> str:
-        return await self._llm.check()
+        return await self._parts.reply_llm.check()
 
 
 def _chat_line(turn: Turn) -> ChatLine:

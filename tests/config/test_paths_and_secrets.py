@@ -218,6 +218,17 @@ def test_environment_wins_over_stored_secrets(tmp_path: Path) -> None:
     assert (loaded.discord_token, loaded.llm_api_key) == ("stored-token", "env-key")
 
 
+def test_the_background_key_is_its_own_secret(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.set("llm_api_key", "reply-key")
+    assert store.load(env={}).llm_background_api_key == ""  # blank: the background work uses the reply key
+    store.set("llm_background_api_key", "cheap-key")
+    loaded = _store(tmp_path).load(env={})
+    assert (loaded.llm_api_key, loaded.llm_background_api_key) == ("reply-key", "cheap-key")
+    loaded = store.load(env={"FAMILIAR_LLM_BACKGROUND_API_KEY": "env-key"})
+    assert (loaded.llm_api_key, loaded.llm_background_api_key) == ("reply-key", "env-key")
+
+
 def test_environment_alone_without_a_file(tmp_path: Path) -> None:
     loaded = _store(tmp_path).load(env={"DISCORD_TOKEN": " padded "})
     assert loaded.discord_token == "padded"

@@ -211,7 +211,7 @@ def test_several_forgets_in_a_row_are_each_undoable_and_the_rest_applied_at_clos
     assert len(run(real_familiar.memory.scheduled_forgets())) == 1
 
     run(real_familiar.close())  # the window closing ends the undo window of what is left
-    reopened = run(Familiar.open(real_familiar._loaded.paths, real_familiar._secret_store, env={}))
+    reopened = run(Familiar.open(real_familiar.paths, real_familiar._secret_store, env={}))
     try:
         assert run(reopened.history.facts.get(facts[0].id)).status == "forgotten"  # type: ignore[union-attr]
         assert {f.id for f in run(reopened.memory.list_facts())} == {facts[1].id, facts[2].id}

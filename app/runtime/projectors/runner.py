@@ -33,6 +33,7 @@ class ProjectorRunner:
         self._deps = deps
         self._tick_seconds = tick_seconds
         self._task: asyncio.Task[None] | None = None
+        self._started = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self.ticks = 0
@@ -44,17 +45,19 @@ class ProjectorRunner:
     async def tick(self) -> None:
         """Run every projector once (serialised with the timer's ticks)."""
         async with self._lock:
-            await self._deps.begin_tick()
+            # A `replace` during the tick takes effect at the next one: this one ends as it began.
+            projectors, deps = self.projectors, self._deps
+            await deps.begin_tick()
             try:
-                for projector in self.projectors:
+                for projector in projectors:
                     try:
                         await projector.run()
                     except LLMError as exc:
-                        self._deps.report(projector.name, f"waiting for the background model: {exc}")
+                        deps.report(projector.name, f"waiting for the background model: {exc}")
                     except Exception:  # noqa: BLE001 - one failing worker must not stop the others
                         _log.exception("memory worker %s failed; it will try again next tick", projector.name)
             finally:
-                self._deps.end_tick()
+                deps.end_tick()
             self.ticks += 1
             if self._after_tick is not None:
                 try:
@@ -63,8 +66,21 @@ class ProjectorRunner:
                     _log.exception("after a memory tick")
 
     def start(self) -> None:
+        self._started = True
         if self._task is None and self.projectors:
             self._task = asyncio.create_task(self._loop(), name="memory-projectors")
+
+    def replace(self, projectors: Sequence[MemoryProjector], deps: ProjectorDeps, tick_seconds: float) -> None:
+        """Run these projectors over these dependencies from the next tick on (the settings changed).
+        Their state lives in SQL, so new instances carry on where the old ones stood."""
+        changed = tick_seconds != self._tick_seconds
+        self.projectors = tuple(projectors)
+        self._deps = deps
+        self._tick_seconds = tick_seconds
+        if self._started:
+            self.start()
+            if changed:
+                self.nudge()  # the wait under way was measured with the old interval
 
     def nudge(self) -> None:
         self._wake.set()
@@ -76,6 +92,7 @@ class ProjectorRunner:
             await wait_set(self._wake, self._tick_seconds)
 
     async def close(self) -> None:
+        self._started = False
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
