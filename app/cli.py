@@ -544,12 +544,28 @@ def _tombstone_dict(stone: TombstoneView) -> dict[str, Any]:
     }
 
 
+def _recall_paused_text(where: str, source: str | None) -> str:
+    """Why recall answers nothing at `where`, and the command that resumes it."""
+    if source == "everywhere":
+        return f"recall is paused everywhere: nothing is recalled in {where} (familiar resume recall)"
+    if source == "server":
+        server = where.split("/", 1)[0]
+        return (
+            f"recall is paused in {where} by its server's switch ({server}): nothing is recalled there"
+            f" (familiar resume recall --where {server})"
+        )
+    return f"recall is paused in {where}: nothing is recalled there (familiar resume recall --where {where})"
+
+
 async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     await familiar.indexes.catch_up()
-    scored = await familiar.memory.recall(args.query, args.where, args.limit)
+    scored = await familiar.memory.recall(args.query, args.where, args.limit)  # none while paused there
+    switch = (await familiar.controls.state()).switch("recall", args.where)
     document = {
         "query": args.query,
         "where": args.where,
+        "recall_paused": switch.paused,
+        "paused_by": switch.source,
         "facts": [
             {
                 **_fact_dict(s.fact),
@@ -559,6 +575,8 @@ async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
             for s in scored
         ],
     }
+    if switch.paused:
+        return document, escape(_recall_paused_text(args.where, switch.source))
     return document, _lines(f"{s.score:.3f} {_fact_line(s.fact)}" for s in scored) or "nothing to recall"
 
 

@@ -264,6 +264,18 @@ class PauseView:
         chosen = self.learning if kind == "learning" else self.recall
         return "*" in chosen or place in chosen or place.split("/", 1)[0] in chosen
 
+    def switch(self, kind: PauseKind, place: str) -> Switch:
+        """How `kind` stands at `place`: paused there, by its server's switch, everywhere, or not."""
+        chosen = self.learning if kind == "learning" else self.recall
+        if place in chosen:
+            return Switch(True, "here")
+        server = place.split("/", 1)[0]
+        if server != place and server in chosen:
+            return Switch(True, "server")
+        if "*" in chosen:
+            return Switch(True, "everywhere")
+        return Switch(False, None)
+
 
 @dataclass(frozen=True, slots=True)
 class FailedWork:

@@ -131,6 +131,42 @@ def test_recall_respects_scope(cli: Cli) -> None:
     assert cli.json("recall", "dragon", "--where", "dm:7004")["facts"] == []
 
 
+def test_recall_honours_a_recall_pause_the_way_replies_do(cli: Cli) -> None:
+    """Paused there (the place, its server, everywhere): recall says so and returns nothing, in JSON
+    too; other places and learning switches are not affected."""
+    cli.json("facts", "remember", "The guild's dragon is named Ember", "--where", "guild:500")
+    assert len(cli.json("recall", "dragon", "--where", WHERE)["facts"]) == 1
+
+    cli.json("pause", "recall", "--where", "guild:500")
+    paused = cli.json("recall", "dragon", "--where", WHERE)
+    assert paused["facts"] == []
+    assert (paused["recall_paused"], paused["paused_by"]) == (True, "server")
+    code, out, _err = cli.run("recall", "dragon", "--where", WHERE)
+    assert code == 0
+    assert "recall is paused in guild:500/501 by its server's switch (guild:500)" in out
+    assert "Ember" not in out
+    assert cli.json("recall", "dragon", "--where", "guild:500")["paused_by"] == "here"
+    cli.json("resume", "recall", "--where", "guild:500")
+
+    cli.json("pause", "recall", "--where", WHERE)
+    assert cli.json("recall", "dragon", "--where", WHERE)["facts"] == []
+    assert len(cli.json("recall", "dragon", "--where", "guild:500/502")["facts"]) == 1  # a sibling channel
+    cli.json("resume", "recall", "--where", WHERE)
+
+    cli.json("pause", "recall")
+    everywhere = cli.json("recall", "dragon", "--where", WHERE)
+    assert (everywhere["facts"], everywhere["paused_by"]) == ([], "everywhere")
+    assert "recall is paused everywhere" in cli.run("recall", "dragon", "--where", WHERE)[1]
+    cli.json("resume", "recall")
+
+    cli.json("pause", "learning")  # learning is another switch: recall goes on
+    resumed = cli.json("recall", "dragon", "--where", WHERE)
+    assert (len(resumed["facts"]), resumed["recall_paused"], resumed["paused_by"]) == (1, False, None)
+    code, _out, err = cli.run("recall", "dragon", "--where", "the-moon")  # a bad place is still an error
+    assert code == 1
+    assert "the-moon" in err
+
+
 def test_export_then_import_reproduces_the_as_of_answers(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
