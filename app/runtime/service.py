@@ -16,7 +16,7 @@ import discord
 
 from app.config.editing import set_values
 from app.config.errors import ConfigError
-from app.config.paths import FamiliarPaths, check_familiar_files, ensure_familiar, secure_familiar
+from app.config.paths import FamiliarPaths, check_familiar_files, ensure_familiar, list_familiars, secure_familiar
 from app.config.secrets import SecretStore
 from app.config.settings import BudgetTier, Secrets, Settings, apply_environment, config_error_at, load_settings
 from app.memory.catalog import Catalog
@@ -26,6 +26,7 @@ from app.memory.errors import StoreError
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
 from app.memory.records import IndexHealth, NewTurn, Turn
+from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.assembler import Assembler, Assembly
 from app.runtime.context.layers import (
@@ -145,7 +146,7 @@ class Familiar:
         self._discord: DiscordAdapter | None = None
         self._last_error: str | None = None
         self._index_health: dict[str, IndexHealth] = {}
-        self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml)
+        self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml, self._other_tombstone_keys)
         settings = loaded.settings
         self.projections = Projections(history.store)
         embedding = settings.providers.embedding
@@ -222,7 +223,9 @@ class Familiar:
                 holder[0]._on_index_health(health)
 
         try:
-            history = await History.open(paths.history_db, paths.fts, paths.backups, on_health=on_health)
+            history = await History.open(
+                paths.history_db, paths.fts, paths.backups, on_health=on_health, keys=VaultKeys(secret_store)
+            )
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc
         except OSError as exc:  # a file of the familiar's folder it cannot use: name it, no traceback
@@ -242,6 +245,13 @@ class Familiar:
         except (FamiliarError, StoreError) as exc:
             _log.warning("could not finish deferred forgets at start: %s", exc)
         return familiar
+
+    def _other_tombstone_keys(self) -> list[bytes]:
+        """The tombstone keys of this machine's other familiars (blocking: keyring calls), where an
+        import without its key may find the one its tombstones were made with."""
+        paths = self._loaded.paths
+        others = [name for name in list_familiars(paths.root) if name != paths.name]
+        return readable_keys(self._secret_store.for_familiar(name) for name in others)
 
     async def close(self) -> None:
         """Stop everything and close the store. Safe to call more than once."""

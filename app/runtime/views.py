@@ -206,6 +206,9 @@ class TombstoneView:
     subjects: tuple[PersonRef, ...] = ()
     scope: PlaceRef | None = None
     receipt_id: int | None = None
+    # False for a tombstone hashed with a key this machine does not hold (it came with an import
+    # without its key, or the key was lost with the keyring): kept and listed, but it cannot block.
+    can_block: bool = True
 
 
 # -- people --------------------------------------------------------------------------------------------
