@@ -97,6 +97,19 @@ def current(pane: MemoryPane) -> tuple[str, int]:
     return pane.switches.record(index.row()).name, index.column()
 
 
+def test_a_new_familiar_has_the_everywhere_switches_and_says_where_places_come_from(
+    qtbot: QtBot, real_familiar: Familiar
+) -> None:
+    pane = open_pane(qtbot, real_familiar)
+    assert cells(pane.switches) == {"Everywhere": ("● On", "● On")}
+    assert pane.no_places.isVisible()
+    assert "appear here once the familiar has heard something there" in pane.no_places.text()
+    assert pane.tombstone_view.placeholder().startswith("Nothing forgotten yet")
+    assert pane.tabs.tabText(0) == "Tombstones (0)"
+    assert not pane.lift_button.isEnabled()
+    assert not pane.keep_button.isEnabled()
+
+
 def test_switches_by_click_and_by_keys_show_what_each_place_inherits(
     qtbot: QtBot, run: Run[Any], real_familiar: Familiar
 ) -> None:

@@ -61,6 +61,10 @@ TOMBSTONES_HELP = (
     "A tombstone keeps a forgotten fact from being learned again. It holds no words, only who it was about, "
     "where and when. Lift one to let the familiar learn it again."
 )
+NO_PLACES = (
+    "Servers, channels and DMs appear here once the familiar has heard something there; until then the"
+    " everywhere switches are the ones that count."
+)
 NO_TOMBSTONES = "Nothing forgotten yet. Forget a fact from any pane that shows it; its tombstone appears here."
 NO_RECEIPTS = "No forgets yet. Each forget leaves a receipt here listing everywhere it was erased."
 NOTHING_WAITING = (
@@ -146,6 +150,9 @@ class MemoryPane(Pane):
         top.addWidget(section_label("Pause switches"))
         top.addWidget(small_label(SWITCHES_HELP))
         top.addWidget(self.switch_view, 1)
+        self.no_places = small_label(NO_PLACES)
+        self.no_places.setVisible(False)
+        top.addWidget(self.no_places)
         top.addWidget(self.hint)
 
         # -- tombstones --
@@ -232,6 +239,7 @@ class MemoryPane(Pane):
         """Show these switches, keeping the cursor on the same place and column."""
         if isValid(self.switch_view):
             _keep_current(self.switch_view, self.switches, switch_rows(view), LEARNING)
+            self.no_places.setVisible(not view.places)
 
     def _sync_buttons(self) -> None:
         self.lift_button.setEnabled(self.tombstone_view.currentIndex().isValid())

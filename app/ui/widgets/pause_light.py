@@ -8,6 +8,7 @@ again after every change of the switches (a MemoryChanged touching PAUSE, whoeve
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from PySide6.QtCore import Qt
@@ -70,6 +71,7 @@ class PauseLight(QToolButton):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setAccessibleName("Memory paused")
         self.view: PauseView | None = None
+        self._asked = asyncio.Event()  # set once a refresh has settled (answered or failed)
         self.setVisible(False)
         bridge.memory_changed.connect(self._on_bridge_memory_changed)
 
@@ -90,8 +92,14 @@ class PauseLight(QToolButton):
         except FamiliarError as error:
             _log.warning("could not read the pause switches: %s", one_line(error))
             return
+        finally:
+            self._asked.set()
         if isValid(self):  # the window may have closed meanwhile
             self.show_state(view)
+
+    async def settled(self) -> None:
+        """Wait until the first refresh has answered (for a screenshot)."""
+        await self._asked.wait()
 
     def _on_bridge_memory_changed(self, change: MemoryChanged) -> None:
         if ChangeKind.PAUSE in change.kinds:
