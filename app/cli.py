@@ -212,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub(commands, "export", "write the whole memory (turns, facts, tombstones, lore) as JSON lines")
     export.add_argument("file", type=Path)
+    export.add_argument(
+        "--with-tombstone-key",
+        action="store_true",
+        help="also write the tombstone key, so the tombstones block where the file is imported"
+        " (anyone holding the file can then test guesses of forgotten texts)",
+    )
     imported = sub(commands, "import", "read an export into an empty familiar")
     imported.add_argument("file", type=Path)
 
@@ -524,7 +530,11 @@ _PURGE_TEXT = {
 async def _tombstones_list(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
     stones = await familiar.memory.tombstones()
     document = {"tombstones": [_tombstone_dict(t) for t in stones]}
-    lines = [f"#{t.id} {t.created_at:%Y-%m-%d %H:%M} {t.reason} ({t.hash[:12]}…)" for t in stones]
+    lines = [
+        f"#{t.id} {t.created_at:%Y-%m-%d %H:%M} {t.reason} ({t.hash[:12]}…)"
+        + ("" if t.can_block else " — cannot block: its key is not on this machine")
+        for t in stones
+    ]
     return document, _lines(lines) or "no tombstones"
 
 
@@ -541,15 +551,32 @@ def _tombstone_dict(stone: TombstoneView) -> dict[str, Any]:
         "reason": stone.reason,
         "created_at": stone.created_at,
         "lifted_at": stone.lifted_at,
+        "can_block": stone.can_block,
     }
+
+
+def _recall_paused_text(where: str, source: str | None) -> str:
+    """Why recall answers nothing at `where`, and the command that resumes it."""
+    if source == "everywhere":
+        return f"recall is paused everywhere: nothing is recalled in {where} (familiar resume recall)"
+    if source == "server":
+        server = where.split("/", 1)[0]
+        return (
+            f"recall is paused in {where} by its server's switch ({server}): nothing is recalled there"
+            f" (familiar resume recall --where {server})"
+        )
+    return f"recall is paused in {where}: nothing is recalled there (familiar resume recall --where {where})"
 
 
 async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     await familiar.indexes.catch_up()
-    scored = await familiar.memory.recall(args.query, args.where, args.limit)
+    scored = await familiar.memory.recall(args.query, args.where, args.limit)  # none while paused there
+    switch = (await familiar.controls.state()).switch("recall", args.where)
     document = {
         "query": args.query,
         "where": args.where,
+        "recall_paused": switch.paused,
+        "paused_by": switch.source,
         "facts": [
             {
                 **_fact_dict(s.fact),
@@ -559,6 +586,8 @@ async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
             for s in scored
         ],
     }
+    if switch.paused:
+        return document, escape(_recall_paused_text(args.where, switch.source))
     return document, _lines(f"{s.score:.3f} {_fact_line(s.fact)}" for s in scored) or "nothing to recall"
 
 
@@ -711,17 +740,37 @@ async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[
 
 
 async def _export(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    counts = await familiar.memory.export(args.file)
-    return {"file": str(args.file), "records": counts}, escape(f"exported to {args.file}: ") + ", ".join(
-        f"{n} {kind}" for kind, n in counts.items()
-    )
+    with_key = bool(args.with_tombstone_key)
+    counts = await familiar.memory.export(args.file, with_tombstone_key=with_key)
+    stones = counts.get("tombstone", 0)
+    if with_key:
+        note = (
+            "the tombstone key is in the file: anyone holding it can test guesses of forgotten texts;"
+            " keep it as private as a password"
+        )
+    elif stones:
+        note = (
+            "the tombstone key is not in the file: its tombstones block only where the key already is"
+            " (a familiar of this machine); add --with-tombstone-key to take it along"
+        )
+    else:
+        note = "the tombstone key is not in the file (it has no tombstones)"
+    document = {"file": str(args.file), "records": counts, "tombstone_key": "included" if with_key else "not included"}
+    text = escape(f"exported to {args.file}: ") + ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return document, f"{text}\n{note}"
 
 
 async def _import(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     counts = await familiar.memory.import_(args.file)
-    return {"file": str(args.file), "records": counts}, escape(f"imported {args.file}: ") + ", ".join(
-        f"{n} {kind}" for kind, n in counts.items()
-    )
+    inert = sum(1 for t in await familiar.memory.tombstones() if not t.can_block)
+    document = {"file": str(args.file), "records": counts, "tombstones_that_cannot_block": inert}
+    text = escape(f"imported {args.file}: ") + ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    if inert:
+        text += (
+            f"\n{inert} tombstone(s) came without the key they were made with: kept, but they cannot stop"
+            " forgotten facts being learned again here (export with --with-tombstone-key to bring the key)"
+        )
+    return document, text
 
 
 _COMMANDS: dict[tuple[str, str | None], Handler] = {

@@ -1,7 +1,12 @@
-"""The bot token and the LLM API keys: environment first, then the OS keyring.
+"""The bot token, the LLM API keys and the tombstone key: environment first, then the OS keyring.
 
 When the OS has no usable keyring (a bare Linux session, CI) the secrets go to a file readable by
 the owner only, and `SecretStore.backend_name` says so, so the window can tell the user.
+
+The tombstone key (the key of the hashes that keep forgotten facts from being learned again) is
+kept here rather than in history.db, so a copy of the database alone cannot be used to test guesses
+of a forgotten text. It is read with `read`, which raises SecretsUnavailableError when the keyring
+or the file cannot be read, instead of answering "none": a key taken for lost would be replaced.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from app.config.settings import Secrets
 
 _log = logging.getLogger(__name__)
 _SERVICE = "familiar"
-_KEYS = ("discord_token", "llm_api_key", "llm_background_api_key")
+_KEYS = ("discord_token", "llm_api_key", "llm_background_api_key", "tombstone_key")
 
 
 def _keyring_usable() -> bool:
@@ -31,6 +36,10 @@ def _keyring_usable() -> bool:
         return False
     priority = getattr(backend, "priority", 0)
     return bool(priority and priority > 0)
+
+
+class SecretsUnavailableError(Exception):
+    """The OS keyring or the secrets file could not be read; the message says which and why."""
 
 
 class SecretStore:
@@ -46,14 +55,24 @@ class SecretStore:
     def _account(self, key: str) -> str:
         return f"{self._familiar}:{key}"
 
-    def _read_file(self) -> dict[str, str]:
+    def for_familiar(self, familiar: str) -> SecretStore:
+        """The store of another familiar of the same data folder, with the same backend."""
+        return SecretStore(familiar, self._file, use_keyring=self._use_keyring)
+
+    def _read_file(self, *, strict: bool = False) -> dict[str, str]:
         try:
             data = tomllib.loads(self._file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            if strict:
+                raise SecretsUnavailableError(f"{self._file} cannot be read ({exc}); repair or remove it") from exc
             _log.warning("ignoring unreadable secrets file %s", self._file)
             return {}
+        except OSError as exc:
+            if strict:
+                raise SecretsUnavailableError(f"{self._file} cannot be read ({exc.strerror or exc})") from exc
+            raise
         try:
             private_file(self._file)  # written by an older Familiar or by hand: owner-only from now on
         except OSError as exc:
@@ -70,6 +89,22 @@ class SecretStore:
             except keyring.errors.KeyringError as exc:
                 _log.warning("keyring read failed (%s); falling back to %s", exc, self._file)
         return self._read_file().get(key, "")
+
+    def read(self, key: str) -> str:
+        """Like `get`, but a keyring or file that cannot be read raises SecretsUnavailableError
+        instead of answering "" (for a secret whose absence changes what is written: the tombstone key)."""
+        if key not in _KEYS:
+            raise KeyError(key)
+        if self._use_keyring:
+            try:
+                value = keyring.get_password(_SERVICE, self._account(key))
+            except keyring.errors.KeyringError as exc:
+                problem = f"the OS keyring could not be read ({exc}); unlock it and try again"
+                raise SecretsUnavailableError(problem) from exc
+            if value:
+                return value
+        # Also with a keyring: a write it refused went to the file (see `set`).
+        return self._read_file(strict=True).get(key, "")
 
     def set(self, key: str, value: str) -> None:
         if key not in _KEYS:

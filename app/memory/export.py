@@ -1,9 +1,17 @@
 """Export and import of a whole memory as versioned JSON lines.
 
-Line 1 is a header {"format": "familiar-memory", "version": 1}; every other line is one record with
+Line 1 is a header {"format": "familiar-memory", "version": 2}; every other line is one record with
 a "kind": turn, deleted_source, fact (both time axes, status log, sources), tombstone (a hash, never
-text), tombstone_key, or lore (the lorebook, which the runtime adds and reads back itself). Import
-goes into an empty familiar, keeping ids, so every `as_of` answer is reproduced.
+text, and the id of the key it was hashed with), tombstone_key (only when asked for), or lore (the
+lorebook, which the runtime adds and reads back itself). Import goes into an empty familiar, keeping
+ids, so every `as_of` answer is reproduced. Version 1 files (every tombstone hashed with the file's
+tombstone_key, which they always carry) are read too.
+
+The tombstone key travels only when asked for (`include_key`): whoever holds a file with both the
+hashes and the key can test guesses of a forgotten text. Without it, an import makes the tombstones
+block with a key this machine already holds (the familiar's own, another familiar's: see
+tombstone_keys.adoptable) when their key id names one, and keeps the rest as foreign tombstones,
+listed but unable to block (app.memory.tombstone_keys).
 
 Import is strict: every line is checked against the schema of its kind (no unknown kinds or fields,
 types, enums, ranges, lengths, timezone-aware times, canonical keys, scopes, no lone surrogates)
@@ -28,9 +36,12 @@ from app.memory.errors import StoreError
 from app.memory.facts import FactError, NewFact, is_canonical_key, validate
 from app.memory.policy import FACT_TYPES, STATUSES, dedup_key, scope_reaches, valid_place, visible_scopes
 from app.memory.store import MAX_CONTENT_CHARS, Store
+from app.memory.tombstone_keys import StoreMetaKeys, TombstoneKeys, adoptable, key_id
 
 FORMAT = "familiar-memory"
-VERSION = 1
+VERSION = 2
+VERSIONS = (1, 2)  # what import reads
+UNKNOWN_KEY = "unknown"  # tombstones.key_id of a tombstone whose key is not even named
 
 _TURN = (
     "id, platform, place, guild_id, channel_id, message_id, author_key, author_name, content, mode, created_at,"
@@ -44,7 +55,7 @@ _TABLES: dict[str, tuple[str, str]] = {
     "turn": ("turns", _TURN),
     "deleted_source": ("deleted_sources", "platform, message_id, deleted_at"),
     "fact": ("facts", _FACT),
-    "tombstone": ("tombstones", "id, hash, reason, created_at, lifted_at"),
+    "tombstone": ("tombstones", "id, hash, reason, created_at, lifted_at, key_id"),
 }
 
 
@@ -52,12 +63,16 @@ def _names(columns: str) -> list[str]:
     return [c.strip() for c in columns.split(",")]
 
 
-async def export_records(store: Store, batch: int = 5000) -> AsyncIterator[dict[str, Any]]:
-    """Every record of the memory, header first, in an order import can replay."""
+async def export_records(
+    store: Store, batch: int = 5000, *, keys: TombstoneKeys | None = None, include_key: bool = True
+) -> AsyncIterator[dict[str, Any]]:
+    """Every record of the memory, header first, in an order import can replay. The tombstone key
+    (from `keys`, by default the database's own store_meta) is written only with `include_key`."""
     yield {"kind": "header", "format": FORMAT, "version": VERSION}
-    key = await store.read_one("SELECT value FROM store_meta WHERE key = 'tombstone_key'")
-    if key is not None:
-        yield {"kind": "tombstone_key", "value": bytes(key[0]).hex()}
+    key = await (keys if keys is not None else StoreMetaKeys()).current(store)
+    own_id = key_id(key) if key is not None else None
+    if include_key and key is not None:
+        yield {"kind": "tombstone_key", "value": key.hex()}
     for kind, (table, columns) in _TABLES.items():
         names = _names(columns)
         order = "rowid"
@@ -71,7 +86,10 @@ async def export_records(store: Store, batch: int = 5000) -> AsyncIterator[dict[
             for row in rows:
                 last = int(row[0])
                 record: dict[str, Any] = {"kind": kind, **dict(zip(names, row[1:], strict=True))}
-                if kind == "fact":
+                if kind == "tombstone":
+                    named = record["key_id"]
+                    record["key_id"] = own_id if named is None else None if named == UNKNOWN_KEY else named
+                elif kind == "fact":
                     record["subjects"] = json.loads(record["subjects"])
                     record["sources"] = json.loads(record["sources"])
                     log = await store.read_all(
@@ -91,6 +109,7 @@ _MAX_TIME_CHARS = 64
 _PLATFORMS = ("discord", "local")
 _LORE_FILES = ("lorebook.toml",)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX16 = re.compile(r"[0-9a-f]{16}")
 _DEDUP_KEY = re.compile(r"[0-9a-f]{64}|forgotten:[0-9]{1,19}")
 _MODE = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,40}")
@@ -247,9 +266,10 @@ def _flag(value: Any) -> int:
 
 
 def _version(value: Any) -> int:
-    if isinstance(value, bool) or value != VERSION:
-        raise _RecordError(f"{_show(value)} is not supported (this Familiar reads version {VERSION})")
-    return VERSION
+    if isinstance(value, bool) or value not in VERSIONS:
+        readable = " and ".join(str(v) for v in VERSIONS)
+        raise _RecordError(f"{_show(value)} is not supported (this Familiar reads versions {readable})")
+    return int(value)
 
 
 def _list(item: Check, *, unique: bool = True, at_least: int = 0) -> Check:
@@ -365,10 +385,14 @@ _SCHEMAS: dict[str, dict[str, _Field]] = {
         "reason": _Field(_text(_MAX_REASON_CHARS)),
         "created_at": _Field(_time),
         "lifted_at": _Field(_time, nullable=True),
+        # the id of the key it was hashed with (tombstone_keys.key_id); null: not known
+        "key_id": _Field(_text(16, _HEX16, "a key id (16 lowercase hex digits)"), nullable=True),
     },
     "lore": {"file": _Field(_choice(_LORE_FILES)), "text": _Field(_text(_MAX_LORE_CHARS))},
 }
 _KINDS = ", ".join(k for k in _SCHEMAS if k != "header")
+# Version 1 tombstones name no key: each was hashed with the file's tombstone_key.
+_V1_TOMBSTONE = {name: spec for name, spec in _SCHEMAS["tombstone"].items() if name != "key_id"}
 
 
 def _check_turn(values: dict[str, Any]) -> None:
@@ -471,6 +495,7 @@ class _Plan:
     rows: dict[str, list[tuple[int, tuple[Any, ...]]]] = field(default_factory=lambda: {k: [] for k in _TABLES})
     status_log: list[tuple[int, str, str]] = field(default_factory=list)
     key: bytes | None = None
+    version: int = VERSION
     counts: dict[str, int] = field(default_factory=dict)
     lore: str | None = None  # the lorebook's text, for the caller to write
 
@@ -510,9 +535,11 @@ def _plan(lines: Iterable[str]) -> _Plan:
             label = kind
             if (not _encodable(text) or _MAYBE_SURROGATE.search(text)) and (path := _lone_surrogate(record)):
                 raise _RecordError("contains invalid UTF-8 (a lone surrogate)", path)
-            values = _fields(record, _SCHEMAS[kind], f"a {kind} record")
+            schema = _V1_TOMBSTONE if kind == "tombstone" and plan.version == 1 else _SCHEMAS[kind]
+            values = _fields(record, schema, f"a {kind} record")
             if kind == "header":
                 header_seen = True
+                plan.version = values["version"]
                 continue
             if kind in ("tombstone_key", "lore"):
                 if kind in single:
@@ -560,6 +587,8 @@ def _plan(lines: Iterable[str]) -> _Plan:
             values["subjects"] = json.dumps(values["subjects"])
             values["sources"] = json.dumps(values["sources"])
             plan.status_log.extend((values["id"], e["status"], e["at"]) for e in values["status_log"])
+        elif kind == "tombstone" and plan.version == 1:
+            values["key_id"] = None  # the file's key: set once it is known
         if kind in _TABLES:
             plan.rows[kind].append((number, tuple(values[n] for n in _names(_TABLES[kind][1]))))
     if not header_seen:
@@ -570,7 +599,11 @@ def _plan(lines: Iterable[str]) -> _Plan:
             problem = _RecordError(f"message {key[2]} was deleted (line {line}) but this turn still holds its text")
             raise StoreError(_message(turn_line, "turn", problem.inside("redacted")))
     plan.rows["fact"] = [(line, _quarantined_if_unsure(row, turn_places)) for line, row in plan.rows["fact"]]
-    if first_tombstone is not None and plan.key is None:
+    if plan.version == 1:
+        # Every version 1 tombstone was hashed with the file's key.
+        named = key_id(plan.key) if plan.key is not None else None
+        plan.rows["tombstone"] = [(line, (*row[:-1], named)) for line, row in plan.rows["tombstone"]]
+    if first_tombstone is not None and plan.key is None and plan.version == 1:
         raise StoreError(
             _message(
                 first_tombstone,
@@ -725,9 +758,22 @@ async def unchanged_since(store: Store, marker: ImportMarker) -> bool:
     return row is not None and str(row[0]) == marker.fingerprint
 
 
-async def import_records(store: Store, lines: Iterable[str], *, sha256: str = "", file: str = "") -> dict[str, int]:
+async def import_records(
+    store: Store,
+    lines: Iterable[str],
+    *,
+    sha256: str = "",
+    file: str = "",
+    keys: TombstoneKeys | None = None,
+    local_keys: Sequence[bytes] = (),
+) -> dict[str, int]:
     """Replay exported records into an empty store. Returns counts per kind (lore, which the caller
     writes itself, as `skipped:lore`); `import_marker` reads the marker written with them.
+
+    The tombstones block with the file's tombstone key when it carries one (it becomes this store's
+    key, kept by `keys`: by default the database's own store_meta); without it, with the key among
+    this store's own and `local_keys` (other familiars' keys on this machine) that made most of them.
+    The others are kept as foreign tombstones (app.memory.tombstone_keys), which cannot block.
 
     The whole file is checked first (each line against its kind's schema, then the links between
     lines); only then is it written, in one transaction, with a `pending` ImportMarker holding the
@@ -741,6 +787,22 @@ async def import_records(store: Store, lines: Iterable[str], *, sha256: str = ""
     reported = {k: v for k, v in plan.counts.items() if k != "skipped:lore"}
     if plan.lore is not None:
         reported["lore"] = 1
+    keys = keys if keys is not None else StoreMetaKeys()
+    current = await keys.current(store)
+    stones = plan.rows["tombstone"]
+    chosen = adoptable(plan.key, [k for k in (current, *local_keys) if k is not None], (r[-1] for _n, r in stones))
+    hashing = chosen if chosen is not None else current  # the key this store hashes with after the import
+    own = key_id(hashing) if hashing is not None else None
+    # NULL: hashed with this store's key (it blocks); otherwise the id of the key it needs (foreign).
+    plan.rows["tombstone"] = [
+        (line, (*row[:-1], None if own is not None and row[-1] == own else row[-1] or UNKNOWN_KEY))
+        for line, row in stones
+    ]
+    adopting = chosen is not None and chosen != current
+    if adopting:
+        assert chosen is not None
+        await keys.stage(chosen)
+    committed = False
     try:
         async with store.transaction() as conn:
             async with conn.execute(_HAS_DATA) as cursor:
@@ -749,10 +811,9 @@ async def import_records(store: Store, lines: Iterable[str], *, sha256: str = ""
                 raise StoreError(_NOT_EMPTY)
             # A fact may point at a later fact (superseded_by): references are checked at commit.
             await conn.execute("PRAGMA defer_foreign_keys = ON")
-            if plan.key is not None:
-                await conn.execute(
-                    "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('tombstone_key', ?)", (plan.key,)
-                )
+            if adopting:
+                assert chosen is not None
+                await keys.record(conn, chosen)
             for kind in _TABLES:
                 await _write(conn, kind, plan.rows[kind])
             # The insert trigger logged each fact's current status; the exported log replaces that
@@ -775,6 +836,10 @@ async def import_records(store: Store, lines: Iterable[str], *, sha256: str = ""
             await conn.execute(
                 "INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)", (_MARKER_KEY, _marker_json(marker))
             )
+        committed = True
     except sqlite3.Error as exc:  # the commit itself (a deferred reference) was refused
         raise StoreError(f"the database refused the import ({exc}); nothing was imported") from exc
+    finally:
+        if adopting:
+            await keys.settle(chosen, committed)
     return plan.counts

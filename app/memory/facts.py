@@ -12,7 +12,6 @@ import json
 import logging
 import math
 import re
-import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from app.memory.policy import (
 )
 from app.memory.quoting import FAMILIAR_SELF, QuoteFinder
 from app.memory.store import Store
+from app.memory.tombstone_keys import StoreMetaKeys, TombstoneKeys
 
 _log = logging.getLogger(__name__)
 
@@ -414,29 +414,17 @@ class _QuotingScan:
 class FactBook:
     """The fact tables of one store. SQL only; the History wakes the indexes after each change."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, keys: TombstoneKeys | None = None) -> None:
         self._store = store
-        self._secret: bytes | None = None
+        # Where the tombstone key lives (app.memory.tombstone_keys): a familiar's in the OS keyring.
+        self.keys = keys if keys is not None else StoreMetaKeys()
 
     async def _tombstone_secret(self, conn: aiosqlite.Connection) -> bytes:
-        if self._secret is None:
-            async with conn.execute("SELECT value FROM store_meta WHERE key = 'tombstone_key'") as cursor:
-                row = await cursor.fetchone()
-            if row is None:
-                # Not cached until read back committed: this transaction may still roll back, and a key
-                # that never reached the disk would leave every tombstone hashed with it unmatched later.
-                value = secrets.token_bytes(32)
-                await conn.execute("INSERT INTO store_meta (key, value) VALUES ('tombstone_key', ?)", (value,))
-                return value
-            self._secret = bytes(row[0])
-        return self._secret
+        return await self.keys.secret(conn)
 
     # -- insert ----------------------------------------------------------------------------------
     async def _secret_key(self) -> bytes:
-        if self._secret is None:
-            async with self._store.transaction() as conn:
-                return await self._tombstone_secret(conn)
-        return self._secret
+        return await self.keys.secret_now(self._store)
 
     async def tombstone_filter(self) -> Callable[[str, Sequence[str]], bool]:
         """A check "would this text and these subjects be refused as forgotten?", over the hashes of

@@ -24,6 +24,7 @@ from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
 from app.memory.scan import merge_hits, scan_facts, scan_turns
 from app.memory.store import Store
+from app.memory.tombstone_keys import TombstoneKeys
 
 _log = logging.getLogger(__name__)
 
@@ -147,11 +148,17 @@ async def _backlog(store: Store, name: str, count_after: str, watermark: int) ->
 class History:
     """Append, edit, redact and search turns. SQL first; the index follows through the committer."""
 
-    def __init__(self, store: Store, turns_index: IndexCommitter, facts_index: IndexCommitter) -> None:
+    def __init__(
+        self,
+        store: Store,
+        turns_index: IndexCommitter,
+        facts_index: IndexCommitter,
+        keys: TombstoneKeys | None = None,
+    ) -> None:
         self.store = store
         self.turns_index = turns_index
         self.facts_index = facts_index
-        self.facts = FactBook(store)
+        self.facts = FactBook(store, keys)
         self._scanning: set[str] = set()  # indexes whose searches the store answers now (logged once)
 
     @classmethod
@@ -166,8 +173,17 @@ class History:
         facts_index: FtsIndex | None = None,
         batch_size: int = 5000,
         index_timing: IndexTiming | None = None,
+        keys: TombstoneKeys | None = None,
     ) -> History:
+        """`keys`: where the tombstone key lives (a familiar passes `VaultKeys` over its SecretStore);
+        None keeps it in the database itself, for a database opened on its own (tests, benchmarks)."""
         store = await Store.open(db_path, backups_dir)
+        if keys is not None:
+            try:
+                await keys.prepare(store, backups_dir)
+            except BaseException:
+                await store.close()
+                raise
         committer = IndexCommitter(
             index or FtsIndex(fts_dir / TURNS.name, TURNS),
             TurnIndexSource(store),
@@ -197,7 +213,7 @@ class History:
                 await each.close()
             await store.close()
             raise
-        history = cls(store, committer, facts_committer)
+        history = cls(store, committer, facts_committer, keys)
         if committer.owns_index:  # the process that owns the memory finishes what a crash cut short
             try:
                 finished = await history.finish_interrupted_deletions()

@@ -382,6 +382,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    Migration(
+        7,
+        "tombstone key ids",
+        # The tombstone key leaves history.db for the OS keyring (app.memory.tombstone_keys). A tombstone
+        # hashed with another key (an import without its key, a key this machine lacks) names that key's
+        # id here and cannot block; NULL is the familiar's own key.
+        """
+        ALTER TABLE tombstones ADD COLUMN key_id TEXT;
+        """,
+    ),
 )
 
 

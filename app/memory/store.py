@@ -158,6 +158,12 @@ class Store:
         async with self._write_lock:
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    async def vacuum(self) -> None:
+        """Rewrite the whole file (so no freed page keeps old bytes), then truncate the WAL."""
+        async with self._write_lock:
+            await self._writer.execute("VACUUM")
+            await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     # Every read is one call on the reader's thread (execute and fetch all, so the statement is done
     # and its read transaction over before the next one starts). Reads made of several calls
     # (execute, then fetch, then close) interleave on the shared connection: a statement left open

@@ -180,6 +180,10 @@ class MemoryApi(Protocol):
 
     async def lift_tombstone(self, tombstone_id: int, *, initiator: object | None = None) -> TombstoneView: ...
 
+    async def restore_tombstone(self, tombstone_id: int, *, initiator: object | None = None) -> TombstoneView:
+        """Undo a lift: the tombstone blocks again."""
+        ...
+
 
 class ControlsApi(Protocol):
     """Pause switches (learning, recall; everywhere, per server, per channel) and the memory workers."""

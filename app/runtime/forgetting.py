@@ -20,6 +20,7 @@ from app.memory.errors import StoreError
 from app.memory.facts import FactError
 from app.memory.forgets import ScheduledForget as StoredSchedule
 from app.memory.forgets import StoredReceipt
+from app.memory.tombstones import foreign_tombstones, reimpose_tombstone
 from app.memory.waiting import wait_set
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
@@ -38,6 +39,7 @@ from app.runtime.views import (
 
 _log = logging.getLogger(__name__)
 
+CANNOT_BLOCK = "cannot block: its key is not on this machine"
 IDLE_RECHECK_SECONDS = 60.0  # with nothing scheduled, look again this often anyway
 RETRY_SECONDS = 2.0  # after a failed apply (a locked database), try again this soon
 
@@ -199,6 +201,7 @@ class ForgettingMixin(MemoryBase):
         async with self._explained():
             stones = await self._history.facts.tombstones()
             by_stone = await self._deps.forgets.receipts_for_tombstones([t.id for t in stones])
+            foreign = await foreign_tombstones(self._history.store, [t.id for t in stones])
         receipts = list(by_stone.values())
         names = await self._views.names.table(
             people=[s for r in receipts for s in r.subjects], places=[r.scope for r in receipts if r.scope]
@@ -214,6 +217,8 @@ class ForgettingMixin(MemoryBase):
             parts.append(f"forgotten {stone.created_at.astimezone():%Y-%m-%d}")
             if receipt is not None:
                 parts.append(f"receipt #{receipt.id}")
+            if stone.id in foreign:
+                parts.append(CANNOT_BLOCK)
             out.append(
                 TombstoneView(
                     id=stone.id,
@@ -225,6 +230,7 @@ class ForgettingMixin(MemoryBase):
                     subjects=subjects,
                     scope=scope,
                     receipt_id=receipt.id if receipt else None,
+                    can_block=stone.id not in foreign,
                 )
             )
         return out
@@ -242,6 +248,16 @@ class ForgettingMixin(MemoryBase):
             lifted_at=stone.lifted_at,
             label=f"{stone.reason} · lifted",
         )
+
+    async def restore_tombstone(self, tombstone_id: int, *, initiator: object | None = None) -> TombstoneView:
+        """Undo a lift: the tombstone blocks again (a fact learned again meanwhile stays, to forget)."""
+        async with self._explained():
+            await reimpose_tombstone(self._history.store, tombstone_id)
+        await self._wrote(initiator, ChangeKind.TOMBSTONES)
+        found = next((t for t in await self.tombstones() if t.id == tombstone_id), None)
+        if found is None:  # lifted again by another process meanwhile
+            raise FamiliarError(f"tombstone {tombstone_id} was lifted again meanwhile")
+        return found
 
     async def purge_index_files(self, timeout: float = 300.0) -> dict[str, IndexPurge]:
         """Compact now every index this process writes that still holds removed documents' words (a

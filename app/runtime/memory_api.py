@@ -15,9 +15,10 @@ from app.runtime.people import PeopleMixin
 
 
 class MemoryService(FactsMixin, ForgettingMixin, PeopleMixin):
-    async def export(self, target: Path) -> dict[str, int]:
-        """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`."""
-        return await self._deps.ops.export(target)
+    async def export(self, target: Path, *, with_tombstone_key: bool = False) -> dict[str, int]:
+        """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`. The
+        tombstone key travels only `with_tombstone_key`."""
+        return await self._deps.ops.export(target, with_tombstone_key=with_tombstone_key)
 
     async def import_(self, source: Path) -> dict[str, int]:
         """Read an export into this (empty) familiar; the lorebook is replaced, the old one kept as .bak."""

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from app.memory.facts import Fact, NewFact
+from app.memory.policy import place_problem
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.memory_base import MemoryBase
@@ -138,8 +139,13 @@ class FactsMixin(MemoryBase):
         return [source_message(t, names) for t in turns]
 
     async def recall(self, query: str, where: str, limit: int = 10) -> list[RecalledFact]:
-        """The facts retrieval would put into a reply at `where`, with their scores and signals."""
+        """The facts retrieval would put into a reply at `where`, with their scores and signals: none
+        while recall is paused there (everywhere, its server or the place itself), as for a reply."""
+        if (problem := place_problem(where)) is not None:
+            raise FamiliarError(problem)
         async with self._explained():
+            if (await self._deps.projections.pause_state()).paused("recall", where):
+                return []
             scored = await self._deps.retriever.facts(query, where, limit)
         views = await self._views.facts([s.fact for s in scored])
         return [RecalledFact(view, s.score, dict(s.signals)) for view, s in zip(views, scored, strict=True)]

@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -86,9 +86,14 @@ class IndexPurge:
 
 
 class MemoryOps:
-    def __init__(self, history: History, lorebook: Path) -> None:
+    def __init__(
+        self, history: History, lorebook: Path, local_keys: Callable[[], Sequence[bytes]] | None = None
+    ) -> None:
+        """`local_keys`: the tombstone keys of the other familiars on this machine (read off the event
+        loop), which an import without its key may find its tombstones' key among."""
         self._history = history
         self._lorebook = lorebook
+        self._local_keys = local_keys
         self._finished_imports: set[str] = set()  # imports (file digests) an interruption left, finished here
 
     async def purge_index_files(self, timeout: float = 300.0) -> dict[str, IndexPurge]:
@@ -114,8 +119,10 @@ class MemoryOps:
                     out[name] = IndexPurge("pending", str(exc))
         return out
 
-    async def export(self, target: Path) -> dict[str, int]:
-        """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`."""
+    async def export(self, target: Path, *, with_tombstone_key: bool = False) -> dict[str, int]:
+        """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`. The
+        tombstone key goes in only `with_tombstone_key` (anyone holding the file could then test guesses
+        of forgotten texts against its tombstones)."""
         counts: dict[str, int] = {}
         tmp = target.with_name(target.name + ".tmp")
         async with _explained():
@@ -123,7 +130,10 @@ class MemoryOps:
                 handle = await asyncio.to_thread(_private_text_file, tmp)
                 try:
                     chunk: list[str] = []
-                    async for record in export_records(self._history.store):
+                    records = export_records(
+                        self._history.store, keys=self._history.facts.keys, include_key=with_tombstone_key
+                    )
+                    async for record in records:
                         chunk.append(json.dumps(record, ensure_ascii=False) + "\n")
                         counts[record["kind"]] = counts.get(record["kind"], 0) + 1
                         if len(chunk) >= 1000:
@@ -172,7 +182,10 @@ class MemoryOps:
                     f"{source} is already imported into this familiar (on {last.at[:19].replace('T', ' ')} UTC);"
                     " import needs an empty familiar; nothing was changed"
                 )
-            await import_records(store, lines, sha256=digest, file=source.name)
+            local = await asyncio.to_thread(self._local_keys) if self._local_keys is not None else ()
+            await import_records(
+                store, lines, sha256=digest, file=source.name, keys=self._history.facts.keys, local_keys=local
+            )
             marker = await import_marker(store)
         _crash_point("import-committed")
         await store.checkpoint()

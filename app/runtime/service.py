@@ -15,7 +15,7 @@ import discord
 
 from app.config.editing import set_values
 from app.config.errors import ConfigError
-from app.config.paths import FamiliarPaths
+from app.config.paths import FamiliarPaths, list_familiars
 from app.config.secrets import SecretStore
 from app.config.settings import BudgetTier, Settings
 from app.memory.catalog import Catalog
@@ -25,6 +25,7 @@ from app.memory.errors import StoreError
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
 from app.memory.records import IndexHealth, NewTurn, Turn
+from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.assembler import Assembly
 from app.runtime.context.layers import DEFAULT_ORDER, LorebookLayer, ReplyContext
@@ -84,7 +85,7 @@ class Familiar:
         self._discord: DiscordAdapter | None = None
         self._last_error: str | None = None
         self._index_health: dict[str, IndexHealth] = {}
-        self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml)
+        self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml, self._other_tombstone_keys)
         self.projections = Projections(history.store)
         self.embeddings = EmbeddingIndex(history.store)
         self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled)
@@ -171,7 +172,9 @@ class Familiar:
                 holder[0]._on_index_health(health)
 
         try:
-            history = await History.open(paths.history_db, paths.fts, paths.backups, on_health=on_health)
+            history = await History.open(
+                paths.history_db, paths.fts, paths.backups, on_health=on_health, keys=VaultKeys(secret_store)
+            )
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc
         except OSError as exc:  # a file of the familiar's folder it cannot use: name it, no traceback
@@ -191,6 +194,13 @@ class Familiar:
         except (FamiliarError, StoreError) as exc:
             _log.warning("could not finish deferred forgets at start: %s", exc)
         return familiar
+
+    def _other_tombstone_keys(self) -> list[bytes]:
+        """The tombstone keys of this machine's other familiars (blocking: keyring calls), where an
+        import without its key may find the one its tombstones were made with."""
+        paths = self._paths
+        others = [name for name in list_familiars(paths.root) if name != paths.name]
+        return readable_keys(self._secret_store.for_familiar(name) for name in others)
 
     async def close(self) -> None:
         """Stop everything and close the store. Safe to call more than once."""

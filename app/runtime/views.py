@@ -206,6 +206,9 @@ class TombstoneView:
     subjects: tuple[PersonRef, ...] = ()
     scope: PlaceRef | None = None
     receipt_id: int | None = None
+    # False for a tombstone hashed with a key this machine does not hold (it came with an import
+    # without its key, or the key was lost with the keyring): kept and listed, but it cannot block.
+    can_block: bool = True
 
 
 # -- people --------------------------------------------------------------------------------------------
@@ -263,6 +266,18 @@ class PauseView:
     def paused(self, kind: PauseKind, place: str) -> bool:
         chosen = self.learning if kind == "learning" else self.recall
         return "*" in chosen or place in chosen or place.split("/", 1)[0] in chosen
+
+    def switch(self, kind: PauseKind, place: str) -> Switch:
+        """How `kind` stands at `place`: paused there, by its server's switch, everywhere, or not."""
+        chosen = self.learning if kind == "learning" else self.recall
+        if place in chosen:
+            return Switch(True, "here")
+        server = place.split("/", 1)[0]
+        if server != place and server in chosen:
+            return Switch(True, "server")
+        if "*" in chosen:
+            return Switch(True, "everywhere")
+        return Switch(False, None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import logging
 from typing import TypeVar
 
 from PySide6.QtCore import QSize, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QMainWindow, QStackedWidget, QWidget
 
 from app.runtime.events import ConnectionChanged, ConnectionState
@@ -27,11 +27,13 @@ from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
+from app.ui.panes.memory import MemoryPane
 from app.ui.progress import StatusProgress
 from app.ui.theme import NAVIGATION_STYLE
 from app.ui.undo import UndoCentre
 from app.ui.widgets.connection_indicator import ConnectionIndicator
 from app.ui.widgets.notices import NoticeArea
+from app.ui.widgets.pause_light import PauseLight
 
 _log = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ DEFAULT_SIZE = QSize(1100, 700)
 PANES: tuple[type[Pane], ...] = (
     DashboardPane,
     ChatPane,
+    MemoryPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
 
@@ -67,6 +70,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self._facade = facade
         self._settings_dialog: SettingsDialog | None = None
+        self._shown_once = False
         self.setWindowTitle(f"Familiar — {facade.familiar_name}")
         self.setWindowIcon(app_icon())
         self.resize(DEFAULT_SIZE)
@@ -111,7 +115,11 @@ class MainWindow(QMainWindow):
         self.connection_indicator = ConnectionIndicator()
         self.connection_indicator.set_state(status.state)
         self.latency_label = QLabel(latency_text(status.latency_ms))
+        # On every pane: lit while anything is paused; a click opens Memory controls.
+        self.pause_light = PauseLight(facade, self.bridge)
+        self.pause_light.clicked.connect(self._on_pause_light_clicked)
         self.statusBar().addWidget(self.connection_indicator)
+        self.statusBar().addWidget(self.pause_light)
         self.statusBar().addWidget(self.status_progress)
         self.statusBar().addPermanentWidget(self.latency_label)
         self.statusBar().setContentsMargins(8, 0, 8, 0)
@@ -204,6 +212,15 @@ class MainWindow(QMainWindow):
         self.connection_indicator.set_state(event.state, event.detail)
         if event.state is not ConnectionState.CONNECTED:
             self.latency_label.setText(latency_text(None))
+
+    def _on_pause_light_clicked(self) -> None:
+        self.show_pane(MemoryPane.name)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._shown_once:
+            self._shown_once = True
+            self.pause_light.refresh()
 
     def _on_bridge_latency_measured(self, milliseconds: float) -> None:
         self.latency_label.setText(latency_text(milliseconds))

@@ -35,6 +35,10 @@ async def save_screenshot(
                 await asyncio.wait_for(loaded.wait(), timeout)
             except TimeoutError:
                 raise FamiliarError(f"the {pane} pane did not finish loading within {timeout:g} s") from None
+        try:
+            await asyncio.wait_for(window.pause_light.settled(), timeout)  # the status bar's pause light too
+        except TimeoutError:
+            raise FamiliarError(f"the pause switches could not be read within {timeout:g} s") from None
         await asyncio.sleep(0)  # let the layout settle after the last rows arrived
         if not window.grab().save(str(out), "PNG"):
             raise FamiliarError(f"cannot write {out}: check that its folder exists and is writable")

@@ -17,6 +17,7 @@ AMBER = "#b26a00"
 MUTED_GREY = "#6b6b6b"
 HINT_BACKGROUND = "#fff4d6"
 HINT_BORDER = "#e0b84d"
+INHERITED_BACKGROUND = "#f1f1f1"  # a switch paused from above (its server, everywhere)
 FAMILIAR_LINE_BACKGROUND = "#eef3fb"
 ERROR_BACKGROUND = "#fdecea"
 ERROR_BORDER = "#f5c2c0"
@@ -64,6 +65,13 @@ NOTICE_STYLE = (
     f" #notice QPushButton:hover {{ text-decoration: underline; }}"
 )
 STATE_MESSAGE_STYLE = f"color: {MUTED_GREY};"
+PAUSE_LIGHT_STYLE = (
+    f"#pauseLight {{ color: {AMBER}; font-weight: bold; border: 1px solid transparent; border-radius: 3px;"
+    " padding: 0 6px; }"
+    f" #pauseLight:hover {{ text-decoration: underline; }}"
+    f" #pauseLight:focus {{ border: 1px solid {AMBER}; }}"
+)
+SWITCH_HINT_STYLE = f"color: {AMBER};"
 
 
 def dot_style(colour: str, size: int) -> str:

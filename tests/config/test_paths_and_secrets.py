@@ -25,7 +25,7 @@ from app.config.paths import (
     require_familiar,
     template_dir,
 )
-from app.config.secrets import SecretStore
+from app.config.secrets import SecretStore, SecretsUnavailableError
 from app.config.settings import Settings, load_settings
 
 # -- data root and names ---------------------------------------------------------------------------
@@ -461,3 +461,16 @@ def test_create_familiar_lets_fill_write_its_own_files(tmp_path: Path) -> None:
     create_familiar(paths, lambda folder: (folder / "character.md").write_text("# Rook\n", encoding="utf-8"))
     assert paths.character_md.read_text(encoding="utf-8") == "# Rook\n"
     assert paths.character_toml.is_file()
+
+
+def test_a_strict_read_tells_an_unreadable_secrets_file_from_a_missing_secret(tmp_path: Path) -> None:
+    """`read` (for the tombstone key) raises where `get` answers "": a key taken for lost would be replaced."""
+    store = _store(tmp_path)
+    assert store.read("tombstone_key") == ""  # no file yet: simply none
+    store.set("tombstone_key", "ab" * 32)
+    assert store.read("tombstone_key") == "ab" * 32
+    assert store.for_familiar("other").read("tombstone_key") == ""
+    (tmp_path / "home" / "secrets.toml").write_text("[default\n", encoding="utf-8")
+    assert store.get("discord_token") == ""
+    with pytest.raises(SecretsUnavailableError, match=r"secrets\.toml cannot be read"):
+        store.read("tombstone_key")

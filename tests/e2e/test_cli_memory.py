@@ -131,6 +131,42 @@ def test_recall_respects_scope(cli: Cli) -> None:
     assert cli.json("recall", "dragon", "--where", "dm:7004")["facts"] == []
 
 
+def test_recall_honours_a_recall_pause_the_way_replies_do(cli: Cli) -> None:
+    """Paused there (the place, its server, everywhere): recall says so and returns nothing, in JSON
+    too; other places and learning switches are not affected."""
+    cli.json("facts", "remember", "The guild's dragon is named Ember", "--where", "guild:500")
+    assert len(cli.json("recall", "dragon", "--where", WHERE)["facts"]) == 1
+
+    cli.json("pause", "recall", "--where", "guild:500")
+    paused = cli.json("recall", "dragon", "--where", WHERE)
+    assert paused["facts"] == []
+    assert (paused["recall_paused"], paused["paused_by"]) == (True, "server")
+    code, out, _err = cli.run("recall", "dragon", "--where", WHERE)
+    assert code == 0
+    assert "recall is paused in guild:500/501 by its server's switch (guild:500)" in out
+    assert "Ember" not in out
+    assert cli.json("recall", "dragon", "--where", "guild:500")["paused_by"] == "here"
+    cli.json("resume", "recall", "--where", "guild:500")
+
+    cli.json("pause", "recall", "--where", WHERE)
+    assert cli.json("recall", "dragon", "--where", WHERE)["facts"] == []
+    assert len(cli.json("recall", "dragon", "--where", "guild:500/502")["facts"]) == 1  # a sibling channel
+    cli.json("resume", "recall", "--where", WHERE)
+
+    cli.json("pause", "recall")
+    everywhere = cli.json("recall", "dragon", "--where", WHERE)
+    assert (everywhere["facts"], everywhere["paused_by"]) == ([], "everywhere")
+    assert "recall is paused everywhere" in cli.run("recall", "dragon", "--where", WHERE)[1]
+    cli.json("resume", "recall")
+
+    cli.json("pause", "learning")  # learning is another switch: recall goes on
+    resumed = cli.json("recall", "dragon", "--where", WHERE)
+    assert (len(resumed["facts"]), resumed["recall_paused"], resumed["paused_by"]) == (1, False, None)
+    code, _out, err = cli.run("recall", "dragon", "--where", "the-moon")  # a bad place is still an error
+    assert code == 1
+    assert "the-moon" in err
+
+
 def test_export_then_import_reproduces_the_as_of_answers(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,7 +185,7 @@ def test_export_then_import_reproduces_the_as_of_answers(
     ]
     before = [cli.json("facts", "list", "--status", "all", *probe)["facts"] for probe in probes]
     export = tmp_path / "memory.jsonl"
-    written = cli.json("export", str(export))["records"]
+    written = cli.json("export", str(export), "--with-tombstone-key")["records"]
     assert written["fact"] == 4
     assert "1234" not in export.read_text(encoding="utf-8")  # a forgotten fact leaves no text behind
 
@@ -165,6 +201,94 @@ def test_export_then_import_reproduces_the_as_of_answers(
     code, _out, err = cli.run("import", str(export))
     assert code == 1
     assert "empty familiar" in err
+
+
+def _exported_with_a_tombstone(cli: Cli, export: Path, *extra: str) -> dict[str, Any]:
+    secret = cli.json("facts", "remember", "Alice's locker code is 1234", "--where", WHERE)["fact"]
+    cli.json("forget", str(secret["id"]))
+    return cli.json("export", str(export), *extra)
+
+
+def _relearn(cli: Cli) -> tuple[int, str]:
+    code, _out, err = cli.run("facts", "remember", "Alice's locker code is 1234", "--where", WHERE)
+    return code, err
+
+
+def _secrets(home: Path) -> dict[str, Any]:
+    import tomllib
+
+    return tomllib.loads((home / "secrets.toml").read_text(encoding="utf-8"))
+
+
+def test_an_export_leaves_the_tombstone_key_behind_unless_asked(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default the key stays home: on another machine the tombstones come along but cannot block
+    (and say so); a new familiar on the same machine finds the key there and they block."""
+    export = tmp_path / "memory.jsonl"
+    written = _exported_with_a_tombstone(cli, export)
+    assert written["tombstone_key"] == "not included"
+    key = _secrets(cli.home)["default"]["tombstone_key"]
+    records = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()]
+    assert "tombstone_key" not in {r["kind"] for r in records}
+    assert key not in export.read_text(encoding="utf-8")
+    assert [r["key_id"] for r in records if r["kind"] == "tombstone"] != [None]  # it names the key, not more
+    code, out, _err = cli.run("export", str(export))
+    assert "the tombstone key is not in the file" in out
+
+    # Another machine (another data folder, another keyring): kept, listed, but it cannot block.
+    monkeypatch.setenv("FAMILIAR_HOME", str(tmp_path / "elsewhere"))
+    cli.json("new", "default")
+    imported = cli.json("import", str(export))
+    assert imported["tombstones_that_cannot_block"] == 1
+    stones = cli.json("tombstones", "list")["tombstones"]
+    assert [t["can_block"] for t in stones] == [False]
+    assert "cannot block" in cli.run("tombstones", "list")[1]
+    assert _relearn(cli)[0] == 0  # honest: without the key nothing can recognise the forgotten text
+
+    # The same machine, a new familiar: the key is found with the familiar it came from.
+    monkeypatch.setenv("FAMILIAR_HOME", str(cli.home))
+    cli.json("new", "copy")
+    imported = cli.json("--familiar", "copy", "import", str(export))
+    assert imported["tombstones_that_cannot_block"] == 0
+    code, _out, err = cli.run(
+        "--familiar", "copy", "facts", "remember", "Alice's locker code is 1234", "--where", WHERE
+    )
+    assert code == 1
+    assert "tombstone" in err
+    assert _secrets(cli.home)["copy"]["tombstone_key"] == key
+
+
+def test_an_export_with_the_tombstone_key_blocks_anywhere_and_the_key_stays_out_of_the_database(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    export = tmp_path / "memory.jsonl"
+    written = _exported_with_a_tombstone(cli, export, "--with-tombstone-key")
+    assert written["tombstone_key"] == "included"
+    key = _secrets(cli.home)["default"]["tombstone_key"]
+    assert {"kind": "tombstone_key", "value": key} in [json.loads(x) for x in export.read_text().splitlines()]
+    assert "test guesses of forgotten texts" in cli.run("export", str(export), "--with-tombstone-key")[1]
+
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("FAMILIAR_HOME", str(elsewhere))
+    cli.json("new", "default")
+    cli.json("facts", "list")  # its first open gives it a key of its own
+    # A damaged file refused whole leaves the familiar's own key as it was.
+    own = _secrets(elsewhere)["default"]["tombstone_key"]
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(export.read_text(encoding="utf-8") + '{"kind": "fact", "id": 1}\n', encoding="utf-8")
+    assert cli.run("import", str(damaged))[0] == 1
+    assert _secrets(elsewhere)["default"]["tombstone_key"] == own
+
+    assert cli.json("import", str(export))["tombstones_that_cannot_block"] == 0
+    code, err = _relearn(cli)
+    assert code == 1
+    assert "tombstone" in err
+    assert _secrets(elsewhere)["default"]["tombstone_key"] == key  # adopted, in the secrets store
+    db = elsewhere / "familiars" / "default" / "history.db"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT key FROM store_meta WHERE key = 'tombstone_key'").fetchall() == []
+    assert bytes.fromhex(key) not in db.read_bytes()
 
 
 def test_import_of_a_damaged_file_changes_nothing(cli: Cli, tmp_path: Path) -> None:

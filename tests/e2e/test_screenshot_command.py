@@ -63,7 +63,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("pane", ["dashboard", "chat"])
+@pytest.mark.parametrize("pane", ["dashboard", "chat", "memory"])
 def test_a_screenshot_of_each_pane_over_real_data(home: Path, pane: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out = ARTIFACTS / f"screenshot_{pane}.png"
@@ -95,11 +95,30 @@ def test_the_chat_screenshot_waited_for_the_history(home: Path) -> None:
     assert tinted >= 4
 
 
+def test_the_screenshot_shows_the_pause_light_once_anything_is_paused(tmp_path: Path) -> None:
+    """The light asks the switches on its own: the PNG must show it lit, not the moment before."""
+    home = tmp_path / "home"
+    assert familiar_command(home, "new", "default").returncode == 0
+    assert familiar_command(home, "pause", "recall").returncode == 0
+    out = ARTIFACTS / "screenshot_memory_paused.png"
+    done = familiar_command(home, "screenshot", "--pane", "memory", "--out", str(out), "--size", "900x600")
+    assert done.returncode == 0, done.stderr
+    image = QImage(str(out))
+    amber = (0xB2, 0x6A, 0x00)  # the light's text (app.ui.theme.AMBER), in the status bar at the bottom
+    lit = [
+        x
+        for y in range(image.height() - 30, image.height())
+        for x in range(0, image.width(), 2)
+        if (image.pixelColor(x, y).red(), image.pixelColor(x, y).green(), image.pixelColor(x, y).blue()) == amber
+    ]
+    assert len(lit) > 20
+
+
 def test_an_unknown_pane_is_refused_listing_the_names(home: Path, tmp_path: Path) -> None:
     out = tmp_path / "never.png"
     done = familiar_command(home, "screenshot", "--pane", "timeline-of-doom", "--out", str(out))
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: there is no pane 'timeline-of-doom'; choose one of: dashboard, chat"
+    assert done.stderr.strip() == "error: there is no pane 'timeline-of-doom'; choose one of: dashboard, chat, memory"
     assert not out.exists()
     done = familiar_command(home, "--pane", "nowhere", probe=True)
     assert done.returncode == 2

@@ -312,7 +312,7 @@ BAD = [
     Bad("no kind", drop(I_TURN, "kind"), 3, None, "kind", "missing"),
     Bad("kind not text", put(I_TURN, kind=5), 3, None, "kind", "5 is not a kind"),
     # the header
-    Bad("version 2", put(I_HEADER, version=2), 1, "header", "version", "2 is not supported"),
+    Bad("version 3", put(I_HEADER, version=3), 1, "header", "version", "3 is not supported"),
     Bad("version missing", drop(I_HEADER, "version"), 1, "header", "version", "missing"),
     Bad("version as text", put(I_HEADER, version="1"), 1, "header", "version", "'1' is not supported"),
     Bad("version true", put(I_HEADER, version=True), 1, "header", "version", "True is not supported"),

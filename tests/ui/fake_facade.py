@@ -3,7 +3,8 @@
 The connection, the local chat and the settings are scripted here. The memory sub-APIs are not faked:
 built with `backing=` a real Familiar over a store in a tmp folder (the `memory_facade` fixture), the
 fake hands out that familiar's own `memory`, `controls`, `indexes` and `explain`, and passes on its
-MemoryChanged and IndexHealthReport events.
+MemoryChanged and IndexHealthReport events. Without one, `controls` is `FakeControls` (the window's
+pause light asks it at start: nothing paused until a test pauses something).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from app.runtime.errors import FamiliarError
 from app.runtime.events import (
     Activity,
     ActivityKind,
+    ChangeKind,
     ConnectionChanged,
     ConnectionState,
     FailureReported,
@@ -31,9 +33,38 @@ from app.runtime.events import (
 )
 from app.runtime.facade import ChatLine, ControlsApi, FamiliarFacade, IndexesApi, MemoryApi, StatusSnapshot, TurnHit
 from app.runtime.service import Familiar
-from app.runtime.views import Explanation
+from app.runtime.views import Explanation, PauseKind, PauseView, WorkersView
 
 Callback = Callable[[RuntimeEvent], None]
+
+
+class FakeControls:
+    """The switches as set, in memory, for a FakeFacade without a familiar (no places are known)."""
+
+    def __init__(self, publish: Callback) -> None:
+        self._publish = publish
+        self._set: dict[PauseKind, tuple[str, ...]] = {"learning": (), "recall": ()}
+
+    def _view(self) -> PauseView:
+        return PauseView(learning=self._set["learning"], recall=self._set["recall"], places=())
+
+    async def state(self) -> PauseView:
+        await asyncio.sleep(0)
+        return self._view()
+
+    async def pause(self, kind: PauseKind, where: str = "*", *, initiator: object | None = None) -> PauseView:
+        if where not in self._set[kind]:
+            self._set[kind] = (*self._set[kind], where)
+        self._publish(MemoryChanged(frozenset({ChangeKind.PAUSE}), initiator))
+        return await self.state()
+
+    async def resume(self, kind: PauseKind, where: str = "*", *, initiator: object | None = None) -> PauseView:
+        self._set[kind] = tuple(w for w in self._set[kind] if w != where)
+        self._publish(MemoryChanged(frozenset({ChangeKind.PAUSE}), initiator))
+        return await self.state()
+
+    async def workers(self) -> WorkersView:
+        return WorkersView(projectors=(), pause=await self.state(), queued=0, failed=())
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +121,7 @@ class FakeFacade:
         self.history: list[ChatLine] = []
         self.saved: dict[str, str | None] = {}
         self.gate: asyncio.Event | None = None
+        self.fake_controls = FakeControls(self.publish)
 
     # -- test helpers -------------------------------------------------------------------------
 
@@ -161,7 +193,7 @@ class FakeFacade:
 
     @property
     def controls(self) -> ControlsApi:
-        return self._real().controls
+        return self.fake_controls if self._backing is None else self._backing.controls
 
     @property
     def indexes(self) -> IndexesApi:
@@ -261,3 +293,7 @@ class FakeFacade:
 
 def _conforms(fake: FakeFacade) -> FamiliarFacade:
     return fake  # mypy checks here that FakeFacade implements the Protocol
+
+
+def _controls_conform(fake: FakeControls) -> ControlsApi:
+    return fake

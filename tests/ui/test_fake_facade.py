@@ -137,3 +137,16 @@ def test_the_fake_over_a_real_familiar_has_every_member_with_its_signature(
 def test_without_a_backing_familiar_the_memory_sub_apis_say_so() -> None:
     with pytest.raises(AssertionError, match="backing="):
         _ = FakeFacade().memory
+
+
+def test_without_a_backing_familiar_the_switches_are_kept_in_memory(run: Run[Any]) -> None:
+    facade = FakeFacade()
+    for name in _protocol_members(ControlsApi):
+        wanted = inspect.signature(inspect.getattr_static(ControlsApi, name))
+        assert list(wanted.parameters)[1:] == list(inspect.signature(getattr(facade.controls, name)).parameters)
+    seen: list[RuntimeEvent] = []
+    facade.subscribe(seen.append)
+    assert not run(facade.controls.state()).anything_paused
+    assert run(facade.controls.pause("recall", "guild:1")).recall == ("guild:1",)
+    assert run(facade.controls.resume("recall", "guild:1")).recall == ()
+    assert len(seen) == 2

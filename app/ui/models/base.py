@@ -99,6 +99,12 @@ class RecordTableModel(QAbstractTableModel, Generic[T]):
     def record(self, row: int) -> T:
         return self._records[row]
 
+    def key_of(self, row: int) -> Hashable:
+        """The key of the record on `row` (needs `key`)."""
+        if self._key is None:
+            raise TypeError("key_of needs a model with a key")
+        return self._key(self._records[row])
+
     def row_of(self, key: Hashable) -> int | None:
         """The row of the record with this key (needs `key`), or None."""
         return self._rows.get(key)
