@@ -524,8 +524,8 @@ def _pause_action(paused: bool) -> Handler:
 
 async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
     state = await familiar.pause_state()
-    failed = await familiar.projections.work(status="failed")
-    queued = await familiar.projections.work(status="queued")
+    failed = await familiar.work_queue.work(status="failed")
+    queued = await familiar.work_queue.work(status="queued")
     document = {
         "projectors": list(familiar.learning.names),
         "paused": {"learning": list(state.learning), "recall": list(state.recall)},

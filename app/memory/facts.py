@@ -34,6 +34,7 @@ from app.memory.policy import (
 )
 from app.memory.quoting import FAMILIAR_SELF, QuoteFinder
 from app.memory.store import Store
+from app.memory.watermarks import WatermarkAdvance, advance_in
 
 _log = logging.getLogger(__name__)
 
@@ -450,12 +451,12 @@ class FactBook:
         news: Sequence[NewFact],
         *,
         now: datetime | None = None,
-        also: Sequence[tuple[str, Sequence[Any]]] = (),
+        advance: Sequence[WatermarkAdvance] = (),
     ) -> tuple[list[InsertOutcome], Changes]:
         """Insert a batch (an extraction's facts) in one transaction, each through the same rules as
         `insert`; a later fact of the batch duplicating an earlier one is a duplicate. Every fact
-        is validated before anything is written: one invalid fact writes none. `also` runs in the
-        same transaction (a projector's watermark moves with the facts it wrote)."""
+        is validated before anything is written: one invalid fact writes none. The watermarks of
+        `advance` move in the same transaction (a worker's watermark moves with the facts it wrote)."""
         facts = [validate(new) for new in news]
         moment = now or datetime.now(UTC)
         at = _iso(moment)
@@ -480,7 +481,7 @@ class FactBook:
         # Learnt facts need a source that still stands, checked in the same transaction as the insert:
         # a message deleted (or edited) while the model read it must not come back as a fact.
         ids: list[int | None] = []
-        if plans or also:
+        if plans or advance:
             async with self._store.transaction() as conn:
                 for fact, scope, key, hashed, status, blocking in plans:
                     # execute_fetchall: one trip to SQLite's thread (execute, fetch, close take three).
@@ -503,8 +504,7 @@ class FactBook:
                     )
                     found = list(rows)
                     ids.append(int(found[0][0]) if found else None)
-                for sql, params in also:
-                    await conn.execute(sql, params)
+                await advance_in(conn, advance)
         outcomes: list[InsertOutcome] = []
         changes = Changes()
         for (fact, scope, key, hashed, status, blocking), fact_id in zip(plans, ids, strict=True):

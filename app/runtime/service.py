@@ -169,6 +169,7 @@ class Familiar:
             embedder=self.embedder,
             embeddings=self.embeddings,
         )
+        self.work_queue = self.projector_deps.queue
         self.learning = ProjectorRunner(
             create_projectors(settings.providers.memory.projectors, self.projector_deps),
             self.projector_deps,
@@ -211,7 +212,7 @@ class Familiar:
     # -- facade: memory work ---------------------------------------------------------------------
     async def start_learning(self) -> None:
         """Start the background memory workers (the window and headless mode; not one-shot commands)."""
-        await self.projections.requeue_running()
+        await self.work_queue.requeue_running()
         self.learning.start()
 
     async def learn_now(self) -> dict[str, str]:

@@ -16,8 +16,12 @@ from typing import Protocol
 from app.config.settings import Settings
 from app.memory.derived import PauseState, Projections
 from app.memory.embeddings import Embedder, EmbeddingIndex
+from app.memory.fact_feed import FactFeed
 from app.memory.history import History
 from app.memory.records import Turn
+from app.memory.turn_feed import TurnFeed
+from app.memory.watermarks import Watermarks
+from app.memory.work_queue import WorkQueue
 from app.runtime.llm import LLMClient
 
 _log = logging.getLogger(__name__)
@@ -58,6 +62,19 @@ class ProjectorDeps:
     moved: dict[str, dict[str, int]] = field(default_factory=dict)
     passing: dict[str, set[str]] = field(default_factory=dict)
     floor_passers: set[str] = field(default_factory=set)
+
+    # The store's reads and writes for memory work, over the history's store.
+    marks: Watermarks = field(init=False)
+    queue: WorkQueue = field(init=False)
+    turns: TurnFeed = field(init=False)
+    facts: FactFeed = field(init=False)
+
+    def __post_init__(self) -> None:
+        store = self.history.store
+        self.marks = Watermarks(store)
+        self.queue = WorkQueue(store)
+        self.turns = TurnFeed(store)
+        self.facts = FactFeed(store, self.history.facts)
 
     @property
     def display_name(self) -> str:
@@ -165,45 +182,28 @@ async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tup
     """Per place: (watermark, newest turn id, how many live turns are past the watermark).
 
     One range scan from the projector's floor (the lowest place watermark still behind), so a tick
-    reads only turns that arrived since, not the whole table. (`GROUP BY +place` keeps SQLite on
-    the id range; grouping through the place index would walk every turn.) The scan is remembered
-    for `advance_floor` at the end of the tick.
+    reads only turns that arrived since, not the whole table. The scan is remembered for
+    `advance_floor` at the end of the tick.
     """
     deps.moved.pop(name, None)  # only moves made after this scan count for advance_floor
     deps.passing.pop(name, None)
-    marks = await deps.projections.watermarks(name)
-    floor = max(marks.get("", 0), deps.floors.get(name, 0))
-    # One statement, one snapshot: the newest id overall (the row whose place is NULL) and, per
-    # place, the newest live turn past the floor and how many there are.
-    rows = await deps.history.store.read_all(
-        "SELECT NULL, MAX(id), 0 FROM turns UNION ALL"
-        " SELECT place, MAX(id), COUNT(*) FROM turns WHERE id > ? AND superseded = 0 AND redacted = 0"
-        " GROUP BY +place",
-        (floor,),
-    )
-    top = max((int(r[1] or 0) for r in rows if r[0] is None), default=0)
+    marks = await deps.marks.marks(name)
+    floor = max(marks.floor, deps.floors.get(name, 0))
+    scan = await deps.turns.scan(floor)
     out: dict[str, tuple[int, int, int]] = {}
-    for place, newest, count in rows:
-        if place is None:
-            continue
-        mark = marks.get(str(place), floor)
-        if int(newest) > mark:
-            # The count above is from the floor. Every turn at or below the floor has been read (unless
+    for found in scan.places:
+        mark = marks.places.get(found.place, floor)
+        if found.newest > mark:
+            # The count is from the floor. Every turn at or below the floor has been read (unless
             # this projector lets waiting places go past it, see `let_floor_pass`), so for a place
             # whose watermark is at or below it the count is exact; only a place further along needs
             # its own count.
+            count = found.count
             if mark > floor or (mark < floor and name in deps.floor_passers):
-                count = await _count_after(deps, str(place), mark)
-            out[str(place)] = (mark, int(newest), int(count))
-    deps.scans[name] = (out, max(top, floor), floor)
+                count = await deps.turns.count_after(found.place, mark)
+            out[found.place] = (mark, found.newest, count)
+    deps.scans[name] = (out, max(scan.top, floor), floor)
     return out
-
-
-async def _count_after(deps: ProjectorDeps, place: str, after: int) -> int:
-    row = await deps.history.store.read_one(
-        "SELECT COUNT(*) FROM turns WHERE place = ? AND id > ? AND superseded = 0 AND redacted = 0", (place, after)
-    )
-    return int(row[0]) if row else 0
 
 
 async def advance_floor(deps: ProjectorDeps, name: str) -> None:
@@ -227,19 +227,19 @@ async def advance_floor(deps: ProjectorDeps, name: str) -> None:
         return
     persisted = deps.floors_saved.get(name)
     if persisted is None:
-        persisted = await deps.projections.watermark(name, "")
+        persisted = await deps.marks.get(name)
     deps.floors[name] = floor
     if floor < persisted or floor - persisted >= FLOOR_PERSIST_STEP:
-        await deps.projections.set_watermark(name, floor, "")
+        await deps.marks.set(name, floor)
         persisted = floor
     deps.floors_saved[name] = persisted
 
 
 async def reset_floor(deps: ProjectorDeps, name: str, value: int = 0) -> None:
     """Lower the floor to `value` (a projection is being rebuilt): on disk first, then in memory."""
-    current = max(await deps.projections.watermark(name, ""), deps.floors.get(name, 0))
+    current = max(await deps.marks.get(name), deps.floors.get(name, 0))
     value = min(value, current)
-    await deps.projections.set_watermark(name, value, "")
+    await deps.marks.set(name, value)
     deps.floors[name] = value
     deps.floors_saved[name] = value
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.memory.derived import change_counters
-from app.memory.facts import Fact
-from app.memory.policy import visible_scopes
+from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
 from app.runtime.projectors.base import (
     ProjectorBase,
@@ -31,6 +30,7 @@ SYSTEM = (
 )
 MAX_TEXT = 400
 RESET_KEY = "#emptied"  # projector_state key remembering the emptying already handled
+RECENT_FACTS = 20  # the newest facts of the place shown beside its turns
 
 
 class ReflectionError(ValueError):
@@ -79,9 +79,9 @@ class ReflectionProjector(ProjectorBase):
             if count < learning.reflection_turns:
                 # Only more turns can make it due: the floor need not wait for it. Its watermark is
                 # written down first, so it does not default to the floor once the floor has passed.
-                marks = marks if marks is not None else await deps.projections.watermarks(self.name)
+                marks = marks if marks is not None else (await deps.marks.marks(self.name)).places
                 if place not in marks:
-                    await deps.projections.set_watermark(self.name, mark, place)
+                    await deps.marks.set(self.name, mark, place)
                 deps.let_floor_pass(self.name, place)
                 continue
             await self.reflect(place, newest)
@@ -92,31 +92,26 @@ class ReflectionProjector(ProjectorBase):
         were written before (their change counter moved) yet none is left; the counter value is
         remembered so a rebuild whose answers are all empty does not start over again and again."""
         deps = self._deps
-        store = deps.history.store
-        written = (await change_counters(store)).get("reflections", 0)
-        if written == 0 or await store.read_one("SELECT 1 FROM reflections LIMIT 1") is not None:
+        written = (await change_counters(deps.history.store)).get("reflections", 0)
+        if written == 0 or await deps.projections.has_reflections():
             return
-        if await deps.projections.watermark(self.name, RESET_KEY) == written:
+        if await deps.marks.get(self.name, RESET_KEY) == written:
             return
         await reset_floor(deps, self.name)  # the floor first: a crash loses nothing
-        for key in await deps.projections.watermarks(self.name):
-            if key not in ("", RESET_KEY):
-                await deps.projections.set_watermark(self.name, 0, key)
-        await deps.projections.set_watermark(self.name, written, RESET_KEY)
+        places = (await deps.marks.marks(self.name)).places
+        # Every place back to 0 and the emptying noted as handled, together.
+        await deps.marks.advance(
+            *(WatermarkAdvance(self.name, 0, place) for place in places),
+            WatermarkAdvance(self.name, written, RESET_KEY),
+        )
         deps.report(self.name, "the reflections were emptied; rebuilding them")
 
     async def reflect(self, place: str, newest: int) -> int:
         deps = self._deps
         learning = deps.settings.memory.learning
-        store = deps.history.store
-        mark = await deps.projections.watermark(self.name, place)
-        rows = await store.read_all(
-            "SELECT id FROM turns WHERE place = ? AND id > ? AND id <= ? AND superseded = 0 AND redacted = 0"
-            " ORDER BY id DESC LIMIT ?",
-            (place, mark, newest, learning.max_turns_per_tick),
-        )
-        turns = await store.turns_by_ids(sorted(int(r[0]) for r in rows))
-        facts = await self._recent_facts(place)
+        mark = await deps.marks.get(self.name, place)
+        turns = await deps.turns.newest(place, mark, newest, learning.max_turns_per_tick)
+        facts = await deps.facts.recent_at(place, RECENT_FACTS)
         lines = [quote_turn(t, with_id=True) for t in turns]
         listed = [f"[F#{f.id}] {f.content}" for f in facts]
         user = "Turns:\n" + "\n".join(lines) + "\n\nFacts:\n" + ("\n".join(listed) or "(none)")
@@ -145,14 +140,3 @@ class ReflectionProjector(ProjectorBase):
         deps.moved_mark(self.name, place, newest)
         deps.report(self.name, garbage or f"{place}: {stored} reflections up to T#{newest}")
         return stored
-
-    async def _recent_facts(self, place: str) -> list[Fact]:
-        scopes = visible_scopes(place)
-        marks = ",".join("?" * len(scopes))
-        rows = await self._deps.history.store.read_all(
-            f"SELECT id FROM facts WHERE scope IN ({marks}) AND status = 'active' AND superseded_at IS NULL"
-            " ORDER BY id DESC LIMIT 20",
-            scopes,
-        )
-        found = await self._deps.history.facts.get_many([int(r[0]) for r in rows])
-        return sorted(found.values(), key=lambda f: f.id)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.memory.derived import watermark_statement
 from app.memory.facts import FactError
 from app.memory.records import Turn
+from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import (
     SELF_KEY,
@@ -70,9 +70,9 @@ class RichNoteProjector(ProjectorBase):
         # projector's watermark, so the batches below read it (once, among its neighbours); extracting
         # it here as well would ask about it twice. The item is closed as handed over.
         while deps.may_have_work("extract") and (
-            item := await deps.projections.next_work("extract", skip_places=pause.learning)
+            item := await deps.queue.next_work("extract", skip_places=pause.learning)
         ):
-            await deps.projections.finish_work(item.id)
+            await deps.queue.finish_work(item.id)
         for place, (mark, _newest, count) in (await self._learnable_places(pause)).items():
             # A backlog (after a pause, or a busy hour) goes a few full batches per tick.
             for _batch in range(MAX_BATCHES_PER_PLACE):
@@ -87,7 +87,7 @@ class RichNoteProjector(ProjectorBase):
                 except GarbageAnswerError as exc:
                     deps.report(self.name, f"dropped the batch T#{turns[0].id}-T#{turns[-1].id} in {place}: {exc}")
                 if not advanced:  # a dropped batch (or one with nothing to read) still moves the watermark
-                    await deps.projections.set_watermark(self.name, turns[-1].id, place)
+                    await deps.marks.set(self.name, turns[-1].id, place)
                 deps.moved_mark(self.name, place, turns[-1].id)
                 mark, count = turns[-1].id, count - len(turns)
         await advance_floor(deps, self.name)
@@ -108,8 +108,8 @@ class RichNoteProjector(ProjectorBase):
         scoped = deps.channel_scoped(place)
         new_facts = [to_new_fact(c, place, channel_scoped=scoped) for c in extraction.candidates]
         try:  # one transaction, all validated first: a batch with one invalid fact lands no fact
-            also = [] if advance_to is None else [watermark_statement(self.name, advance_to, place)]
-            outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts, also=also)]
+            advance = [] if advance_to is None else [WatermarkAdvance(self.name, advance_to, place)]
+            outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts, advance=advance)]
         except FactError as exc:
             raise GarbageAnswerError(f"a fact failed validation: {exc}") from exc
         deps.report(

@@ -6,6 +6,7 @@ place's summary is rebuilt from its turns.
 
 from __future__ import annotations
 
+from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.base import (
     ProjectorBase,
     advance_floor,
@@ -67,23 +68,11 @@ class RollingSummaryProjector(ProjectorBase):
         turn would take hours of model calls. The floor goes down first: were the place's watermark
         reset first and the floor left above its turns, a crash in between would lose the place."""
         deps = self._deps
-        rows = await deps.history.store.read_all(
-            "SELECT p.key FROM projector_state p WHERE p.name = ? AND p.key != '' AND p.watermark > 0"
-            " AND NOT EXISTS (SELECT 1 FROM summaries s WHERE s.place = p.key)",
-            (self.name,),
-        )
-        if not rows:
+        places = await deps.projections.places_without_summary(self.name)
+        if not places:
             return
         tail = deps.settings.memory.learning.max_turns_per_tick
-        starts: dict[str, int] = {}
-        for (place,) in rows:
-            before = await deps.history.store.read_one(
-                "SELECT id FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
-                " ORDER BY id DESC LIMIT 1 OFFSET ?",
-                (str(place), tail),
-            )
-            starts[str(place)] = int(before[0]) if before else 0
+        starts = {place: await deps.turns.tail_start(place, tail) for place in places}
         await reset_floor(deps, self.name, min(starts.values()))
-        for place, start in starts.items():
-            await deps.projections.set_watermark(self.name, start, place)
-        deps.report(self.name, f"rebuilding the summary of {', '.join(str(r[0]) for r in rows)}")
+        await deps.marks.advance(*(WatermarkAdvance(self.name, start, place) for place, start in starts.items()))
+        deps.report(self.name, f"rebuilding the summary of {', '.join(places)}")

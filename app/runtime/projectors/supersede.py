@@ -43,27 +43,23 @@ class FactSupersedeProjector(ProjectorBase):
         pause = await self._learning()
         if pause is None:
             return
-        mark = await deps.projections.watermark(self.name)
-        rows = await deps.history.store.read_all(
-            "SELECT l.rowid, l.fact_id FROM fact_status_log l WHERE l.rowid > ? AND l.status = 'active'"
-            " ORDER BY l.rowid LIMIT ?",
-            (mark, MAX_PER_TICK),
-        )
-        facts = await deps.history.facts.get_many([int(fact_id) for _rowid, fact_id in rows])
+        mark = await deps.marks.get(self.name)
+        rows = await deps.facts.activations_after(mark, MAX_PER_TICK)
+        facts = await deps.history.facts.get_many([row.fact_id for row in rows])
         start = mark
         try:
-            for rowid, fact_id in rows:
-                fact = facts.get(int(fact_id))
+            for row in rows:
+                fact = facts.get(row.fact_id)
                 if fact is not None and fact.status == "active" and fact.is_head:
                     if pause.paused("learning", fact.scope):
                         break  # resume here when learning does
                     await self._consider(fact)
-                mark = int(rowid)
+                mark = row.position
         finally:
             # Once per tick; after a crash the facts since are considered again, and retiring a fact
             # already retired is skipped, never re-linked.
             if mark > start:
-                await deps.projections.set_watermark(self.name, mark)
+                await deps.marks.set(self.name, mark)
 
     async def _consider(self, fact: Fact) -> list[int]:
         deps = self._deps

@@ -72,7 +72,7 @@ async def test_citations_are_checked_and_at_most_the_cap_is_kept(familiars: Fami
         ("Bread keeps coming back to the bakery.", (ids[0],), (bakery.id,)),
     ]
     assert not any(r.stale for r in newest_first)
-    assert await familiar.projections.watermark("reflection", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == ids[-1]
 
 
 async def test_too_few_new_turns_wait(familiars: Familiars, fake_llm: FakeLLM) -> None:
@@ -80,7 +80,7 @@ async def test_too_few_new_turns_wait(familiars: Familiars, fake_llm: FakeLLM) -
     await _conversation(familiar, "one", "two")
     await familiar.learn_now()
     assert requests_of(fake_llm, "reflection") == []
-    assert await familiar.projections.watermark("reflection", PLACE) == 0
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == 0
     ids = await _conversation(familiar, "three")
     await familiar.learn_now()
     assert [turn_ids_shown(r) for r in requests_of(fake_llm, "reflection")] == [[ids[0] - 2, ids[0] - 1, ids[0]]]
@@ -93,7 +93,7 @@ async def test_the_watermark_moves_on_an_empty_answer_and_on_garbage_twice(
     ids = await _conversation(familiar, "a", "b", "c")
     fake_llm.script('{"reflections": []}')
     await familiar.learn_now()
-    assert await familiar.projections.watermark("reflection", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == ids[-1]
     assert await familiar.projections.reflections([PLACE], 10) == []
 
     more = await _conversation(familiar, "d", "e", "f")
@@ -101,7 +101,7 @@ async def test_the_watermark_moves_on_an_empty_answer_and_on_garbage_twice(
     reports = await familiar.learn_now()
     assert "no reflection" in reports["reflection"]
     assert len(requests_of(fake_llm, "reflection")) == 3  # one, then garbage and its one retry
-    assert await familiar.projections.watermark("reflection", PLACE) == more[-1]
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == more[-1]
     assert await familiar.projections.reflections([PLACE], 10) == []
 
     await familiar.learn_now()

@@ -65,10 +65,10 @@ class _Counter:
         self._deps = deps
 
     async def run(self) -> None:
-        mark = await self._deps.projections.watermark(self.name)
+        mark = await self._deps.marks.get(self.name)
         newest = await self._deps.history.store.max_turn_id()
         self._deps.report(self.name, f"saw {newest - mark} new turns")
-        await self._deps.projections.set_watermark(self.name, newest)
+        await self._deps.marks.set(self.name, newest)
 
 
 @pytest.mark.asyncio
@@ -81,7 +81,7 @@ async def test_a_registered_third_party_projector_runs_when_listed(familiars: Fa
 
     reports = await familiar.learn_now()
     assert reports["turn_counter"] == "saw 3 new turns"
-    assert await familiar.projections.watermark("turn_counter") == ids[-1]
+    assert await familiar.projector_deps.marks.get("turn_counter") == ids[-1]
     reports = await familiar.learn_now()
     assert reports["turn_counter"] == "saw 0 new turns"
 

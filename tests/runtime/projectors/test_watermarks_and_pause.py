@@ -43,7 +43,7 @@ async def test_a_restart_sends_no_turn_to_the_model_twice(familiars: Familiars, 
     familiar = await familiars.open(SETTINGS)
     first = await add_turns(familiar, *(turn(f"{w} talk", BOB) for w in WORDS[:3]))
     await familiar.learn_now()
-    assert await familiar.projections.watermark("rich_note", PLACE) == first[-1]
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == first[-1]
 
     familiar = await familiars.reopen(familiar)
     await familiar.learn_now()

@@ -1,0 +1,85 @@
+"""Where each memory worker stands: its watermarks (the `projector_state` table).
+
+A worker keeps one watermark (key "") or one per place plus a floor (key "", the lowest id its
+next scan for new turns starts from). A watermark moves alone, or with the write it belongs to: the
+write is given a `WatermarkAdvance` and moves it in its own transaction, so the work and the mark
+that says it is done land together or not at all.
+
+Keys starting with "#" are a worker's notes to itself, not places.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import aiosqlite
+
+from app.memory.store import Store
+
+FLOOR = ""
+
+_UPSERT = (
+    "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (name, key) DO UPDATE SET watermark = excluded.watermark, updated_at = excluded.updated_at"
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class WatermarkAdvance:
+    """Move worker `name`'s watermark at `key` (a place, or "" for its single watermark) to `value`."""
+
+    name: str
+    value: int
+    key: str = FLOOR
+
+
+@dataclass(frozen=True, slots=True)
+class Marks:
+    """Everything one worker has written down, read in one query."""
+
+    floor: int  # key "": the floor, or the single watermark of a worker without places
+    places: Mapping[str, int]
+
+
+class Watermarks:
+    """The watermarks of the memory workers."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def get(self, name: str, key: str = FLOOR) -> int:
+        row = await self._store.read_one(
+            "SELECT watermark FROM projector_state WHERE name = ? AND key = ?", (name, key)
+        )
+        return int(row[0]) if row else 0
+
+    async def marks(self, name: str) -> Marks:
+        rows = await self._store.read_all("SELECT key, watermark FROM projector_state WHERE name = ?", (name,))
+        found = {str(r[0]): int(r[1]) for r in rows}
+        places = {key: value for key, value in found.items() if key and not key.startswith("#")}
+        return Marks(floor=found.get(FLOOR, 0), places=places)
+
+    async def set(self, name: str, value: int, key: str = FLOOR) -> None:
+        await self.advance(WatermarkAdvance(name, value, key))
+
+    async def advance(self, *advances: WatermarkAdvance) -> None:
+        """Move these watermarks together, in one transaction."""
+        async with self._store.transaction() as conn:
+            await advance_in(conn, advances)
+
+    async def reset(self, name: str) -> None:
+        """Forget everything a worker wrote down: it starts from the first turn."""
+        await self._store.write([("DELETE FROM projector_state WHERE name = ?", (name,))])
+
+
+async def advance_in(conn: aiosqlite.Connection, advances: Sequence[WatermarkAdvance]) -> None:
+    """Move watermarks inside the caller's transaction."""
+    now = _now()
+    for advance in advances:
+        await conn.execute(_UPSERT, (advance.name, advance.key, advance.value, now))
