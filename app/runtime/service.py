@@ -45,7 +45,8 @@ from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.llm import LLMClient, LLMEndpoint
 from app.runtime.memory_ops import MemoryOps
 from app.runtime.messages import IncomingMessage
-from app.runtime.projectors.base import ProjectorDeps, create_projectors, projector_names, unknown_projectors
+from app.runtime.projectors.base import ProjectorDeps
+from app.runtime.projectors.registry import create_projectors, projector_names, unknown_projectors
 from app.runtime.projectors.runner import ProjectorRunner
 from app.runtime.retrieval import Retriever
 

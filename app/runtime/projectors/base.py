@@ -1,4 +1,4 @@
-"""The `MemoryProjector` protocol, the registry, and what every projector shares.
+"""The `MemoryProjector` protocol, the dependencies the workers share, and their floor bookkeeping.
 
 A projector is a background worker that reads turns (or facts) past its persisted watermark and
 writes one side-index. `run()` is one tick: it does what is due and returns. Watermarks live in
@@ -8,7 +8,7 @@ SQL (projector_state), so a restart, a pause or a dropped side-index resumes fro
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -18,7 +18,6 @@ from app.memory.derived import PauseState, Projections
 from app.memory.embeddings import Embedder, EmbeddingIndex
 from app.memory.fact_feed import FactFeed
 from app.memory.history import History
-from app.memory.records import Turn
 from app.memory.turn_feed import TurnFeed
 from app.memory.watermarks import Watermarks
 from app.memory.work_queue import WorkQueue
@@ -26,7 +25,6 @@ from app.runtime.llm import LLMClient
 
 _log = logging.getLogger(__name__)
 
-SELF_KEY = "familiar:self"
 FLOOR_PERSIST_STEP = 1000  # turn ids a floor may run ahead of its persisted value
 
 
@@ -144,39 +142,6 @@ class ProjectorBase:
         return {place: due for place, due in behind.items() if not pause.paused("learning", place)}
 
 
-Factory = Callable[[ProjectorDeps], MemoryProjector]
-_REGISTRY: dict[str, Factory] = {}
-
-
-def register_projector(name: str, factory: Factory) -> None:
-    """Make a projector available to `[providers.memory].projectors` (call at import time)."""
-    if not name or not name.replace("_", "").isalnum():
-        raise ValueError(f"a projector name is letters, digits and underscores, not {name!r}")
-    _REGISTRY[name] = factory
-
-
-def projector_names() -> tuple[str, ...]:
-    _load_builtins()
-    return tuple(sorted(_REGISTRY))
-
-
-def unknown_projectors(names: Sequence[str]) -> list[str]:
-    known = set(projector_names())
-    return [n for n in names if n not in known]
-
-
-def create_projectors(names: Sequence[str], deps: ProjectorDeps) -> list[MemoryProjector]:
-    _load_builtins()
-    missing = unknown_projectors(names)
-    if missing:
-        raise ValueError(f"unknown projector {missing[0]!r} (known: {', '.join(projector_names())})")
-    return [_REGISTRY[n](deps) for n in dict.fromkeys(names)]
-
-
-def _load_builtins() -> None:
-    from app.runtime.projectors import builtins  # noqa: F401  (registers the built-ins)
-
-
 # -- shared queries ---------------------------------------------------------------------------------
 async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tuple[int, int, int]]:
     """Per place: (watermark, newest turn id, how many live turns are past the watermark).
@@ -242,18 +207,3 @@ async def reset_floor(deps: ProjectorDeps, name: str, value: int = 0) -> None:
     await deps.marks.set(name, value)
     deps.floors[name] = value
     deps.floors_saved[name] = value
-
-
-def quote_turn(turn: Turn, *, with_id: bool = False) -> str:
-    """One turn as one prompt line; its own line breaks are indented so a message cannot fake the
-    line of another turn (or another speaker)."""
-    head = f"[T#{turn.id}] " if with_id else ""
-    return f"{head}{turn.author_name}: " + turn.content.replace("\r", "").replace("\n", "\n    ")
-
-
-def quiet_for(deps: ProjectorDeps, turns: Sequence[Turn]) -> float:
-    """Seconds since the newest of `turns`."""
-    if not turns:
-        return 0.0
-    newest = max(t.created_at for t in turns)
-    return (deps.clock() - newest).total_seconds()

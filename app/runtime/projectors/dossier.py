@@ -10,7 +10,8 @@ rebuilt on the next tick.
 from __future__ import annotations
 
 from app.memory.derived import change_counters
-from app.runtime.projectors.base import SELF_KEY, ProjectorBase, ProjectorDeps
+from app.memory.quoting import FAMILIAR_SELF
+from app.runtime.projectors.base import ProjectorBase, ProjectorDeps
 
 SYSTEM = (
     "You write a short dossier about one person from facts about them: at most 80 words, plain text,"
@@ -93,6 +94,6 @@ class PeopleDossierProjector(ProjectorBase):
         return 1
 
     async def _name(self, key: str) -> str:
-        if key == SELF_KEY:
+        if key == FAMILIAR_SELF:
             return self._deps.display_name
         return await self._deps.turns.display_name(key) or key

@@ -19,11 +19,8 @@ from app.memory.facts import FactError
 from app.memory.work_queue import WorkItem
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import (
-    ProjectorBase,
-    advance_floor,
-    quiet_for,
-)
+from app.runtime.projectors.base import ProjectorBase, advance_floor
+from app.runtime.projectors.conversation import batch_of, participants_line, quiet_for
 from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
     Candidate,
@@ -32,7 +29,6 @@ from app.runtime.projectors.extraction import (
     render_batch,
     to_new_fact,
 )
-from app.runtime.projectors.rich_note import batch_of, participants_line
 
 MAX_CANDIDATES = 5
 KNOWN_FACTS = 30  # the newest facts known at the place, shown so they are not proposed again
@@ -81,7 +77,7 @@ class DreamingProjector(ProjectorBase):
         idle = deps.settings.memory.learning.dream_idle_seconds
         for place, (_mark, newest, _count) in (await self._learnable_places(pause)).items():
             last = await deps.history.store.turns_by_ids([newest])
-            if quiet_for(deps, last) < idle:
+            if quiet_for(last, deps.clock()) < idle:
                 continue
             if await deps.queue.enqueue("dream", newest, place):
                 deps.queued("dream")

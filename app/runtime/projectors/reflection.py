@@ -14,12 +14,8 @@ from dataclasses import dataclass
 from app.memory.derived import change_counters
 from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
-from app.runtime.projectors.base import (
-    ProjectorBase,
-    advance_floor,
-    quote_turn,
-    reset_floor,
-)
+from app.runtime.projectors.base import ProjectorBase, advance_floor, reset_floor
+from app.runtime.projectors.conversation import quote_turn
 
 SYSTEM = (
     "You reflect on a conversation: name a pattern, a recurring tension, an open question or a theme,"

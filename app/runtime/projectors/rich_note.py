@@ -16,16 +16,10 @@ from app.memory.facts import FactError
 from app.memory.records import Turn
 from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import (
-    SELF_KEY,
-    ProjectorBase,
-    advance_floor,
-    quiet_for,
-)
+from app.runtime.projectors.base import ProjectorBase, advance_floor
+from app.runtime.projectors.conversation import batch_of, participants_line, quiet_for
 from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
-    Batch,
-    BatchTurn,
     ExtractionError,
     parse_extraction,
     prompt_turns,
@@ -46,15 +40,6 @@ Rules:
 - Anything phrased as a standing rule or preference is semantic or procedural, never episodic.
 - Skip small talk. If nothing is worth remembering, answer {"facts": []}.
 """
-
-
-def batch_of(place: str, turns: Sequence[Turn], display_name: str) -> Batch:
-    return Batch(place, tuple(BatchTurn.from_turn(t) for t in turns), self_key=SELF_KEY, self_name=display_name)
-
-
-def participants_line(batch: Batch) -> str:
-    """Who is talking, by name and canonical key (the familiar included), for the prompt."""
-    return "Participants: " + ", ".join(f"{name} ({key})" for key, name in batch.participants.items())
 
 
 class RichNoteProjector(ProjectorBase):
@@ -79,7 +64,9 @@ class RichNoteProjector(ProjectorBase):
                 if count <= 0:
                     break
                 turns = await deps.history.store.turns_after(place, mark, learning.batch_turns)
-                if not turns or (count < learning.batch_turns and quiet_for(deps, turns) < learning.tick_seconds):
+                if not turns or (
+                    count < learning.batch_turns and quiet_for(turns, deps.clock()) < learning.tick_seconds
+                ):
                     break  # a partial batch waits for the conversation to pause
                 advanced = False
                 try:

@@ -7,13 +7,8 @@ place's summary is rebuilt from its turns.
 from __future__ import annotations
 
 from app.memory.watermarks import WatermarkAdvance
-from app.runtime.projectors.base import (
-    ProjectorBase,
-    advance_floor,
-    quiet_for,
-    quote_turn,
-    reset_floor,
-)
+from app.runtime.projectors.base import ProjectorBase, advance_floor, reset_floor
+from app.runtime.projectors.conversation import quiet_for, quote_turn
 
 SYSTEM = (
     "You keep a running summary of a chat for someone who will join later. Fold the new messages into"
@@ -35,7 +30,7 @@ class RollingSummaryProjector(ProjectorBase):
         await self._restart_dropped()
         for place, (mark, _newest, count) in (await self._learnable_places(pause)).items():
             turns = await deps.history.store.turns_after(place, mark, learning.max_turns_per_tick)
-            if count < learning.summary_turns and quiet_for(deps, turns) < learning.tick_seconds:
+            if count < learning.summary_turns and quiet_for(turns, deps.clock()) < learning.tick_seconds:
                 continue
             previous = await deps.projections.summary(place)
             lines = "\n".join(quote_turn(t) for t in turns)

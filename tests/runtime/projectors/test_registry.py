@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from app.config.errors import ConfigError
-from app.runtime.projectors import base
-from app.runtime.projectors.base import ProjectorDeps, projector_names, register_projector
+from app.runtime.projectors import registry as projector_registry
+from app.runtime.projectors.base import ProjectorDeps
+from app.runtime.projectors.registry import projector_names, register_projector
 from tests.runtime.projectors.conftest import Familiars
 from tests.runtime.projectors.helpers import PLACE, add_turns, learning, turn
 
@@ -25,8 +26,7 @@ BUILT_INS = (
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registrations made by a test stay in a copy of the registry, dropped afterwards."""
-    projector_names()  # the built-ins are in before the copy is taken
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    monkeypatch.setattr(projector_registry, "_REGISTRY", dict(projector_registry._REGISTRY))
 
 
 def test_the_seven_built_ins_are_registered() -> None:
