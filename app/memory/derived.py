@@ -11,24 +11,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import aiosqlite
 
 from app.memory.errors import StoreError
 from app.memory.policy import place_problem
-from app.memory.store import Store
+from app.memory.store import Store, now_iso
 from app.memory.watermarks import WatermarkAdvance, advance_in
 
 PauseKind = Literal["learning", "recall"]
 EVERYWHERE = "*"
 KEEP_EXPLANATIONS = 5000  # replies whose explanation stays available
 PRUNE_EVERY = 100
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +106,7 @@ class Projections:
                 "INSERT INTO summaries (place, text, last_turn_id, updated_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (place) DO UPDATE SET text = excluded.text,"
                 " last_turn_id = excluded.last_turn_id, updated_at = excluded.updated_at",
-                (place, text, last_turn_id, _now()),
+                (place, text, last_turn_id, now_iso()),
             )
             await advance_in(conn, [WatermarkAdvance(watermark_name, last_turn_id, place)])
         return True
@@ -158,7 +154,7 @@ class Projections:
                 "INSERT INTO people_dossiers (canonical_key, scope, text, last_fact_id, updated_at)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_key, scope) DO UPDATE SET"
                 " text = excluded.text, last_fact_id = excluded.last_fact_id, updated_at = excluded.updated_at",
-                (canonical_key, scope, text, last_fact_id, _now()),
+                (canonical_key, scope, text, last_fact_id, now_iso()),
             )
         return True
 
@@ -197,7 +193,7 @@ class Projections:
         """Store (text, cited turn ids, cited fact ids) rows and advance the watermark, together. A
         reflection citing a message deleted, or a fact forgotten or retired, while the model wrote is
         not stored (its text may quote it). Returns how many were stored."""
-        now = _now()
+        now = now_iso()
         stored = 0
         async with self._store.transaction() as conn:
             for text, turns, facts in items:
@@ -262,7 +258,7 @@ class Projections:
             raise StoreError(f"{problem} (or * for everywhere)")
         if paused:
             sql = "INSERT OR IGNORE INTO memory_pause (kind, place, since) VALUES (?, ?, ?)"
-            await self._store.write([(sql, (kind, place, _now()))])
+            await self._store.write([(sql, (kind, place, now_iso()))])
         else:
             await self._store.write([("DELETE FROM memory_pause WHERE kind = ? AND place = ?", (kind, place))])
         return await self.pause_state()
@@ -273,7 +269,7 @@ class Projections:
         async with self._store.transaction() as conn:
             cursor = await conn.execute(
                 "INSERT INTO explanations (place, created_at, body) VALUES (?, ?, ?)",
-                (place, _now(), json.dumps(body, ensure_ascii=False)),
+                (place, now_iso(), json.dumps(body, ensure_ascii=False)),
             )
             explanation_id = int(cursor.lastrowid or 0)
             await conn.executemany(

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import aiosqlite
 
-from app.memory.store import Store
+from app.memory.store import Store, now_iso
 
 FLOOR = ""
 
@@ -24,10 +23,6 @@ _UPSERT = (
     "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (name, key) DO UPDATE SET watermark = excluded.watermark, updated_at = excluded.updated_at"
 )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +75,6 @@ class Watermarks:
 
 async def advance_in(conn: aiosqlite.Connection, advances: Sequence[WatermarkAdvance]) -> None:
     """Move watermarks inside the caller's transaction."""
-    now = _now()
+    now = now_iso()
     for advance in advances:
         await conn.execute(_UPSERT, (advance.name, advance.key, advance.value, now))

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from app.memory.errors import StoreError
-from app.memory.store import Store
+from app.memory.store import Store, now_iso
 
 MAX_ATTEMPTS = 3
 _COLUMNS = "id, kind, turn_id, place, status, attempts, last_error, created_at"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +43,7 @@ class WorkQueue:
                 "INSERT INTO memory_work (kind, turn_id, place, created_at, updated_at)"
                 " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS"
                 " (SELECT 1 FROM memory_work WHERE kind = ? AND turn_id = ?)",
-                (kind, turn_id, place, _now(), _now(), kind, turn_id),
+                (kind, turn_id, place, now_iso(), now_iso(), kind, turn_id),
             )
             return cursor.rowcount > 0
 
@@ -79,7 +75,7 @@ class WorkQueue:
                 return None
             await conn.execute(
                 "UPDATE memory_work SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ?",
-                (_now(), row[0]),
+                (now_iso(), row[0]),
             )
         item = _work(tuple(row))
         return WorkItem(
@@ -101,7 +97,7 @@ class WorkQueue:
             new = "done" if error is None else ("failed" if attempts >= MAX_ATTEMPTS else "queued")
             await conn.execute(
                 "UPDATE memory_work SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
-                (new, error, _now(), item_id),
+                (new, error, now_iso(), item_id),
             )
         return new
 
@@ -112,7 +108,7 @@ class WorkQueue:
             cursor = await conn.execute(
                 "UPDATE memory_work SET status = 'queued', attempts = MAX(attempts - 1, 0), last_error = ?,"
                 " updated_at = ? WHERE id = ? AND status = 'running'",
-                (error, _now(), item_id),
+                (error, now_iso(), item_id),
             )
             if cursor.rowcount:
                 return "queued"

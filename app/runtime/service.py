@@ -219,7 +219,7 @@ class Familiar:
     async def learn_now(self) -> dict[str, str]:
         """Run every memory worker once, now; returns what each reported."""
         await self.learning.tick()
-        return dict(self.projector_deps.reports)
+        return dict(self.learning.reports)
 
     async def pause_state(self) -> PauseState:
         return await self.projections.pause_state()

@@ -1,14 +1,21 @@
-"""The `MemoryProjector` protocol, the dependencies the workers share, and their floor bookkeeping.
+"""The `MemoryProjector` protocol, the dependencies the workers share, and the base they build on.
 
 A projector is a background worker that reads turns (or facts) past its persisted watermark and
-writes one side-index. `run()` is one tick: it does what is due and returns. Watermarks live in
-SQL (projector_state), so a restart, a pause or a dropped side-index resumes from where it stood.
+writes one side-index. `run()` is one tick: it does what is due and returns what it did. Watermarks
+live in SQL (projector_state), so a restart, a pause or a dropped side-index resumes from where it
+stood.
+
+`ProjectorBase.run()` is the tick every built-in shares: nothing while learning is paused
+everywhere, else the worker's own `tick()`. `PlaceWorker` is the base of the workers that read each
+place's new turns: its tick scans once for the places with turns past their watermarks, hands each
+place whose learning is not paused to `on_place()`, then moves its floor. What a worker keeps between
+ticks is its own (a `Floor`, its report), never a name-keyed entry on the shared dependencies.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -31,12 +38,14 @@ FLOOR_PERSIST_STEP = 1000  # turn ids a floor may run ahead of its persisted val
 class MemoryProjector(Protocol):
     name: str
 
-    async def run(self) -> None: ...
+    async def run(self) -> str | None:
+        """One tick; returns what it did, for status displays (None: nothing worth saying)."""
+        ...
 
 
 @dataclass
 class ProjectorDeps:
-    """Everything a projector may use; built once by the runtime."""
+    """What the projectors share; built once by the runtime."""
 
     history: History
     projections: Projections
@@ -45,21 +54,10 @@ class ProjectorDeps:
     embedder: Embedder | None = None
     embeddings: EmbeddingIndex | None = None
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-    # What the last tick did, per projector, for status displays and tests.
-    reports: dict[str, str] = field(default_factory=dict)
-    # The last scan for new turns per projector, reused to move its floor at the end of the tick.
-    scans: dict[str, tuple[dict[str, tuple[int, int, int]], int, int]] = field(default_factory=dict)
 
     # Read once at the start of a runner tick and shared by its projectors (None outside a tick).
     tick_pause: PauseState | None = None
     tick_queued: frozenset[str] | None = None
-    # Each projector's floor as this process last moved it; persisted lazily (a lower floor on disk
-    # only means a longer scan after a restart, never a lost turn).
-    floors: dict[str, int] = field(default_factory=dict)
-    floors_saved: dict[str, int] = field(default_factory=dict)
-    moved: dict[str, dict[str, int]] = field(default_factory=dict)
-    passing: dict[str, set[str]] = field(default_factory=dict)
-    floor_passers: set[str] = field(default_factory=set)
 
     # The store's reads and writes for memory work, over the history's store.
     marks: Watermarks = field(init=False)
@@ -89,18 +87,6 @@ class ProjectorDeps:
             return self.tick_pause
         return await self.projections.pause_state()
 
-    def moved_mark(self, name: str, place: str, value: int) -> None:
-        """A projector moved a place's watermark this tick (so advance_floor need not read them back;
-        a move it does not hear of only keeps the floor lower, which is safe)."""
-        self.moved.setdefault(name, {})[place] = value
-
-    def let_floor_pass(self, name: str, place: str) -> None:
-        """This place's unread turns need not hold the floor: the projector only acts on the place
-        again when it gets new turns (a reflection waits for enough of them), and new turns are
-        always above the floor. Keeps a quiet channel from pinning every scan to its old turns."""
-        self.floor_passers.add(name)
-        self.passing.setdefault(name, set()).add(place)
-
     def queued(self, kind: str) -> None:
         """This tick queued work of this kind (so a later projector of the tick looks for it)."""
         if self.tick_queued is not None:
@@ -109,10 +95,6 @@ class ProjectorDeps:
     def may_have_work(self, kind: str) -> bool:
         """False only when this tick's start saw no queued work of this kind."""
         return self.tick_queued is None or kind in self.tick_queued
-
-    def report(self, name: str, text: str) -> None:
-        self.reports[name] = text
-        _log.info("%s: %s", name, text)
 
     def channel_scoped(self, place: str) -> bool:
         """Whether facts learnt at `place` stay in its channel (`[memory] channel_scope_guilds`)."""
@@ -123,87 +105,167 @@ class ProjectorDeps:
 
 
 class ProjectorBase:
-    """What the built-in projectors share: their dependencies, and the pause check a tick starts with."""
+    """The tick every built-in shares: nothing while learning is paused everywhere, else `tick()`."""
 
     name: str
 
     def __init__(self, deps: ProjectorDeps) -> None:
         self._deps = deps
+        self._said: str | None = None
 
-    async def _learning(self) -> PauseState | None:
-        """The pause switches, or None when learning is paused everywhere (the tick then does nothing)."""
+    async def run(self) -> str | None:
+        self._said = None
         pause = await self._deps.pause()
-        return None if pause.paused("learning", "*") else pause
+        if not pause.paused("learning", "*"):
+            await self.tick(pause)
+        return self._said
 
-    async def _learnable_places(self, pause: PauseState) -> dict[str, tuple[int, int, int]]:
-        """`places_with_new_turns`, less the places where learning is paused: their watermarks stay
-        (and hold the floor), so their turns wait for the resume."""
-        behind = await places_with_new_turns(self._deps, self.name)
+    async def tick(self, pause: PauseState) -> None:
+        """The worker's own part of a tick (learning is not paused everywhere)."""
+        raise NotImplementedError
+
+    def report(self, text: str) -> None:
+        """What the tick did (the last report of a tick is what `run()` returns)."""
+        self._said = text
+        _log.info("%s: %s", self.name, text)
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """A place with live turns past a worker's watermark there."""
+
+    mark: int  # the worker's watermark at the place
+    newest: int  # the place's newest live turn
+    count: int  # how many live turns are past the watermark
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    behind: Mapping[str, Due]  # every place behind, paused ones too
+    written: frozenset[str]  # places with a watermark of their own on disk
+    top: int  # the newest turn id the scan covered
+    floor: int  # the floor it started from
+
+
+class Floor:
+    """One worker's scan for places with new turns, and the floor the scan starts from.
+
+    The floor is the lowest watermark among places that still have turns past theirs (paused places
+    keep it low so their turns are not lost). It moves in memory every tick and is written down
+    lazily (a lower floor on disk only means a longer scan after a restart, never a lost turn).
+    """
+
+    def __init__(self, name: str, deps: ProjectorDeps, *, lets_pass: bool = False) -> None:
+        self._name = name
+        self._deps = deps
+        # Whether the worker lets places it is waiting on go below the floor (`let_pass`).
+        self._lets_pass = lets_pass
+        self.value = 0  # the floor as this process last moved it
+        self._saved: int | None = None  # the floor on disk, as this process last wrote or read it
+        self._scan: _Scan | None = None
+        self._moved: dict[str, int] = {}
+        self._passing: set[str] = set()
+
+    async def places(self, pause: PauseState) -> dict[str, Due]:
+        """The places with live turns past their watermark, less those where learning is paused:
+        their watermarks stay (and hold the floor), so their turns wait for the resume.
+
+        One range scan from the floor, so a tick reads only turns that arrived since, not the whole
+        table. The scan is remembered for `advance()` at the end of the tick."""
+        self._moved.clear()  # only moves made after this scan count for advance()
+        self._passing.clear()
+        marks = await self._deps.marks.marks(self._name)
+        floor = max(marks.floor, self.value)
+        scan = await self._deps.turns.scan(floor)
+        behind: dict[str, Due] = {}
+        for found in scan.places:
+            mark = marks.places.get(found.place, floor)
+            if found.newest > mark:
+                # The count is from the floor. Every turn at or below the floor has been read (unless
+                # the worker lets waiting places go below it), so for a place whose watermark is at
+                # or below it the count is exact; only a place further along needs its own count.
+                count = found.count
+                if mark > floor or (mark < floor and self._lets_pass):
+                    count = await self._deps.turns.count_after(found.place, mark)
+                behind[found.place] = Due(mark, found.newest, count)
+        self._scan = _Scan(behind, frozenset(marks.places), max(scan.top, floor), floor)
         return {place: due for place, due in behind.items() if not pause.paused("learning", place)}
 
+    def written(self, place: str) -> bool:
+        """Whether the place had a watermark of its own on disk at this tick's scan."""
+        return self._scan is not None and place in self._scan.written
 
-# -- shared queries ---------------------------------------------------------------------------------
-async def places_with_new_turns(deps: ProjectorDeps, name: str) -> dict[str, tuple[int, int, int]]:
-    """Per place: (watermark, newest turn id, how many live turns are past the watermark).
+    def moved(self, place: str, value: int) -> None:
+        """The worker moved a place's watermark this tick (so `advance()` need not read them back;
+        a move it does not hear of only keeps the floor lower, which is safe)."""
+        self._moved[place] = value
 
-    One range scan from the projector's floor (the lowest place watermark still behind), so a tick
-    reads only turns that arrived since, not the whole table. The scan is remembered for
-    `advance_floor` at the end of the tick.
-    """
-    deps.moved.pop(name, None)  # only moves made after this scan count for advance_floor
-    deps.passing.pop(name, None)
-    marks = await deps.marks.marks(name)
-    floor = max(marks.floor, deps.floors.get(name, 0))
-    scan = await deps.turns.scan(floor)
-    out: dict[str, tuple[int, int, int]] = {}
-    for found in scan.places:
-        mark = marks.places.get(found.place, floor)
-        if found.newest > mark:
-            # The count is from the floor. Every turn at or below the floor has been read (unless
-            # this projector lets waiting places go past it, see `let_floor_pass`), so for a place
-            # whose watermark is at or below it the count is exact; only a place further along needs
-            # its own count.
-            count = found.count
-            if mark > floor or (mark < floor and name in deps.floor_passers):
-                count = await deps.turns.count_after(found.place, mark)
-            out[found.place] = (mark, found.newest, count)
-    deps.scans[name] = (out, max(scan.top, floor), floor)
-    return out
+    def let_pass(self, place: str) -> None:
+        """This place's unread turns need not hold the floor: the worker only acts on the place
+        again when it gets new turns (a reflection waits for enough of them), and new turns are
+        always above the floor. Keeps a quiet channel from pinning every scan to its old turns.
+        Only for a worker built with `lets_pass`."""
+        if not self._lets_pass:
+            raise RuntimeError(f"{self._name} does not let places go below its floor")
+        self._passing.add(place)
 
+    async def advance(self) -> None:
+        """At the end of a tick: the floor moves to the lowest watermark among the places still
+        behind; with none behind, to the newest turn id the tick's scan covered (a turn that arrived
+        after it is above that, so it is never skipped)."""
+        if self._scan is None:
+            await self.places(PauseState((), ()))
+        scan, self._scan = self._scan, None
+        assert scan is not None
+        still = [
+            self._moved.get(place, due.mark)
+            for place, due in scan.behind.items()
+            if self._moved.get(place, due.mark) < due.newest and place not in self._passing
+        ]
+        self._moved.clear()
+        self._passing.clear()
+        floor = min(still) if still else scan.top
+        if floor == scan.floor:
+            return
+        saved = self._saved if self._saved is not None else await self._deps.marks.get(self._name)
+        self.value = floor
+        if floor < saved or floor - saved >= FLOOR_PERSIST_STEP:
+            await self._deps.marks.set(self._name, floor)
+            saved = floor
+        self._saved = saved
 
-async def advance_floor(deps: ProjectorDeps, name: str) -> None:
-    """The floor is the lowest watermark among places that still have turns past theirs (paused
-    places keep it low so their turns are not lost); with none behind, the newest turn id the
-    tick's scan covered (a turn that arrived after it is above that, so it is never skipped)."""
-    scan = deps.scans.pop(name, None)
-    if scan is None:
-        await places_with_new_turns(deps, name)
-        scan = deps.scans.pop(name)
-    behind, top, old_floor = scan
-    moved = deps.moved.pop(name, {})
-    passing = deps.passing.pop(name, set())
-    still = [
-        moved.get(place, mark)
-        for place, (mark, newest, _count) in behind.items()
-        if moved.get(place, mark) < newest and place not in passing
-    ]
-    floor = min(still) if still else top
-    if floor == old_floor:
-        return
-    persisted = deps.floors_saved.get(name)
-    if persisted is None:
-        persisted = await deps.marks.get(name)
-    deps.floors[name] = floor
-    if floor < persisted or floor - persisted >= FLOOR_PERSIST_STEP:
-        await deps.marks.set(name, floor)
-        persisted = floor
-    deps.floors_saved[name] = persisted
+    async def reset(self, value: int = 0) -> None:
+        """Lower the floor to `value` (a projection is being rebuilt): on disk first, then in memory."""
+        current = max(await self._deps.marks.get(self._name), self.value)
+        value = min(value, current)
+        await self._deps.marks.set(self._name, value)
+        self.value = self._saved = value
 
 
-async def reset_floor(deps: ProjectorDeps, name: str, value: int = 0) -> None:
-    """Lower the floor to `value` (a projection is being rebuilt): on disk first, then in memory."""
-    current = max(await deps.marks.get(name), deps.floors.get(name, 0))
-    value = min(value, current)
-    await deps.marks.set(name, value)
-    deps.floors[name] = value
-    deps.floors_saved[name] = value
+class PlaceWorker(ProjectorBase):
+    """A worker that reads each place's new turns past its watermark there.
+
+    Its tick: `prepare()`, then `on_place()` for each place with new turns where learning is not
+    paused, then the floor moves, then `finish()`."""
+
+    lets_floor_pass = False  # see Floor.let_pass
+
+    def __init__(self, deps: ProjectorDeps) -> None:
+        super().__init__(deps)
+        self.floor = Floor(self.name, deps, lets_pass=self.lets_floor_pass)
+
+    async def tick(self, pause: PauseState) -> None:
+        await self.prepare(pause)
+        for place, due in (await self.floor.places(pause)).items():
+            await self.on_place(place, due)
+        await self.floor.advance()
+        await self.finish(pause)
+
+    async def prepare(self, pause: PauseState) -> None:
+        """Before the scan (nothing by default)."""
+
+    async def on_place(self, place: str, due: Due) -> None:
+        raise NotImplementedError
+
+    async def finish(self, pause: PauseState) -> None:
+        """After the floor has moved (nothing by default)."""

@@ -9,7 +9,7 @@ rebuilt on the next tick.
 
 from __future__ import annotations
 
-from app.memory.derived import change_counters
+from app.memory.derived import PauseState, change_counters
 from app.memory.quoting import FAMILIAR_SELF
 from app.runtime.projectors.base import ProjectorBase, ProjectorDeps
 
@@ -32,11 +32,8 @@ class PeopleDossierProjector(ProjectorBase):
         self._dossiers_seen: int | None = None
         self._refused = False  # a dossier this tick could not save: look for missing ones next tick
 
-    async def run(self) -> None:
+    async def tick(self, pause: PauseState) -> None:
         deps = self._deps
-        pause = await self._learning()
-        if pause is None:
-            return
         store = deps.history.store
         mark = await deps.marks.get(self.name)
         rows = await deps.facts.people_changed_after(mark, LOG_ROWS)
@@ -87,10 +84,10 @@ class PeopleDossierProjector(ProjectorBase):
             subject, scope, " ".join(text.split())[:MAX_CHARS], facts[-1][0], [fact_id for fact_id, _c in facts]
         )
         if not saved:  # a fact it read was forgotten or retired meanwhile: rebuilt from what is left
-            deps.report(self.name, f"{subject} in {scope}: not saved (a fact changed meanwhile)")
+            self.report(f"{subject} in {scope}: not saved (a fact changed meanwhile)")
             self._refused = True
             return 0
-        deps.report(self.name, f"{subject} in {scope}: folded {len(facts)} facts")
+        self.report(f"{subject} in {scope}: folded {len(facts)} facts")
         return 1
 
     async def _name(self, key: str) -> str:

@@ -19,7 +19,7 @@ from app.memory.facts import FactError
 from app.memory.work_queue import WorkItem
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import ProjectorBase, advance_floor
+from app.runtime.projectors.base import Due, PlaceWorker
 from app.runtime.projectors.conversation import batch_of, participants_line, quiet_for
 from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
@@ -40,15 +40,23 @@ SYSTEM = (
 )
 
 
-class DreamingProjector(ProjectorBase):
+class DreamingProjector(PlaceWorker):
     name = "dreaming"
 
-    async def run(self) -> None:
+    async def on_place(self, place: str, due: Due) -> None:
+        """A conversation quiet for long enough is queued (once: its newest turn is the key)."""
         deps = self._deps
-        pause = await self._learning()
-        if pause is None:
+        last = await deps.history.store.turns_by_ids([due.newest])
+        if quiet_for(last, deps.clock()) < deps.settings.memory.learning.dream_idle_seconds:
             return
-        await self._queue_quiet_conversations(pause)
+        if await deps.queue.enqueue("dream", due.newest, place):
+            deps.queued("dream")
+        await deps.marks.set(self.name, due.newest, place)
+        self.floor.moved(place, due.newest)
+
+    async def finish(self, pause: PauseState) -> None:
+        """One queued conversation is dreamt per tick."""
+        deps = self._deps
         if not deps.may_have_work("dream"):
             return
         item = await deps.queue.next_work("dream", skip_places=pause.learning)
@@ -58,11 +66,11 @@ class DreamingProjector(ProjectorBase):
             learned = await self.dream(item)
         except GarbageAnswerError as exc:
             status = await deps.queue.finish_work(item.id, error=str(exc))
-            deps.report(self.name, f"dream of T#{item.turn_id} {status} (attempt {item.attempts}): {exc}")
+            self.report(f"dream of T#{item.turn_id} {status} (attempt {item.attempts}): {exc}")
             return
         except LLMError as exc:  # an unreachable model is no failed attempt: an outage must not use them up
             status = await deps.queue.release_work(item.id, error=str(exc))
-            deps.report(self.name, f"dream of T#{item.turn_id} {status}, waiting for the background model: {exc}")
+            self.report(f"dream of T#{item.turn_id} {status}, waiting for the background model: {exc}")
             return
         except asyncio.CancelledError:
             raise  # shutting down is no failed attempt: the item stays running and is requeued at start
@@ -70,20 +78,7 @@ class DreamingProjector(ProjectorBase):
             await deps.queue.finish_work(item.id, error=str(exc) or type(exc).__name__)
             raise
         status = await deps.queue.finish_work(item.id)
-        deps.report(self.name, f"dream of T#{item.turn_id} {status}: {learned} facts")
-
-    async def _queue_quiet_conversations(self, pause: PauseState) -> None:
-        deps = self._deps
-        idle = deps.settings.memory.learning.dream_idle_seconds
-        for place, (_mark, newest, _count) in (await self._learnable_places(pause)).items():
-            last = await deps.history.store.turns_by_ids([newest])
-            if quiet_for(last, deps.clock()) < idle:
-                continue
-            if await deps.queue.enqueue("dream", newest, place):
-                deps.queued("dream")
-            await deps.marks.set(self.name, newest, place)
-            deps.moved_mark(self.name, place, newest)
-        await advance_floor(deps, self.name)
+        self.report(f"dream of T#{item.turn_id} {status}: {learned} facts")
 
     async def dream(self, item: WorkItem) -> int:
         """Think over the conversation an item covers (its turns since the previous item of its

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.memory.derived import change_counters
+from app.memory.derived import PauseState, change_counters
 from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
-from app.runtime.projectors.base import ProjectorBase, advance_floor, reset_floor
+from app.runtime.projectors.base import Due, PlaceWorker
 from app.runtime.projectors.conversation import quote_turn
 
 SYSTEM = (
@@ -60,28 +60,22 @@ def parse_reflections(raw: str, turn_ids: set[int], fact_ids: set[int]) -> list[
     return out
 
 
-class ReflectionProjector(ProjectorBase):
+class ReflectionProjector(PlaceWorker):
     name = "reflection"
+    lets_floor_pass = True
 
-    async def run(self) -> None:
-        deps = self._deps
-        pause = await self._learning()
-        if pause is None:
-            return
-        learning = deps.settings.memory.learning
+    async def prepare(self, _pause: PauseState) -> None:
         await self._restart_if_emptied()
-        marks = None
-        for place, (mark, newest, count) in (await self._learnable_places(pause)).items():
-            if count < learning.reflection_turns:
-                # Only more turns can make it due: the floor need not wait for it. Its watermark is
-                # written down first, so it does not default to the floor once the floor has passed.
-                marks = marks if marks is not None else (await deps.marks.marks(self.name)).places
-                if place not in marks:
-                    await deps.marks.set(self.name, mark, place)
-                deps.let_floor_pass(self.name, place)
-                continue
-            await self.reflect(place, newest)
-        await advance_floor(deps, self.name)
+
+    async def on_place(self, place: str, due: Due) -> None:
+        if due.count >= self._deps.settings.memory.learning.reflection_turns:
+            await self.reflect(place, due.newest)
+            return
+        # Only more turns can make it due: the floor need not wait for it. Its watermark is written
+        # down first, so it does not default to the floor once the floor has passed.
+        if not self.floor.written(place):
+            await self._deps.marks.set(self.name, due.mark, place)
+        self.floor.let_pass(place)
 
     async def _restart_if_emptied(self) -> None:
         """The reflections table was emptied (to rebuild it): start every place over. Reflections
@@ -93,14 +87,14 @@ class ReflectionProjector(ProjectorBase):
             return
         if await deps.marks.get(self.name, RESET_KEY) == written:
             return
-        await reset_floor(deps, self.name)  # the floor first: a crash loses nothing
+        await self.floor.reset()  # the floor first: a crash loses nothing
         places = (await deps.marks.marks(self.name)).places
         # Every place back to 0 and the emptying noted as handled, together.
         await deps.marks.advance(
             *(WatermarkAdvance(self.name, 0, place) for place in places),
             WatermarkAdvance(self.name, written, RESET_KEY),
         )
-        deps.report(self.name, "the reflections were emptied; rebuilding them")
+        self.report("the reflections were emptied; rebuilding them")
 
     async def reflect(self, place: str, newest: int) -> int:
         deps = self._deps
@@ -133,6 +127,6 @@ class ReflectionProjector(ProjectorBase):
             last_fact_id=last_fact,
             watermark_name=self.name,
         )
-        deps.moved_mark(self.name, place, newest)
-        deps.report(self.name, garbage or f"{place}: {stored} reflections up to T#{newest}")
+        self.floor.moved(place, newest)
+        self.report(garbage or f"{place}: {stored} reflections up to T#{newest}")
         return stored

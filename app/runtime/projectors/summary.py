@@ -6,8 +6,9 @@ place's summary is rebuilt from its turns.
 
 from __future__ import annotations
 
+from app.memory.derived import PauseState
 from app.memory.watermarks import WatermarkAdvance
-from app.runtime.projectors.base import ProjectorBase, advance_floor, reset_floor
+from app.runtime.projectors.base import Due, PlaceWorker
 from app.runtime.projectors.conversation import quiet_for, quote_turn
 
 SYSTEM = (
@@ -18,43 +19,40 @@ SYSTEM = (
 MAX_CHARS = 2000
 
 
-class RollingSummaryProjector(ProjectorBase):
+class RollingSummaryProjector(PlaceWorker):
     name = "rolling_summary"
 
-    async def run(self) -> None:
-        deps = self._deps
-        pause = await self._learning()
-        if pause is None:
-            return
-        learning = deps.settings.memory.learning
+    async def prepare(self, _pause: PauseState) -> None:
         await self._restart_dropped()
-        for place, (mark, _newest, count) in (await self._learnable_places(pause)).items():
-            turns = await deps.history.store.turns_after(place, mark, learning.max_turns_per_tick)
-            if count < learning.summary_turns and quiet_for(turns, deps.clock()) < learning.tick_seconds:
-                continue
-            previous = await deps.projections.summary(place)
-            lines = "\n".join(quote_turn(t) for t in turns)
-            user = f"Previous summary:\n{previous.text if previous else '(none yet)'}\n\nNew messages:\n{lines}"
-            text = await deps.llm.complete(
-                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-                max_tokens=400,
-                temperature=0.2,
-            )
-            text = " ".join(text.split())[:MAX_CHARS]
-            saved = await deps.projections.save_summary(
-                place,
-                text,
-                turns[-1].id,
-                watermark_name=self.name,
-                shown_turn_ids=[t.id for t in turns],
-                based_on=previous.last_turn_id if previous else None,
-            )
-            if not saved:  # a message it read was deleted meanwhile: written again next tick, without it
-                deps.report(self.name, f"{place}: summary not saved (a message it read was deleted meanwhile)")
-                continue
-            deps.moved_mark(self.name, place, turns[-1].id)
-            deps.report(self.name, f"{place}: summary now covers up to T#{turns[-1].id}")
-        await advance_floor(deps, self.name)
+
+    async def on_place(self, place: str, due: Due) -> None:
+        deps = self._deps
+        learning = deps.settings.memory.learning
+        turns = await deps.history.store.turns_after(place, due.mark, learning.max_turns_per_tick)
+        if due.count < learning.summary_turns and quiet_for(turns, deps.clock()) < learning.tick_seconds:
+            return
+        previous = await deps.projections.summary(place)
+        lines = "\n".join(quote_turn(t) for t in turns)
+        user = f"Previous summary:\n{previous.text if previous else '(none yet)'}\n\nNew messages:\n{lines}"
+        text = await deps.llm.complete(
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+            max_tokens=400,
+            temperature=0.2,
+        )
+        text = " ".join(text.split())[:MAX_CHARS]
+        saved = await deps.projections.save_summary(
+            place,
+            text,
+            turns[-1].id,
+            watermark_name=self.name,
+            shown_turn_ids=[t.id for t in turns],
+            based_on=previous.last_turn_id if previous else None,
+        )
+        if not saved:  # a message it read was deleted meanwhile: written again next tick, without it
+            self.report(f"{place}: summary not saved (a message it read was deleted meanwhile)")
+            return
+        self.floor.moved(place, turns[-1].id)
+        self.report(f"{place}: summary now covers up to T#{turns[-1].id}")
 
     async def _restart_dropped(self) -> None:
         """A place whose summary row is gone (the table was emptied to rebuild it, or a deleted message
@@ -68,6 +66,6 @@ class RollingSummaryProjector(ProjectorBase):
             return
         tail = deps.settings.memory.learning.max_turns_per_tick
         starts = {place: await deps.turns.tail_start(place, tail) for place in places}
-        await reset_floor(deps, self.name, min(starts.values()))
+        await self.floor.reset(min(starts.values()))
         await deps.marks.advance(*(WatermarkAdvance(self.name, start, place) for place, start in starts.items()))
-        deps.report(self.name, f"rebuilding the summary of {', '.join(places)}")
+        self.report(f"rebuilding the summary of {', '.join(places)}")

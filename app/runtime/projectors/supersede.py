@@ -8,6 +8,7 @@ fact's subjects lose their dossiers, so the dossier worker rebuilds them clean.
 
 from __future__ import annotations
 
+from app.memory.derived import PauseState
 from app.memory.facts import Fact
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
 from app.runtime.projectors.base import ProjectorBase
@@ -38,11 +39,8 @@ def parse_retire(raw: str, allowed: set[int]) -> list[int]:
 class FactSupersedeProjector(ProjectorBase):
     name = "fact_supersede"
 
-    async def run(self) -> None:
+    async def tick(self, pause: PauseState) -> None:
         deps = self._deps
-        pause = await self._learning()
-        if pause is None:
-            return
         mark = await deps.marks.get(self.name)
         rows = await deps.facts.activations_after(mark, MAX_PER_TICK)
         facts = await deps.history.facts.get_many([row.fact_id for row in rows])
@@ -74,11 +72,11 @@ class FactSupersedeProjector(ProjectorBase):
                 deps.llm, SYSTEM, user, lambda a: parse_retire(a, {p.id for p in priors}), errors=(SupersedeError,)
             )
         except GarbageAnswerError as exc:
-            deps.report(self.name, f"F#{fact.id}: left as is ({exc})")
+            self.report(f"F#{fact.id}: left as is ({exc})")
             return []
         retired = [old for old in retire if await deps.history.facts.supersede(old, fact.id) == "superseded"]
         if retired:
             subjects = {s for p in priors if p.id in retired for s in p.subjects} | set(fact.subjects)
             await deps.projections.drop_dossiers(sorted(subjects))
-            deps.report(self.name, f"F#{fact.id} retired {', '.join(f'F#{i}' for i in retired)}")
+            self.report(f"F#{fact.id} retired {', '.join(f'F#{i}' for i in retired)}")
         return retired

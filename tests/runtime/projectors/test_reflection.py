@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from app.runtime.projectors.reflection import ReflectionProjector
 from app.runtime.service import Familiar
 from tests.fakes.llm_server import FakeLLM
 from tests.runtime.projectors.conftest import Familiars
@@ -161,7 +162,9 @@ async def test_a_quiet_place_below_the_threshold_does_not_hold_the_scan_back(
     fake_llm.script(_answer())
     await familiar.learn_now()
     # The floor (where the next scan starts) moved past the quiet place's two unread turns.
-    assert familiar.projector_deps.floors["reflection"] >= busy[-1]
+    [worker] = familiar.learning.projectors
+    assert isinstance(worker, ReflectionProjector)
+    assert worker.floor.value >= busy[-1]
     more = await add_turns(familiar, turn("three", ALICE, place=OTHER_PLACE))
     fake_llm.script(_answer())
     await familiar.learn_now()

@@ -64,11 +64,11 @@ class _Counter:
     def __init__(self, deps: ProjectorDeps) -> None:
         self._deps = deps
 
-    async def run(self) -> None:
+    async def run(self) -> str:
         mark = await self._deps.marks.get(self.name)
         newest = await self._deps.history.store.max_turn_id()
-        self._deps.report(self.name, f"saw {newest - mark} new turns")
         await self._deps.marks.set(self.name, newest)
+        return f"saw {newest - mark} new turns"
 
 
 @pytest.mark.asyncio
