@@ -19,10 +19,11 @@ import aiosqlite
 from app.memory.errors import StoreError
 from app.memory.policy import place_problem
 from app.memory.store import Store, now_iso
-from app.memory.watermarks import WatermarkAdvance, advance_in
+from app.memory.watermarks import WatermarkAdvance, advance_in, rewind_in
 
 PauseKind = Literal["learning", "recall"]
 EVERYWHERE = "*"
+REFLECTION_WORKER = "reflection"  # the worker the reflections are written by (its watermark moves with them)
 KEEP_EXPLANATIONS = 5000  # replies whose explanation stays available
 PRUNE_EVERY = 100
 
@@ -329,6 +330,36 @@ async def _any_gone_fact(conn: aiosqlite.Connection, fact_ids: Sequence[int]) ->
     ) as cursor:
         row = await cursor.fetchone()
     return int(row[0] if row else 0) < len(set(fact_ids))
+
+
+async def drop_reflections_citing(
+    conn: aiosqlite.Connection, *, fact_ids: Sequence[int] = (), turn_ids: Sequence[int] = ()
+) -> int:
+    """Inside the caller's transaction: drop the reflections citing any of these facts or turns (their
+    text may quote them), and send the reflection worker back, at each place that lost one, to where
+    the reflections still standing there end, so it reflects again on what remains. Returns how many
+    were dropped."""
+    dropped: list[tuple[str, int]] = []
+    for column, ids in (("cited_fact_ids", fact_ids), ("cited_turn_ids", turn_ids)):
+        if ids:
+            dropped += [
+                (str(r[0]), int(r[1]))
+                for r in await conn.execute_fetchall(
+                    f"DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.{column}) j"
+                    " WHERE j.value IN (SELECT value FROM json_each(?))) RETURNING place, last_turn_id",
+                    (json.dumps(sorted(set(ids))),),
+                )
+            ]
+    lowest: dict[str, int] = {}
+    for place, last_turn_id in dropped:
+        lowest[place] = min(last_turn_id, lowest.get(place, last_turn_id))
+    for place, first_lost in sorted(lowest.items()):
+        rows = await conn.execute_fetchall(
+            "SELECT COALESCE(MAX(last_turn_id), 0) FROM reflections WHERE place = ? AND last_turn_id < ?",
+            (place, first_lost),
+        )
+        await rewind_in(conn, REFLECTION_WORKER, place, int(next(iter(rows))[0]))
+    return len(dropped)
 
 
 def _dossier(row: Sequence[Any]) -> Dossier:

@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeGuard
 
 import aiosqlite
 
+from app.memory.derived import drop_reflections_citing
 from app.memory.errors import RevisionConflictError, StoreError
 from app.memory.policy import (
     FACT_TYPES,
@@ -288,12 +289,7 @@ async def drop_projections_quoting(conn: aiosqlite.Connection, turn_ids: Sequenc
             summaries += max(cursor.rowcount, 0)
         out.append(("summaries", summaries))
     if "reflections" in present:
-        cursor = await conn.execute(
-            "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_turn_ids) j"
-            f" WHERE j.value IN ({marks}))",
-            list(turn_ids),
-        )
-        out.append(("reflections", max(cursor.rowcount, 0)))
+        out.append(("reflections", await drop_reflections_citing(conn, turn_ids=turn_ids)))
     return out
 
 
@@ -1005,12 +1001,7 @@ class FactBook:
             out.append(("people_dossiers", max(cursor.rowcount, 0)))
         citing = 0
         if "reflections" in present:
-            cursor = await conn.execute(
-                "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_fact_ids) j"
-                f" WHERE j.value IN ({marks}))",
-                ids,
-            )
-            citing = max(cursor.rowcount, 0)
+            citing = await drop_reflections_citing(conn, fact_ids=ids)
         quoting = dict(await drop_projections_quoting(conn, source_ids))
         if "reflections" in present:
             out.append(("reflections", citing + quoting.get("reflections", 0)))

@@ -5,7 +5,8 @@ next scan for new turns starts from). A watermark moves alone, or with the write
 write is given a `WatermarkAdvance` and moves it in its own transaction, so the work and the mark
 that says it is done land together or not at all.
 
-Keys starting with "#" are a worker's notes to itself, not places.
+Keys starting with "#" are notes, not places: how often the worker was rewound from outside (what
+it made was erased, see `rewind_in`), and markers a worker keeps for itself.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import aiosqlite
 from app.memory.store import Store, now_iso
 
 FLOOR = ""
+REWINDS = "#rewinds"  # how many times something outside the worker sent it back (`rewind_in`)
 
 _UPSERT = (
     "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, ?, ?)"
@@ -40,6 +42,7 @@ class Marks:
 
     floor: int  # key "": the floor, or the single watermark of a worker without places
     places: Mapping[str, int]
+    rewinds: int  # moves when something outside the worker rewinds it: its floor in memory is stale
 
 
 class Watermarks:
@@ -58,7 +61,7 @@ class Watermarks:
         rows = await self._store.read_all("SELECT key, watermark FROM projector_state WHERE name = ?", (name,))
         found = {str(r[0]): int(r[1]) for r in rows}
         places = {key: value for key, value in found.items() if key and not key.startswith("#")}
-        return Marks(floor=found.get(FLOOR, 0), places=places)
+        return Marks(floor=found.get(FLOOR, 0), places=places, rewinds=found.get(REWINDS, 0))
 
     async def set(self, name: str, value: int, key: str = FLOOR) -> None:
         await self.advance(WatermarkAdvance(name, value, key))
@@ -78,3 +81,27 @@ async def advance_in(conn: aiosqlite.Connection, advances: Sequence[WatermarkAdv
     now = now_iso()
     for advance in advances:
         await conn.execute(_UPSERT, (advance.name, advance.key, advance.value, now))
+
+
+async def rewind_in(conn: aiosqlite.Connection, name: str, key: str, to: int) -> None:
+    """Inside the caller's transaction: what worker `name` made at place `key` is gone, so its
+    watermark there goes back to `to` (never forward), its floor too (so the next scan reaches the
+    place's turns again), and its rewind count moves (so a running worker stops trusting the floor
+    it keeps in memory)."""
+    now = now_iso()
+    await conn.execute(
+        "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (name, key) DO UPDATE SET watermark = MIN(watermark, excluded.watermark),"
+        " updated_at = excluded.updated_at",
+        (name, key, to, now),
+    )
+    # No floor row means a floor of 0: nothing to lower.
+    await conn.execute(
+        "UPDATE projector_state SET watermark = MIN(watermark, ?), updated_at = ? WHERE name = ? AND key = ?",
+        (to, now, name, FLOOR),
+    )
+    await conn.execute(
+        "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, 1, ?)"
+        " ON CONFLICT (name, key) DO UPDATE SET watermark = watermark + 1, updated_at = excluded.updated_at",
+        (name, REWINDS, now),
+    )

@@ -162,6 +162,7 @@ class Floor:
         self._lets_pass = lets_pass
         self.value = 0  # the floor as this process last moved it
         self._saved: int | None = None  # the floor on disk, as this process last wrote or read it
+        self._rewinds: int | None = None  # the worker's rewind count at the last scan
         self._scan: _Scan | None = None
         self._moved: dict[str, int] = {}
         self._passing: set[str] = set()
@@ -175,6 +176,11 @@ class Floor:
         self._moved.clear()  # only moves made after this scan count for advance()
         self._passing.clear()
         marks = await self._deps.marks.marks(self._name)
+        if self._rewinds is not None and marks.rewinds != self._rewinds:
+            # Something it made was erased and its watermarks sent back (a forget, in this process
+            # or another): the floor written down was lowered with them, the one in memory was not.
+            self.value, self._saved = marks.floor, marks.floor
+        self._rewinds = marks.rewinds
         floor = max(marks.floor, self.value)
         scan = await self._deps.turns.scan(floor)
         behind: dict[str, Due] = {}
