@@ -3,6 +3,8 @@ became active, a person's facts that changed), and the current facts a prompt sh
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.memory.facts import Fact, FactBook
@@ -62,6 +64,19 @@ class FactFeed:
             (subject, scope, limit),
         )
         return sorted((int(r[0]), str(r[1])) for r in rows)
+
+    async def source_places(self, fact_ids: Sequence[int]) -> dict[int, frozenset[str]]:
+        """Where each of these facts was said: the places of the messages it came from (a fact
+        without sources, such as one the owner remembered, is left out)."""
+        rows = await self._store.read_all(
+            "SELECT s.fact_id, t.place FROM fact_sources s JOIN turns t ON t.id = s.turn_id"
+            " WHERE s.fact_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(set(fact_ids))),),
+        )
+        places: dict[int, set[str]] = {}
+        for fact_id, place in rows:
+            places.setdefault(int(fact_id), set()).add(str(place))
+        return {fact_id: frozenset(found) for fact_id, found in places.items()}
 
     async def recent_at(self, place: str, limit: int) -> list[Fact]:
         """The newest `limit` active current facts that may be recalled at `place`, oldest first."""

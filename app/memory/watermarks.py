@@ -6,12 +6,13 @@ write is given a `WatermarkAdvance` and moves it in its own transaction, so the 
 that says it is done land together or not at all.
 
 Keys starting with "#" are notes, not places: how often the worker was rewound from outside (what
-it made was erased, see `rewind_in`), and markers a worker keeps for itself.
+it made was erased, see `rewind_in`), the items it passed over while learning was paused where they
+were said (to be done once it resumes, see `settle`), and markers a worker keeps for itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import aiosqlite
@@ -20,6 +21,7 @@ from app.memory.store import Store, now_iso
 
 FLOOR = ""
 REWINDS = "#rewinds"  # how many times something outside the worker sent it back (`rewind_in`)
+_DEFERRED = "#deferred:"  # + an item the worker passed over while learning was paused
 
 _UPSERT = (
     "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, ?, ?)"
@@ -74,6 +76,37 @@ class Watermarks:
     async def reset(self, name: str) -> None:
         """Forget everything a worker wrote down: it starts from the first turn."""
         await self._store.write([("DELETE FROM projector_state WHERE name = ?", (name,))])
+
+    async def deferred(self, name: str) -> dict[str, int]:
+        """The items a worker passed over while learning was paused, each with where its watermark
+        stood when it met it."""
+        rows = await self._store.read_all(
+            "SELECT substr(key, ?), watermark FROM projector_state WHERE name = ? AND substr(key, 1, ?) = ?",
+            (len(_DEFERRED) + 1, name, len(_DEFERRED), _DEFERRED),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    async def settle(
+        self,
+        name: str,
+        *,
+        watermark: int | None = None,
+        defer: Mapping[str, int] | None = None,
+        done: Iterable[str] = (),
+    ) -> None:
+        """In one transaction: move the worker's single watermark past what it read, note the items
+        it passed over (`defer`: item -> where it met it), and drop the notes of those it has done.
+        The watermark may pass a deferred item only together with its note: nothing is lost."""
+        now = now_iso()
+        async with self._store.transaction() as conn:
+            if watermark is not None:
+                await advance_in(conn, [WatermarkAdvance(name, watermark)])
+            await conn.executemany(
+                "DELETE FROM projector_state WHERE name = ? AND key = ?", [(name, _DEFERRED + item) for item in done]
+            )
+            await conn.executemany(
+                _UPSERT, [(name, _DEFERRED + item, position, now) for item, position in (defer or {}).items()]
+            )
 
 
 async def advance_in(conn: aiosqlite.Connection, advances: Sequence[WatermarkAdvance]) -> None:

@@ -15,7 +15,7 @@ ticks is its own (a `Floor`, its report), never a name-keyed entry on the shared
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -96,6 +96,15 @@ class ProjectorDeps:
         """False only when this tick's start saw no queued work of this kind."""
         return self.tick_queued is None or kind in self.tick_queued
 
+    async def held_by_pause(self, pause: PauseState, scopes: Mapping[int, str]) -> set[int]:
+        """Which of these facts (id -> scope) learning may not use while `pause` holds: those whose
+        scope is paused, and those said where learning is paused (a message they came from was)."""
+        if not pause.learning:
+            return set()
+        held = {fact_id for fact_id, scope in scopes.items() if pause.paused("learning", scope)}
+        said = await self.facts.source_places([fact_id for fact_id in scopes if fact_id not in held])
+        return held | {fact_id for fact_id, places in said.items() if any(pause.paused("learning", p) for p in places)}
+
     def channel_scoped(self, place: str) -> bool:
         """Whether facts learnt at `place` stay in its channel (`[memory] channel_scope_guilds`)."""
         if not place.startswith("guild:") or "/" not in place:
@@ -128,6 +137,42 @@ class ProjectorBase:
         """What the tick did (the last report of a tick is what `run()` returns)."""
         self._said = text
         _log.info("%s: %s", self.name, text)
+
+
+class Deferrals:
+    """The items a worker passed over because learning was paused where their facts were said.
+
+    They are written down with the worker's watermark (`settle`), so the watermark moves on and
+    nothing is lost, and they are looked at again whenever the pause switches have changed since the
+    worker last went through them (and once after a start). Only the worker writes its own notes, so
+    after the first read it knows which there are without reading them again."""
+
+    def __init__(self, name: str, deps: ProjectorDeps) -> None:
+        self._name = name
+        self._deps = deps
+        self._looked_under: tuple[str, ...] | None = None  # the learning pauses of the last full look
+        self._known: set[str] = set()  # the items noted on disk (read by the first `due()`)
+
+    async def due(self, pause: PauseState) -> dict[str, int]:
+        """The deferred items (item -> where the worker met it) to look at again this tick."""
+        if pause.learning == self._looked_under:
+            return {}
+        found = await self._deps.marks.deferred(self._name)
+        self._known = set(found)
+        return found
+
+    def looked(self, pause: PauseState) -> None:
+        """Every item `due()` gave under this pause has been looked at: not again until it changes."""
+        self._looked_under = pause.learning
+
+    async def settle(self, *, watermark: int | None, defer: Mapping[str, int], done: Iterable[str]) -> None:
+        """Move the worker's watermark, note the items passed over and drop the notes of the items
+        done, in one transaction (none when there is nothing to write)."""
+        finished = [item for item in done if item in self._known and item not in defer]
+        if watermark is None and not defer and not finished:
+            return
+        await self._deps.marks.settle(self._name, watermark=watermark, defer=defer, done=finished)
+        self._known = (self._known - set(finished)) | set(defer)
 
 
 @dataclass(frozen=True, slots=True)
