@@ -19,7 +19,6 @@ from app.memory.facts import FactError
 from app.memory.work_queue import WorkItem
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import Due, PlaceWorker
 from app.runtime.projectors.conversation import batch_of, participants_line, quiet_for
 from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
@@ -29,6 +28,7 @@ from app.runtime.projectors.extraction import (
     render_batch,
     to_new_fact,
 )
+from app.runtime.projectors.place_worker import Due, PlaceWorker
 
 MAX_CANDIDATES = 5
 KNOWN_FACTS = 30  # the newest facts known at the place, shown so they are not proposed again

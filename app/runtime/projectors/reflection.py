@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from app.memory.derived import PauseState, change_counters
 from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
-from app.runtime.projectors.base import Due, PlaceWorker
 from app.runtime.projectors.conversation import quote_turn
+from app.runtime.projectors.place_worker import Due, PlaceWorker
 
 SYSTEM = (
     "You reflect on a conversation: name a pattern, a recurring tension, an open question or a theme,"

@@ -17,7 +17,6 @@ from app.memory.facts import FactError
 from app.memory.records import Turn
 from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import Due, PlaceWorker
 from app.runtime.projectors.conversation import batch_of, participants_line, quiet_for
 from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
@@ -27,6 +26,7 @@ from app.runtime.projectors.extraction import (
     render_batch,
     to_new_fact,
 )
+from app.runtime.projectors.place_worker import Due, PlaceWorker
 
 MAX_BATCHES_PER_PLACE = 5  # per tick
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from app.memory.derived import PauseState
 from app.memory.watermarks import WatermarkAdvance
-from app.runtime.projectors.base import Due, PlaceWorker
 from app.runtime.projectors.conversation import quiet_for, quote_turn
+from app.runtime.projectors.place_worker import Due, PlaceWorker
 
 SYSTEM = (
     "You keep a running summary of a chat for someone who will join later. Fold the new messages into"
