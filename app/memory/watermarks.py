@@ -101,12 +101,12 @@ class Watermarks:
         async with self._store.transaction() as conn:
             if watermark is not None:
                 await advance_in(conn, [WatermarkAdvance(name, watermark)])
-            await conn.executemany(
-                "DELETE FROM projector_state WHERE name = ? AND key = ?", [(name, _DEFERRED + item) for item in done]
-            )
-            await conn.executemany(
-                _UPSERT, [(name, _DEFERRED + item, position, now) for item, position in (defer or {}).items()]
-            )
+            gone = [(name, _DEFERRED + item) for item in done]
+            if gone:
+                await conn.executemany("DELETE FROM projector_state WHERE name = ? AND key = ?", gone)
+            noted = [(name, _DEFERRED + item, position, now) for item, position in (defer or {}).items()]
+            if noted:
+                await conn.executemany(_UPSERT, noted)
 
 
 async def advance_in(conn: aiosqlite.Connection, advances: Sequence[WatermarkAdvance]) -> None:

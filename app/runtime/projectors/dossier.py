@@ -64,7 +64,8 @@ class PeopleDossierProjector(ProjectorBase):
         if len(rows) == LOG_ROWS:  # the limit may have cut the last log row's subjects: read it again next time
             new_mark = rows[-1].position - 1
         # Pairs passed over while learning was paused, looked at again now the switches have changed.
-        retry = {_pair(item): position for item, position in (await self._deferrals.due(pause)).items()}
+        due = sorted((await self._deferrals.due(pause)).items(), key=lambda pair: pair[1])
+        retry = {_pair(item): position for item, position in due}
         acted = own = 0
         self._refused = False
         defer: dict[str, int] = {}

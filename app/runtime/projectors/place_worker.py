@@ -43,8 +43,10 @@ class Floor:
     def __init__(self, name: str, deps: ProjectorDeps, *, lets_pass: bool = False) -> None:
         self._name = name
         self._deps = deps
-        # Whether the worker lets places it is waiting on go below the floor (`let_pass`).
+        # Whether the worker may let places it is waiting on go below the floor (`let_pass`), and
+        # whether it has, in this process.
         self._lets_pass = lets_pass
+        self._has_let_pass = False
         self.value = 0  # the floor as this process last moved it
         self._saved: int | None = None  # the floor on disk, as this process last wrote or read it
         self._rewinds: int | None = None  # the worker's rewind count at the last scan
@@ -73,10 +75,10 @@ class Floor:
             mark = marks.places.get(found.place, floor)
             if found.newest > mark:
                 # The count is from the floor. Every turn at or below the floor has been read (unless
-                # the worker lets waiting places go below it), so for a place whose watermark is at
+                # the worker has let waiting places go below it), so for a place whose watermark is at
                 # or below it the count is exact; only a place further along needs its own count.
                 count = found.count
-                if mark > floor or (mark < floor and self._lets_pass):
+                if mark > floor or (mark < floor and self._has_let_pass):
                     count = await self._deps.turns.count_after(found.place, mark)
                 behind[found.place] = Due(mark, found.newest, count)
         self._scan = _Scan(behind, frozenset(marks.places), max(scan.top, floor), floor)
@@ -98,6 +100,7 @@ class Floor:
         Only for a worker built with `lets_pass`."""
         if not self._lets_pass:
             raise RuntimeError(f"{self._name} does not let places go below its floor")
+        self._has_let_pass = True
         self._passing.add(place)
 
     async def advance(self) -> None:

@@ -46,21 +46,26 @@ class FactSupersedeProjector(ProjectorBase):
     def __init__(self, deps: ProjectorDeps) -> None:
         super().__init__(deps)
         self._deferrals = Deferrals(self.name, deps)
+        self._asked = 0  # facts shown to the model this tick
 
     async def tick(self, pause: PauseState) -> None:
         deps = self._deps
         mark = await deps.marks.get(self.name)
-        # Facts passed over while learning was paused, looked at again now the switches have
-        # changed (first: they became active before the new ones).
-        due = await self._deferrals.due(pause)
-        retry = dict(list(due.items())[:MAX_PER_TICK])
+        # Facts passed over while learning was paused, looked at again now the switches have changed
+        # (first, in the order they became active: before the new ones).
+        retry = sorted((await self._deferrals.due(pause)).items(), key=lambda pair: pair[1])
         rows = await deps.facts.activations_after(mark, MAX_PER_TICK)
-        facts = await deps.history.facts.get_many([int(item) for item in retry] + [row.fact_id for row in rows])
+        facts = await deps.history.facts.get_many([int(item) for item, _p in retry] + [row.fact_id for row in rows])
         start = mark
         defer: dict[str, int] = {}
         done: list[str] = []
+        self._asked = 0
+        looked = True
         try:
-            for item in retry:
+            for item, _position in retry:
+                if self._asked >= MAX_PER_TICK:  # the rest next tick
+                    looked = False
+                    break
                 fact = facts.get(int(item))
                 if not _standing(fact) or not await self._consider(fact, pause, whole=True):
                     done.append(item)
@@ -73,7 +78,7 @@ class FactSupersedeProjector(ProjectorBase):
             # Once per tick; after a crash the facts since are considered again, and retiring a fact
             # already retired is skipped, never re-linked.
             await self._deferrals.settle(watermark=mark if mark > start else None, defer=defer, done=done)
-        if len(retry) == len(due):
+        if looked:
             self._deferrals.looked(pause)
 
     async def _consider(self, fact: Fact, pause: PauseState, *, whole: bool) -> bool:
@@ -90,6 +95,7 @@ class FactSupersedeProjector(ProjectorBase):
         shown = [p for p in priors if p.id not in held]
         if fact.id in held or (held and whole) or not shown:
             return bool(held)
+        self._asked += 1
         user = f"New fact: [F#{fact.id}] {fact.content}\n\nEarlier facts:\n" + "\n".join(
             f"[F#{p.id}] {p.content}" for p in shown
         )
