@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.memory.facts import Fact, NewFact
+from app.runtime.projectors import supersede
 from app.runtime.service import Familiar
 from tests.fakes.llm_server import FakeLLM
 from tests.runtime.projectors.conftest import Familiars
@@ -18,6 +19,7 @@ from tests.runtime.projectors.helpers import (
     ALICE,
     BOB,
     DM,
+    GUILD,
     GUILD_SCOPE,
     OTHER_PLACE,
     PLACE,
@@ -152,10 +154,10 @@ async def test_pausing_a_guild_pauses_learning_in_its_channels(familiars: Famili
 
 
 # -- the workers that read facts: a fact is held by a pause where it was said ------------------------
-async def _said(familiar: Familiar, content: str, where: str) -> Fact:
-    """A fact extraction learnt from a message Alice just sent at `where` (active at once; guild scope)."""
-    [source] = await add_turns(familiar, turn(f"about that: {content}", ALICE, place=where))
-    new = NewFact(content, "episodic", 5, 0.9, (ALICE,), where, speaker=ALICE, source_turn_ids=(source,))
+async def _said(familiar: Familiar, content: str, where: str, *, speaker: str = ALICE) -> Fact:
+    """A fact extraction learnt from what `speaker` just said at `where` (active at once; guild scope)."""
+    [source] = await add_turns(familiar, turn(f"about that: {content}", speaker, place=where))
+    new = NewFact(content, "episodic", 5, 0.9, (speaker,), where, speaker=speaker, source_turn_ids=(source,))
     return await insert(familiar, new)
 
 
@@ -257,3 +259,26 @@ async def test_a_fact_held_by_a_pause_does_not_hold_up_the_facts_after_it(
 
     [request] = requests_of(fake_llm, "fact_supersede")
     assert prompt(request).startswith(f"New fact: [F#{coffee.id}]")
+
+
+async def test_facts_still_held_do_not_crowd_out_the_ones_a_resume_frees(
+    familiars: Familiars, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(supersede, "MAX_PER_TICK", 1)  # one fact shown to the model per tick
+    familiar = await familiars.open(learning("fact_supersede"))
+    await _said(familiar, "Alice drinks tea.", f"guild:{GUILD}/503")
+    await familiar.learn_now()
+    await familiar.set_paused("learning", PLACE, True)
+    await familiar.set_paused("learning", OTHER_PLACE, True)
+    await _said(familiar, "Bob repairs bicycles.", PLACE, speaker=BOB)  # stays held: met first
+    coffee = await _said(familiar, "Alice drinks coffee.", OTHER_PLACE)
+    cocoa = await _said(familiar, "Alice drinks cocoa.", OTHER_PLACE)
+    for _ in range(3):  # one status-log row per tick
+        await familiar.learn_now()
+    assert requests_of(fake_llm, "fact_supersede") == []
+
+    await familiar.set_paused("learning", OTHER_PLACE, False)
+    await familiar.learn_now()
+    await familiar.learn_now()
+    asked = [prompt(r).split("]", 1)[0] for r in requests_of(fake_llm, "fact_supersede")]
+    assert asked == [f"New fact: [F#{coffee.id}", f"New fact: [F#{cocoa.id}"]
