@@ -394,15 +394,15 @@ async def build(
 async def settle_watermarks(familiar: Familiar, names: Sequence[str] = PROJECTORS) -> None:
     """Put every projector's watermarks at the newest turn / status-log row, as a caught-up familiar has them."""
     store = familiar.history.store
-    projections = familiar.projections
+    marks = familiar.projector_deps.marks
     newest = await store.max_turn_id()
     per_place = await store.read_all("SELECT place, MAX(id) FROM turns GROUP BY place")
     log = await store.read_one("SELECT COALESCE(MAX(rowid), 0) FROM fact_status_log")
     log_top = int(log[0]) if log else 0
     for name in names:
         if name in ("people_dossier", "fact_supersede"):
-            await projections.set_watermark(name, log_top)
+            await marks.set(name, log_top)
             continue
         for place, top in per_place:
-            await projections.set_watermark(name, int(top), str(place))
-        await projections.set_watermark(name, newest)
+            await marks.set(name, int(top), str(place))
+        await marks.set(name, newest)

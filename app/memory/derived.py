@@ -1,5 +1,5 @@
-"""Projections of the conversation (summaries, dossiers, reflections), their watermarks, the pause
-switches, the dreaming queue and the per-reply explanations.
+"""Projections of the conversation (summaries, dossiers, reflections), the pause switches and the
+per-reply explanations. (The workers' watermarks are in watermarks.py, their queue in work_queue.py.)
 
 Every projection here can be dropped and rebuilt from turns and facts; the pause switches and the
 explanations are owner-facing records. No Qt, no Discord, no LLM: the projectors in app/runtime
@@ -11,24 +11,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import aiosqlite
 
 from app.memory.errors import StoreError
 from app.memory.policy import place_problem
-from app.memory.store import Store
+from app.memory.store import Store, now_iso
+from app.memory.watermarks import WatermarkAdvance, advance_in, rewind_in
 
 PauseKind = Literal["learning", "recall"]
 EVERYWHERE = "*"
-MAX_ATTEMPTS = 3
+REFLECTION_WORKER = "reflection"  # the worker the reflections are written by (its watermark moves with them)
 KEEP_EXPLANATIONS = 5000  # replies whose explanation stays available
 PRUNE_EVERY = 100
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,40 +67,11 @@ class PauseState:
         return EVERYWHERE in chosen or place in chosen or place.split("/", 1)[0] in chosen
 
 
-@dataclass(frozen=True, slots=True)
-class WorkItem:
-    id: int
-    kind: str
-    turn_id: int
-    place: str | None
-    status: str
-    attempts: int
-    last_error: str | None
-    created_at: datetime
-
-
 class Projections:
     """SQL access for the projectors and the context layers."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
-
-    # -- watermarks ----------------------------------------------------------------------------
-    async def watermark(self, name: str, key: str = "") -> int:
-        row = await self._store.read_one(
-            "SELECT watermark FROM projector_state WHERE name = ? AND key = ?", (name, key)
-        )
-        return int(row[0]) if row else 0
-
-    async def watermarks(self, name: str) -> dict[str, int]:
-        rows = await self._store.read_all("SELECT key, watermark FROM projector_state WHERE name = ?", (name,))
-        return {str(r[0]): int(r[1]) for r in rows}
-
-    async def set_watermark(self, name: str, value: int, key: str = "") -> None:
-        await self._store.write([(_UPSERT_WATERMARK, (name, key, value, _now()))])
-
-    async def reset_watermarks(self, name: str) -> None:
-        await self._store.write([("DELETE FROM projector_state WHERE name = ?", (name,))])
 
     # -- summaries -----------------------------------------------------------------------------
     async def summary(self, place: str) -> Summary | None:
@@ -139,10 +107,20 @@ class Projections:
                 "INSERT INTO summaries (place, text, last_turn_id, updated_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (place) DO UPDATE SET text = excluded.text,"
                 " last_turn_id = excluded.last_turn_id, updated_at = excluded.updated_at",
-                (place, text, last_turn_id, _now()),
+                (place, text, last_turn_id, now_iso()),
             )
-            await conn.execute(_UPSERT_WATERMARK, (watermark_name, place, last_turn_id, _now()))
+            await advance_in(conn, [WatermarkAdvance(watermark_name, last_turn_id, place)])
         return True
+
+    async def places_without_summary(self, watermark_name: str) -> list[str]:
+        """Places whose summary worker has read turns (a watermark above 0) but that have no summary
+        row: the row was dropped (the table emptied to rebuild it, or a deleted message took it)."""
+        rows = await self._store.read_all(
+            "SELECT p.key FROM projector_state p WHERE p.name = ? AND p.key != '' AND p.key NOT GLOB '#*'"
+            " AND p.watermark > 0 AND NOT EXISTS (SELECT 1 FROM summaries s WHERE s.place = p.key)",
+            (watermark_name,),
+        )
+        return [str(r[0]) for r in rows]
 
     # -- dossiers ------------------------------------------------------------------------------
     async def dossier(self, canonical_key: str, scope: str) -> Dossier | None:
@@ -177,9 +155,20 @@ class Projections:
                 "INSERT INTO people_dossiers (canonical_key, scope, text, last_fact_id, updated_at)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_key, scope) DO UPDATE SET"
                 " text = excluded.text, last_fact_id = excluded.last_fact_id, updated_at = excluded.updated_at",
-                (canonical_key, scope, text, last_fact_id, _now()),
+                (canonical_key, scope, text, last_fact_id, now_iso()),
             )
         return True
+
+    async def pairs_without_dossier(self, limit: int) -> list[tuple[str, str]]:
+        """(person, scope) pairs with active current facts but no dossier (one was dropped by a
+        supersede or a forget, or never written), at most `limit`."""
+        rows = await self._store.read_all(
+            "SELECT DISTINCT s.subject, f.scope FROM facts f JOIN fact_subjects s ON s.fact_id = f.id"
+            " WHERE f.status = 'active' AND f.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM people_dossiers d"
+            "   WHERE d.canonical_key = s.subject AND d.scope = f.scope) LIMIT ?",
+            (limit,),
+        )
+        return [(str(r[0]), str(r[1])) for r in rows]
 
     async def drop_dossiers(self, canonical_keys: Sequence[str], scope: str | None = None) -> int:
         """Drop the dossiers of these people (in one scope, or in all), to be rebuilt clean."""
@@ -205,7 +194,7 @@ class Projections:
         """Store (text, cited turn ids, cited fact ids) rows and advance the watermark, together. A
         reflection citing a message deleted, or a fact forgotten or retired, while the model wrote is
         not stored (its text may quote it). Returns how many were stored."""
-        now = _now()
+        now = now_iso()
         stored = 0
         async with self._store.transaction() as conn:
             for text, turns, facts in items:
@@ -217,8 +206,11 @@ class Projections:
                     (place, text, json.dumps(list(turns)), json.dumps(list(facts)), last_turn_id, last_fact_id, now),
                 )
                 stored += 1
-            await conn.execute(_UPSERT_WATERMARK, (watermark_name, place, last_turn_id, now))
+            await advance_in(conn, [WatermarkAdvance(watermark_name, last_turn_id, place)])
         return stored
+
+    async def has_reflections(self) -> bool:
+        return await self._store.read_one("SELECT 1 FROM reflections LIMIT 1") is not None
 
     async def reflections(self, places: Sequence[str], limit: int) -> list[Reflection]:
         """The newest reflections of these places, newest first, each flagged stale when a fact it
@@ -267,114 +259,10 @@ class Projections:
             raise StoreError(f"{problem} (or * for everywhere)")
         if paused:
             sql = "INSERT OR IGNORE INTO memory_pause (kind, place, since) VALUES (?, ?, ?)"
-            await self._store.write([(sql, (kind, place, _now()))])
+            await self._store.write([(sql, (kind, place, now_iso()))])
         else:
             await self._store.write([("DELETE FROM memory_pause WHERE kind = ? AND place = ?", (kind, place))])
         return await self.pause_state()
-
-    # -- durable work queue (dreaming, re-extraction after an edit) ----------------------------
-    async def enqueue(self, kind: str, turn_id: int, place: str) -> bool:
-        """Queue work on a turn once: a turn already queued (in any state) for this kind is not queued again."""
-        async with self._store.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO memory_work (kind, turn_id, place, created_at, updated_at)"
-                " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS"
-                " (SELECT 1 FROM memory_work WHERE kind = ? AND turn_id = ?)",
-                (kind, turn_id, place, _now(), _now(), kind, turn_id),
-            )
-            return cursor.rowcount > 0
-
-    async def next_work(self, kind: str, *, skip_places: Sequence[str] = ()) -> WorkItem | None:
-        """Claim the oldest queued item of a kind (marks it running, counts the attempt); items of
-        `skip_places` (paused ones, a guild covering its channels) stay queued."""
-        skip = ",".join("?" * len(skip_places))
-        clause = (
-            f" AND COALESCE(place, '') NOT IN ({skip})"
-            f" AND substr(COALESCE(place, ''), 1, instr(COALESCE(place, '') || '/', '/') - 1) NOT IN ({skip})"
-            if skip_places
-            else ""
-        )
-        # Most ticks find nothing: look first with a plain read, take the write lock only to claim.
-        if (
-            await self._store.read_one(
-                "SELECT 1 FROM memory_work WHERE kind = ? AND status = 'queued' LIMIT 1", (kind,)
-            )
-            is None
-        ):
-            return None
-        async with self._store.transaction() as conn:
-            async with conn.execute(
-                f"SELECT {_WORK_COLUMNS} FROM memory_work WHERE kind = ? AND status = 'queued'{clause}"
-                " ORDER BY id LIMIT 1",
-                (kind, *skip_places, *skip_places),
-            ) as cursor:
-                row = await cursor.fetchone()
-            if row is None:
-                return None
-            await conn.execute(
-                "UPDATE memory_work SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ?",
-                (_now(), row[0]),
-            )
-        item = _work(tuple(row))
-        return WorkItem(
-            item.id, item.kind, item.turn_id, item.place, "running", item.attempts + 1, item.last_error, item.created_at
-        )
-
-    async def finish_work(self, item_id: int, *, error: str | None = None) -> str:
-        """Done, or failed: a failed attempt goes back to the queue until MAX_ATTEMPTS, then stays
-        `failed` with its last error for the owner to inspect. Work cancelled meanwhile (its source
-        was deleted) stays cancelled. Returns the new status."""
-        async with self._store.transaction() as conn:
-            async with conn.execute("SELECT status, attempts FROM memory_work WHERE id = ?", (item_id,)) as cursor:
-                row = await cursor.fetchone()
-            if row is None:
-                raise StoreError(f"there is no memory work item {item_id}")
-            status, attempts = str(row[0]), int(row[1])
-            if status == "cancelled":
-                return status
-            new = "done" if error is None else ("failed" if attempts >= MAX_ATTEMPTS else "queued")
-            await conn.execute(
-                "UPDATE memory_work SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
-                (new, error, _now(), item_id),
-            )
-        return new
-
-    async def release_work(self, item_id: int, *, error: str) -> str:
-        """Back to the queue without spending an attempt: the work could not be tried (the model was
-        unreachable), which says nothing about the work itself. Cancelled work stays cancelled."""
-        async with self._store.transaction() as conn:
-            cursor = await conn.execute(
-                "UPDATE memory_work SET status = 'queued', attempts = MAX(attempts - 1, 0), last_error = ?,"
-                " updated_at = ? WHERE id = ? AND status = 'running'",
-                (error, _now(), item_id),
-            )
-            if cursor.rowcount:
-                return "queued"
-        return await self.work_status(item_id) or "gone"
-
-    async def work_status(self, item_id: int) -> str | None:
-        row = await self._store.read_one("SELECT status FROM memory_work WHERE id = ?", (item_id,))
-        return str(row[0]) if row else None
-
-    async def requeue_running(self) -> int:
-        """At start-up: work a crash left running goes back to the queue."""
-        async with self._store.transaction() as conn:
-            cursor = await conn.execute("UPDATE memory_work SET status = 'queued' WHERE status = 'running'")
-            return max(cursor.rowcount, 0)
-
-    async def work(self, kind: str | None = None, status: str | None = None, limit: int = 200) -> list[WorkItem]:
-        clauses, params = [], []
-        if kind is not None:
-            clauses.append("kind = ?")
-            params.append(kind)
-        if status is not None:
-            clauses.append("status = ?")
-            params.append(status)
-        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        rows = await self._store.read_all(
-            f"SELECT {_WORK_COLUMNS} FROM memory_work{where} ORDER BY id LIMIT ?", [*params, limit]
-        )
-        return [_work(r) for r in rows]
 
     # -- explanations ----------------------------------------------------------------------------
     async def save_explanation(self, place: str, body: dict[str, Any], turn_ids: Sequence[int]) -> int:
@@ -382,7 +270,7 @@ class Projections:
         async with self._store.transaction() as conn:
             cursor = await conn.execute(
                 "INSERT INTO explanations (place, created_at, body) VALUES (?, ?, ?)",
-                (place, _now(), json.dumps(body, ensure_ascii=False)),
+                (place, now_iso(), json.dumps(body, ensure_ascii=False)),
             )
             explanation_id = int(cursor.lastrowid or 0)
             await conn.executemany(
@@ -418,13 +306,6 @@ class Projections:
         return {"explanation_id": int(row[0]), "place": str(row[1]), "created_at": str(row[2]), **body}
 
 
-_UPSERT_WATERMARK = (
-    "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT (name, key) DO UPDATE SET watermark = excluded.watermark, updated_at = excluded.updated_at"
-)
-_WORK_COLUMNS = "id, kind, turn_id, place, status, attempts, last_error, created_at"
-
-
 def _pause_state(rows: Sequence[Sequence[Any]]) -> PauseState:
     """The switches from memory_pause (kind, place) rows, places sorted."""
     learning = tuple(sorted(str(r[1]) for r in rows if r[0] == "learning"))
@@ -451,26 +332,38 @@ async def _any_gone_fact(conn: aiosqlite.Connection, fact_ids: Sequence[int]) ->
     return int(row[0] if row else 0) < len(set(fact_ids))
 
 
-def watermark_statement(name: str, value: int, key: str = "") -> tuple[str, tuple[Any, ...]]:
-    """The SQL that moves a watermark, for a caller that writes it inside its own transaction."""
-    return (_UPSERT_WATERMARK, (name, key, value, _now()))
+async def drop_reflections_citing(
+    conn: aiosqlite.Connection, *, fact_ids: Sequence[int] = (), turn_ids: Sequence[int] = ()
+) -> int:
+    """Inside the caller's transaction: drop the reflections citing any of these facts or turns (their
+    text may quote them), and send the reflection worker back, at each place that lost one, to where
+    the reflections still standing there end, so it reflects again on what remains. Returns how many
+    were dropped."""
+    dropped: list[tuple[str, int]] = []
+    for column, ids in (("cited_fact_ids", fact_ids), ("cited_turn_ids", turn_ids)):
+        if ids:
+            dropped += [
+                (str(r[0]), int(r[1]))
+                for r in await conn.execute_fetchall(
+                    f"DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.{column}) j"
+                    " WHERE j.value IN (SELECT value FROM json_each(?))) RETURNING place, last_turn_id",
+                    (json.dumps(sorted(set(ids))),),
+                )
+            ]
+    lowest: dict[str, int] = {}
+    for place, last_turn_id in dropped:
+        lowest[place] = min(last_turn_id, lowest.get(place, last_turn_id))
+    for place, first_lost in sorted(lowest.items()):
+        rows = await conn.execute_fetchall(
+            "SELECT COALESCE(MAX(last_turn_id), 0) FROM reflections WHERE place = ? AND last_turn_id < ?",
+            (place, first_lost),
+        )
+        await rewind_in(conn, REFLECTION_WORKER, place, int(next(iter(rows))[0]))
+    return len(dropped)
 
 
 def _dossier(row: Sequence[Any]) -> Dossier:
     return Dossier(str(row[0]), str(row[1]), str(row[2]), int(row[3]), datetime.fromisoformat(row[4]))
-
-
-def _work(row: Sequence[Any]) -> WorkItem:
-    return WorkItem(
-        id=int(row[0]),
-        kind=str(row[1]),
-        turn_id=int(row[2]),
-        place=None if row[3] is None else str(row[3]),
-        status=str(row[4]),
-        attempts=int(row[5]),
-        last_error=None if row[6] is None else str(row[6]),
-        created_at=datetime.fromisoformat(row[7]),
-    )
 
 
 async def change_counters(store: Store) -> dict[str, int]:

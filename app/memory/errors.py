@@ -1,5 +1,7 @@
 """The memory package's exception root."""
 
+import sqlite3
+
 
 class StoreError(Exception):
     """A failure of the local store, explained in one line."""
@@ -26,3 +28,8 @@ class IndexUnavailableError(StoreError):
 
 class RebuildCancelledError(StoreError):
     """An index rebuild was cancelled; the old index answers exactly as before."""
+
+
+# What a store call can raise: its own one-line errors, and SQLite's own (a database locked by another
+# process past its timeout, a full disk). Code above the store catches these without importing sqlite3.
+STORE_FAILURES: tuple[type[Exception], ...] = (StoreError, sqlite3.Error)

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeGuard
 
 import aiosqlite
 
+from app.memory.derived import drop_reflections_citing
 from app.memory.errors import RevisionConflictError, StoreError
 from app.memory.policy import (
     FACT_TYPES,
@@ -34,6 +35,7 @@ from app.memory.policy import (
 from app.memory.quoting import FAMILIAR_SELF, QuoteFinder
 from app.memory.store import Store
 from app.memory.tombstone_keys import StoreMetaKeys, TombstoneKeys
+from app.memory.watermarks import WatermarkAdvance, advance_in
 
 _log = logging.getLogger(__name__)
 
@@ -301,12 +303,7 @@ async def drop_projections_quoting(conn: aiosqlite.Connection, turn_ids: Sequenc
             summaries += max(cursor.rowcount, 0)
         out.append(("summaries", summaries))
     if "reflections" in present:
-        cursor = await conn.execute(
-            "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_turn_ids) j"
-            f" WHERE j.value IN ({marks}))",
-            list(turn_ids),
-        )
-        out.append(("reflections", max(cursor.rowcount, 0)))
+        out.append(("reflections", await drop_reflections_citing(conn, turn_ids=turn_ids)))
     return out
 
 
@@ -452,12 +449,12 @@ class FactBook:
         news: Sequence[NewFact],
         *,
         now: datetime | None = None,
-        also: Sequence[tuple[str, Sequence[Any]]] = (),
+        advance: Sequence[WatermarkAdvance] = (),
     ) -> tuple[list[InsertOutcome], Changes]:
         """Insert a batch (an extraction's facts) in one transaction, each through the same rules as
         `insert`; a later fact of the batch duplicating an earlier one is a duplicate. Every fact
-        is validated before anything is written: one invalid fact writes none. `also` runs in the
-        same transaction (a projector's watermark moves with the facts it wrote)."""
+        is validated before anything is written: one invalid fact writes none. The watermarks of
+        `advance` move in the same transaction (a worker's watermark moves with the facts it wrote)."""
         facts = [validate(new) for new in news]
         moment = now or datetime.now(UTC)
         at = _iso(moment)
@@ -482,7 +479,7 @@ class FactBook:
         # Learnt facts need a source that still stands, checked in the same transaction as the insert:
         # a message deleted (or edited) while the model read it must not come back as a fact.
         ids: list[int | None] = []
-        if plans or also:
+        if plans or advance:
             async with self._store.transaction() as conn:
                 for fact, scope, key, hashed, status, blocking in plans:
                     # execute_fetchall: one trip to SQLite's thread (execute, fetch, close take three).
@@ -505,8 +502,7 @@ class FactBook:
                     )
                     found = list(rows)
                     ids.append(int(found[0][0]) if found else None)
-                for sql, params in also:
-                    await conn.execute(sql, params)
+                await advance_in(conn, advance)
         outcomes: list[InsertOutcome] = []
         changes = Changes()
         for (fact, scope, key, hashed, status, blocking), fact_id in zip(plans, ids, strict=True):
@@ -1127,12 +1123,7 @@ class FactBook:
             out.append(("people_dossiers", max(cursor.rowcount, 0)))
         citing = 0
         if "reflections" in present:
-            cursor = await conn.execute(
-                "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_fact_ids) j"
-                f" WHERE j.value IN ({marks}))",
-                ids,
-            )
-            citing = max(cursor.rowcount, 0)
+            citing = await drop_reflections_citing(conn, fact_ids=ids)
         quoting = dict(await drop_projections_quoting(conn, source_ids))
         if "reflections" in present:
             out.append(("reflections", citing + quoting.get("reflections", 0)))

@@ -25,6 +25,7 @@ from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
 from app.memory.scan import merge_hits, scan_facts, scan_turns
 from app.memory.store import Store
 from app.memory.tombstone_keys import TombstoneKeys
+from app.memory.watermarks import WatermarkAdvance
 
 _log = logging.getLogger(__name__)
 
@@ -368,11 +369,11 @@ class History:
         return outcome
 
     async def insert_facts(
-        self, news: Sequence[NewFact], *, also: Sequence[tuple[str, Sequence[Any]]] = ()
+        self, news: Sequence[NewFact], *, advance: Sequence[WatermarkAdvance] = ()
     ) -> list[InsertOutcome]:
-        """A batch in one transaction (all validated first: one invalid fact writes none), with
-        `also` statements in the same transaction."""
-        outcomes, changes = await self.facts.insert_many(news, also=also)
+        """A batch in one transaction (all validated first: one invalid fact writes none), moving the
+        watermarks of `advance` in the same transaction."""
+        outcomes, changes = await self.facts.insert_many(news, advance=advance)
         self._wake(changes)
         return outcomes
 

@@ -33,6 +33,11 @@ MAX_CONTENT_CHARS = 100_000
 _PLACE_CACHE_SIZE = 100_000  # turn places remembered (about 10 MB at most); the cache starts over past it
 
 
+def now_iso() -> str:
+    """The current time as the store writes it (UTC, ISO-8601)."""
+    return datetime.now(UTC).isoformat()
+
+
 def _iso(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise StoreError("timestamps must carry a time zone")

@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sqlite3
 from collections.abc import Callable, Iterable
 
 from app.memory.derived import change_marks
-from app.memory.errors import StoreError
+from app.memory.errors import STORE_FAILURES
 from app.memory.store import Store
 from app.runtime.events import ChangeKind, MemoryChanged, RuntimeEvent
 
@@ -72,7 +71,7 @@ class ChangeBroadcaster:
         async with self._lock:
             try:
                 moved = await self._moved()
-            except (StoreError, sqlite3.Error) as exc:  # the write itself succeeded: never fail it for the broadcast
+            except STORE_FAILURES as exc:  # the write itself succeeded: never fail it for the broadcast
                 _log.warning("could not read the change counters: %s", exc)
                 moved = frozenset()
         self._publish(MemoryChanged(kinds=declared, initiator=initiator))
@@ -98,7 +97,7 @@ class ChangeBroadcaster:
             await asyncio.sleep(self._poll_seconds)
             try:
                 await self.check()
-            except (StoreError, sqlite3.Error) as exc:
+            except STORE_FAILURES as exc:
                 _log.warning("could not read the change counters: %s", exc)
             except ValueError as exc:  # the store was closed under us: the familiar is closing
                 _log.debug("change poll stopped: %s", exc)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from app.memory.catalog import Catalog
 from app.memory.derived import PauseState, Projections
 from app.memory.errors import StoreError
+from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
@@ -58,6 +59,7 @@ class ControlsService:
     def __init__(
         self,
         projections: Projections,
+        work_queue: WorkQueue,
         catalog: Catalog,
         names: Names,
         changes: ChangeBroadcaster,
@@ -65,6 +67,7 @@ class ControlsService:
         projector_names: Callable[[], tuple[str, ...]],
     ) -> None:
         self._projections = projections
+        self._work_queue = work_queue
         self._catalog = catalog
         self._names = names
         self._changes = changes
@@ -103,8 +106,8 @@ class ControlsService:
     async def workers(self) -> WorkersView:
         """Which memory workers run, the switches, and queued and failed work."""
         try:
-            failed = await self._projections.work(status="failed")
-            queued = await self._projections.work(status="queued")
+            failed = await self._work_queue.work(status="failed")
+            queued = await self._work_queue.work(status="queued")
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc
         return WorkersView(

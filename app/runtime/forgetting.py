@@ -13,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
-from app.memory.errors import StoreError
+from app.memory.errors import STORE_FAILURES
 from app.memory.facts import FactError
 from app.memory.forgets import ScheduledForget as StoredSchedule
 from app.memory.forgets import StoredReceipt
@@ -277,7 +276,7 @@ class ForgettingMixin(MemoryBase):
                 upcoming = await self._deps.forgets.scheduled()
                 if upcoming:
                     wait = max(0.0, (upcoming[0].due_at - datetime.now(UTC)).total_seconds())
-            except (StoreError, sqlite3.Error) as exc:
+            except STORE_FAILURES as exc:
                 _log.warning("deferred forgets: %s; trying again shortly", exc)
                 wait = RETRY_SECONDS
             except FamiliarError as exc:

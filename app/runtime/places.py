@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Iterable, Mapping
 
 from app.memory.catalog import Catalog
-from app.memory.errors import StoreError
+from app.memory.errors import STORE_FAILURES
 from app.runtime.events import GuildInfo
 
 _log = logging.getLogger(__name__)
@@ -28,7 +27,7 @@ class PlaceNamer:
             return
         try:
             await self._catalog.name_places(fresh)
-        except (StoreError, sqlite3.Error) as exc:  # a name is a nicety: never fail a message for it
+        except STORE_FAILURES as exc:  # a name is a nicety: never fail a message for it
             _log.warning("could not record place names: %s", exc)
             return
         self._known.update(fresh)

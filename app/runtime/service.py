@@ -26,6 +26,7 @@ from app.memory.forgets import ForgetQueue
 from app.memory.history import History
 from app.memory.records import IndexHealth, NewTurn, Turn
 from app.memory.tombstone_keys import VaultKeys, readable_keys
+from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.assembler import Assembly
 from app.runtime.context.layers import DEFAULT_ORDER, LorebookLayer, ReplyContext
@@ -94,6 +95,7 @@ class Familiar:
         self._reconfiguring = asyncio.Lock()
         # One change broadcast (MemoryChanged) after every facade write, worker tick and foreign write.
         self.changes = ChangeBroadcaster(history.store, self.publish)
+        self.work_queue = WorkQueue(history.store)
         self.learning = ProjectorRunner(
             self._parts.projectors,
             self._parts.projector_deps,
@@ -119,7 +121,13 @@ class Familiar:
             )
         )
         self.controls = ControlsService(
-            self.projections, catalog, self._names, self.changes, self.set_paused, lambda: self.learning.names
+            self.projections,
+            self.work_queue,
+            catalog,
+            self._names,
+            self.changes,
+            self.set_paused,
+            lambda: self.learning.names,
         )
         self.indexes = IndexesService(self.memory_ops, history)
 
@@ -224,13 +232,13 @@ class Familiar:
     # -- facade: memory work ---------------------------------------------------------------------
     async def start_learning(self) -> None:
         """Start the background memory workers (the window and headless mode; not one-shot commands)."""
-        await self.projections.requeue_running()
+        await self.work_queue.requeue_running()
         self.learning.start()
 
     async def learn_now(self) -> dict[str, str]:
         """Run every memory worker once, now; returns what each reported."""
         await self.learning.tick()
-        return dict(self.projector_deps.reports)
+        return dict(self.learning.reports)
 
     async def pause_state(self) -> PauseState:
         return await self.projections.pause_state()

@@ -38,13 +38,8 @@ from app.runtime.context.layers import (
 from app.runtime.context.lorebook import LoreProblem
 from app.runtime.errors import FamiliarError
 from app.runtime.llm import LLMClient, LLMEndpoint
-from app.runtime.projectors.base import (
-    MemoryProjector,
-    ProjectorDeps,
-    create_projectors,
-    projector_names,
-    unknown_projectors,
-)
+from app.runtime.projectors.base import MemoryProjector, ProjectorDeps
+from app.runtime.projectors.registry import create_projectors, projector_names, unknown_projectors
 from app.runtime.retrieval import Retriever
 
 

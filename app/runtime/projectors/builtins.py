@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from app.runtime.projectors.base import register_projector
 from app.runtime.projectors.dossier import PeopleDossierProjector
 from app.runtime.projectors.dreaming import DreamingProjector
 from app.runtime.projectors.embedding import FactEmbeddingProjector
 from app.runtime.projectors.reflection import ReflectionProjector
+from app.runtime.projectors.registry import register_projector
 from app.runtime.projectors.rich_note import RichNoteProjector
 from app.runtime.projectors.summary import RollingSummaryProjector
 from app.runtime.projectors.supersede import FactSupersedeProjector

@@ -16,14 +16,10 @@ import asyncio
 
 from app.memory.derived import PauseState
 from app.memory.facts import FactError
-from app.memory.policy import visible_scopes
+from app.memory.work_queue import WorkItem
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import (
-    ProjectorBase,
-    advance_floor,
-    quiet_for,
-)
+from app.runtime.projectors.conversation import batch_of, participants_line, quiet_for
 from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
     Candidate,
@@ -32,9 +28,10 @@ from app.runtime.projectors.extraction import (
     render_batch,
     to_new_fact,
 )
-from app.runtime.projectors.rich_note import batch_of, participants_line
+from app.runtime.projectors.place_worker import Due, PlaceWorker
 
 MAX_CANDIDATES = 5
+KNOWN_FACTS = 30  # the newest facts known at the place, shown so they are not proposed again
 SYSTEM = (
     "You think back over a finished conversation, as someone who lives with these people, and keep at"
     f" most {MAX_CANDIDATES} lasting facts worth remembering that are not already known. Same rules as"
@@ -43,75 +40,60 @@ SYSTEM = (
 )
 
 
-class DreamingProjector(ProjectorBase):
+class DreamingProjector(PlaceWorker):
     name = "dreaming"
 
-    async def run(self) -> None:
+    async def on_place(self, place: str, due: Due) -> None:
+        """A conversation quiet for long enough is queued (once: its newest turn is the key)."""
         deps = self._deps
-        pause = await self._learning()
-        if pause is None:
+        last = await deps.history.store.turns_by_ids([due.newest])
+        if quiet_for(last, deps.clock()) < deps.settings.memory.learning.dream_idle_seconds:
             return
-        await self._queue_quiet_conversations(pause)
+        if await deps.queue.enqueue("dream", due.newest, place):
+            deps.queued("dream")
+        await deps.marks.set(self.name, due.newest, place)
+        self.floor.moved(place, due.newest)
+
+    async def finish(self, pause: PauseState) -> None:
+        """One queued conversation is dreamt per tick."""
+        deps = self._deps
         if not deps.may_have_work("dream"):
             return
-        item = await deps.projections.next_work("dream", skip_places=pause.learning)
+        item = await deps.queue.next_work("dream", skip_places=pause.learning)
         if item is None:
             return
         try:
-            learned = await self.dream(item.place or "", item.turn_id)
+            learned = await self.dream(item)
         except GarbageAnswerError as exc:
-            status = await deps.projections.finish_work(item.id, error=str(exc))
-            deps.report(self.name, f"dream of T#{item.turn_id} {status} (attempt {item.attempts}): {exc}")
+            status = await deps.queue.finish_work(item.id, error=str(exc))
+            self.report(f"dream of T#{item.turn_id} {status} (attempt {item.attempts}): {exc}")
             return
         except LLMError as exc:  # an unreachable model is no failed attempt: an outage must not use them up
-            status = await deps.projections.release_work(item.id, error=str(exc))
-            deps.report(self.name, f"dream of T#{item.turn_id} {status}, waiting for the background model: {exc}")
+            status = await deps.queue.release_work(item.id, error=str(exc))
+            self.report(f"dream of T#{item.turn_id} {status}, waiting for the background model: {exc}")
             return
         except asyncio.CancelledError:
             raise  # shutting down is no failed attempt: the item stays running and is requeued at start
         except BaseException as exc:
-            await deps.projections.finish_work(item.id, error=str(exc) or type(exc).__name__)
+            await deps.queue.finish_work(item.id, error=str(exc) or type(exc).__name__)
             raise
-        status = await deps.projections.finish_work(item.id)
-        deps.report(self.name, f"dream of T#{item.turn_id} {status}: {learned} facts")
+        status = await deps.queue.finish_work(item.id)
+        self.report(f"dream of T#{item.turn_id} {status}: {learned} facts")
 
-    async def _queue_quiet_conversations(self, pause: PauseState) -> None:
+    async def dream(self, item: WorkItem) -> int:
+        """Think over the conversation an item covers (its turns since the previous item of its
+        place); returns how many facts were learnt."""
         deps = self._deps
-        idle = deps.settings.memory.learning.dream_idle_seconds
-        for place, (_mark, newest, _count) in (await self._learnable_places(pause)).items():
-            last = await deps.history.store.turns_by_ids([newest])
-            if quiet_for(deps, last) < idle:
-                continue
-            if await deps.projections.enqueue("dream", newest, place):
-                deps.queued("dream")
-            await deps.projections.set_watermark(self.name, newest, place)
-            deps.moved_mark(self.name, place, newest)
-        await advance_floor(deps, self.name)
-
-    async def dream(self, place: str, turn_id: int) -> int:
-        deps = self._deps
-        store = deps.history.store
         learning = deps.settings.memory.learning
-        before = await store.read_one(
-            "SELECT COALESCE(MAX(turn_id), 0) FROM memory_work WHERE kind = 'dream' AND place = ? AND turn_id < ?",
-            (place, turn_id),
-        )
-        start = int(before[0]) if before else 0
-        rows = await store.read_all(
-            "SELECT id FROM turns WHERE place = ? AND id > ? AND id <= ? AND superseded = 0 AND redacted = 0"
-            " ORDER BY id DESC LIMIT ?",
-            (place, start, turn_id, learning.max_turns_per_tick),
-        )
-        turns = await store.turns_by_ids(sorted(int(r[0]) for r in rows))
+        place, turn_id = item.place or "", item.turn_id
+        start = await deps.queue.previous_turn("dream", place, turn_id)
+        turns = await deps.turns.newest(place, start, turn_id, learning.max_turns_per_tick)
         if not turns:
             return 0
         batch = batch_of(place, turns, deps.display_name)
-        known_rows = await store.read_all(
-            f"SELECT content FROM facts WHERE scope IN ({','.join('?' * len(visible_scopes(place)))})"
-            " AND status IN ('active', 'pending') AND superseded_at IS NULL ORDER BY id DESC LIMIT 30",
-            visible_scopes(place),
+        known = (
+            "\n".join(f"- {content}" for content in await deps.facts.known_at(place, KNOWN_FACTS)) or "(nothing yet)"
         )
-        known = "\n".join(f"- {r[0]}" for r in known_rows) or "(nothing yet)"
         user = (
             participants_line(batch) + "\n\n"
             f"Already known:\n{known}\n\nConversation:\n{render_batch(batch)}\n\n{SCHEMA_TEXT}\n"
@@ -129,8 +111,7 @@ class DreamingProjector(ProjectorBase):
         candidates = await ask_parsed(deps.llm, SYSTEM, user, parse, errors=(ExtractionError,))
         # The source may have been deleted while the model thought: a cancelled dream learns nothing,
         # and a fact whose every source is gone is not learnt.
-        work = await store.read_one("SELECT status FROM memory_work WHERE kind = 'dream' AND turn_id = ?", (turn_id,))
-        if work is not None and work[0] == "cancelled":
+        if await deps.queue.work_status(item.id) == "cancelled":
             return 0
         forgotten = await deps.history.facts.tombstone_filter()
         scoped = deps.channel_scoped(place)

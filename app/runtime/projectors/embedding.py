@@ -8,23 +8,27 @@ from __future__ import annotations
 
 import asyncio
 
+from app.memory.derived import PauseState
 from app.runtime.projectors.base import ProjectorBase
 
 BATCH = 32
 MAX_BATCHES_PER_TICK = 8
+IDLE = "idle: set [providers.embedding] backend to hash or fastembed"
 
 
 class FactEmbeddingProjector(ProjectorBase):
     name = "fact_embedding"
 
-    async def run(self) -> None:
-        deps = self._deps
-        embedder, index = deps.embedder, deps.embeddings
+    async def run(self) -> str | None:
+        if self._deps.embedder is None or self._deps.embeddings is None:  # said whether paused or not
+            self.report(IDLE)
+            return IDLE
+        return await super().run()
+
+    async def tick(self, _pause: PauseState) -> None:
+        embedder, index = self._deps.embedder, self._deps.embeddings
         if embedder is None or index is None:
-            deps.report(self.name, "idle: set [providers.embedding] backend to hash or fastembed")
-            return
-        if (await deps.pause()).paused("learning", "*"):
-            return
+            return  # run() has said why
         total = 0
         for _ in range(MAX_BATCHES_PER_TICK):
             missing = await index.missing(embedder.name, BATCH)
@@ -35,4 +39,4 @@ class FactEmbeddingProjector(ProjectorBase):
                 embedder.name, embedder.dim, [(fid, v) for (fid, _t), v in zip(missing, vectors, strict=True)]
             )
         if total:
-            deps.report(self.name, f"embedded {total} facts with {embedder.name}")
+            self.report(f"embedded {total} facts with {embedder.name}")

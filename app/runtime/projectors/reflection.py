@@ -11,16 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.memory.derived import change_counters
-from app.memory.facts import Fact
-from app.memory.policy import visible_scopes
+from app.memory.derived import PauseState, change_counters
+from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
-from app.runtime.projectors.base import (
-    ProjectorBase,
-    advance_floor,
-    quote_turn,
-    reset_floor,
-)
+from app.runtime.projectors.conversation import quote_turn
+from app.runtime.projectors.place_worker import Due, PlaceWorker
 
 SYSTEM = (
     "You reflect on a conversation: name a pattern, a recurring tension, an open question or a theme,"
@@ -31,6 +26,7 @@ SYSTEM = (
 )
 MAX_TEXT = 400
 RESET_KEY = "#emptied"  # projector_state key remembering the emptying already handled
+RECENT_FACTS = 20  # the newest facts of the place shown beside its turns
 
 
 class ReflectionError(ValueError):
@@ -64,59 +60,48 @@ def parse_reflections(raw: str, turn_ids: set[int], fact_ids: set[int]) -> list[
     return out
 
 
-class ReflectionProjector(ProjectorBase):
+class ReflectionProjector(PlaceWorker):
     name = "reflection"
+    lets_floor_pass = True
 
-    async def run(self) -> None:
-        deps = self._deps
-        pause = await self._learning()
-        if pause is None:
-            return
-        learning = deps.settings.memory.learning
+    async def prepare(self, _pause: PauseState) -> None:
         await self._restart_if_emptied()
-        marks = None
-        for place, (mark, newest, count) in (await self._learnable_places(pause)).items():
-            if count < learning.reflection_turns:
-                # Only more turns can make it due: the floor need not wait for it. Its watermark is
-                # written down first, so it does not default to the floor once the floor has passed.
-                marks = marks if marks is not None else await deps.projections.watermarks(self.name)
-                if place not in marks:
-                    await deps.projections.set_watermark(self.name, mark, place)
-                deps.let_floor_pass(self.name, place)
-                continue
-            await self.reflect(place, newest)
-        await advance_floor(deps, self.name)
+
+    async def on_place(self, place: str, due: Due) -> None:
+        if due.count >= self._deps.settings.memory.learning.reflection_turns:
+            await self.reflect(place, due.newest)
+            return
+        # Only more turns can make it due: the floor need not wait for it. Its watermark is written
+        # down first, so it does not default to the floor once the floor has passed.
+        if not self.floor.written(place):
+            await self._deps.marks.set(self.name, due.mark, place)
+        self.floor.let_pass(place)
 
     async def _restart_if_emptied(self) -> None:
         """The reflections table was emptied (to rebuild it): start every place over. Reflections
         were written before (their change counter moved) yet none is left; the counter value is
         remembered so a rebuild whose answers are all empty does not start over again and again."""
         deps = self._deps
-        store = deps.history.store
-        written = (await change_counters(store)).get("reflections", 0)
-        if written == 0 or await store.read_one("SELECT 1 FROM reflections LIMIT 1") is not None:
+        written = (await change_counters(deps.history.store)).get("reflections", 0)
+        if written == 0 or await deps.projections.has_reflections():
             return
-        if await deps.projections.watermark(self.name, RESET_KEY) == written:
+        if await deps.marks.get(self.name, RESET_KEY) == written:
             return
-        await reset_floor(deps, self.name)  # the floor first: a crash loses nothing
-        for key in await deps.projections.watermarks(self.name):
-            if key not in ("", RESET_KEY):
-                await deps.projections.set_watermark(self.name, 0, key)
-        await deps.projections.set_watermark(self.name, written, RESET_KEY)
-        deps.report(self.name, "the reflections were emptied; rebuilding them")
+        await self.floor.reset()  # the floor first: a crash loses nothing
+        places = (await deps.marks.marks(self.name)).places
+        # Every place back to 0 and the emptying noted as handled, together.
+        await deps.marks.advance(
+            *(WatermarkAdvance(self.name, 0, place) for place in places),
+            WatermarkAdvance(self.name, written, RESET_KEY),
+        )
+        self.report("the reflections were emptied; rebuilding them")
 
     async def reflect(self, place: str, newest: int) -> int:
         deps = self._deps
         learning = deps.settings.memory.learning
-        store = deps.history.store
-        mark = await deps.projections.watermark(self.name, place)
-        rows = await store.read_all(
-            "SELECT id FROM turns WHERE place = ? AND id > ? AND id <= ? AND superseded = 0 AND redacted = 0"
-            " ORDER BY id DESC LIMIT ?",
-            (place, mark, newest, learning.max_turns_per_tick),
-        )
-        turns = await store.turns_by_ids(sorted(int(r[0]) for r in rows))
-        facts = await self._recent_facts(place)
+        mark = await deps.marks.get(self.name, place)
+        turns = await deps.turns.newest(place, mark, newest, learning.max_turns_per_tick)
+        facts = await deps.facts.recent_at(place, RECENT_FACTS)
         lines = [quote_turn(t, with_id=True) for t in turns]
         listed = [f"[F#{f.id}] {f.content}" for f in facts]
         user = "Turns:\n" + "\n".join(lines) + "\n\nFacts:\n" + ("\n".join(listed) or "(none)")
@@ -142,17 +127,6 @@ class ReflectionProjector(ProjectorBase):
             last_fact_id=last_fact,
             watermark_name=self.name,
         )
-        deps.moved_mark(self.name, place, newest)
-        deps.report(self.name, garbage or f"{place}: {stored} reflections up to T#{newest}")
+        self.floor.moved(place, newest)
+        self.report(garbage or f"{place}: {stored} reflections up to T#{newest}")
         return stored
-
-    async def _recent_facts(self, place: str) -> list[Fact]:
-        scopes = visible_scopes(place)
-        marks = ",".join("?" * len(scopes))
-        rows = await self._deps.history.store.read_all(
-            f"SELECT id FROM facts WHERE scope IN ({marks}) AND status = 'active' AND superseded_at IS NULL"
-            " ORDER BY id DESC LIMIT 20",
-            scopes,
-        )
-        found = await self._deps.history.facts.get_many([int(r[0]) for r in rows])
-        return sorted(found.values(), key=lambda f: f.id)

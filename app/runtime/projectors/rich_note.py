@@ -12,26 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.memory.derived import watermark_statement
+from app.memory.derived import PauseState
 from app.memory.facts import FactError
 from app.memory.records import Turn
+from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
-from app.runtime.projectors.base import (
-    SELF_KEY,
-    ProjectorBase,
-    advance_floor,
-    quiet_for,
-)
+from app.runtime.projectors.conversation import batch_of, participants_line, quiet_for
 from app.runtime.projectors.extraction import (
     SCHEMA_TEXT,
-    Batch,
-    BatchTurn,
     ExtractionError,
     parse_extraction,
     prompt_turns,
     render_batch,
     to_new_fact,
 )
+from app.runtime.projectors.place_worker import Due, PlaceWorker
 
 MAX_BATCHES_PER_PLACE = 5  # per tick
 
@@ -48,49 +43,39 @@ Rules:
 """
 
 
-def batch_of(place: str, turns: Sequence[Turn], display_name: str) -> Batch:
-    return Batch(place, tuple(BatchTurn.from_turn(t) for t in turns), self_key=SELF_KEY, self_name=display_name)
-
-
-def participants_line(batch: Batch) -> str:
-    """Who is talking, by name and canonical key (the familiar included), for the prompt."""
-    return "Participants: " + ", ".join(f"{name} ({key})" for key, name in batch.participants.items())
-
-
-class RichNoteProjector(ProjectorBase):
+class RichNoteProjector(PlaceWorker):
     name = "rich_note"
 
-    async def run(self) -> None:
-        deps = self._deps
-        pause = await self._learning()
-        if pause is None:
-            return
-        learning = deps.settings.memory.learning
+    async def prepare(self, pause: PauseState) -> None:
         # An edit queues its new revision as `extract` work. The revision is a new turn, past this
-        # projector's watermark, so the batches below read it (once, among its neighbours); extracting
-        # it here as well would ask about it twice. The item is closed as handed over.
+        # projector's watermark, so the batches read it (once, among its neighbours); extracting it
+        # here as well would ask about it twice. The item is closed as handed over.
+        deps = self._deps
         while deps.may_have_work("extract") and (
-            item := await deps.projections.next_work("extract", skip_places=pause.learning)
+            item := await deps.queue.next_work("extract", skip_places=pause.learning)
         ):
-            await deps.projections.finish_work(item.id)
-        for place, (mark, _newest, count) in (await self._learnable_places(pause)).items():
-            # A backlog (after a pause, or a busy hour) goes a few full batches per tick.
-            for _batch in range(MAX_BATCHES_PER_PLACE):
-                if count <= 0:
-                    break
-                turns = await deps.history.store.turns_after(place, mark, learning.batch_turns)
-                if not turns or (count < learning.batch_turns and quiet_for(deps, turns) < learning.tick_seconds):
-                    break  # a partial batch waits for the conversation to pause
-                advanced = False
-                try:
-                    advanced = await self.extract(place, turns, advance_to=turns[-1].id) is not None
-                except GarbageAnswerError as exc:
-                    deps.report(self.name, f"dropped the batch T#{turns[0].id}-T#{turns[-1].id} in {place}: {exc}")
-                if not advanced:  # a dropped batch (or one with nothing to read) still moves the watermark
-                    await deps.projections.set_watermark(self.name, turns[-1].id, place)
-                deps.moved_mark(self.name, place, turns[-1].id)
-                mark, count = turns[-1].id, count - len(turns)
-        await advance_floor(deps, self.name)
+            await deps.queue.finish_work(item.id)
+
+    async def on_place(self, place: str, due: Due) -> None:
+        deps = self._deps
+        learning = deps.settings.memory.learning
+        mark, count = due.mark, due.count
+        # A backlog (after a pause, or a busy hour) goes a few full batches per tick.
+        for _batch in range(MAX_BATCHES_PER_PLACE):
+            if count <= 0:
+                break
+            turns = await deps.history.store.turns_after(place, mark, learning.batch_turns)
+            if not turns or (count < learning.batch_turns and quiet_for(turns, deps.clock()) < learning.tick_seconds):
+                break  # a partial batch waits for the conversation to pause
+            advanced = False
+            try:
+                advanced = await self.extract(place, turns, advance_to=turns[-1].id) is not None
+            except GarbageAnswerError as exc:
+                self.report(f"dropped the batch T#{turns[0].id}-T#{turns[-1].id} in {place}: {exc}")
+            if not advanced:  # a dropped batch (or one with nothing to read) still moves the watermark
+                await deps.marks.set(self.name, turns[-1].id, place)
+            self.floor.moved(place, turns[-1].id)
+            mark, count = turns[-1].id, count - len(turns)
 
     async def extract(self, place: str, turns: Sequence[Turn], *, advance_to: int | None = None) -> list[str] | None:
         """Extract and insert; returns the outcome of each candidate, or None when there was nothing
@@ -108,12 +93,11 @@ class RichNoteProjector(ProjectorBase):
         scoped = deps.channel_scoped(place)
         new_facts = [to_new_fact(c, place, channel_scoped=scoped) for c in extraction.candidates]
         try:  # one transaction, all validated first: a batch with one invalid fact lands no fact
-            also = [] if advance_to is None else [watermark_statement(self.name, advance_to, place)]
-            outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts, also=also)]
+            advance = [] if advance_to is None else [WatermarkAdvance(self.name, advance_to, place)]
+            outcomes: list[str] = [o.outcome for o in await deps.history.insert_facts(new_facts, advance=advance)]
         except FactError as exc:
             raise GarbageAnswerError(f"a fact failed validation: {exc}") from exc
-        deps.report(
-            self.name,
+        self.report(
             f"{place}: {len(turns)} turns -> {outcomes.count('inserted')} new facts"
             f" ({len(extraction.dropped)} refused by policy, {outcomes.count('sources_gone')} from deleted"
             f" messages, {len(outcomes) - outcomes.count('inserted') - outcomes.count('sources_gone')} known)",

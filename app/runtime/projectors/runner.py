@@ -37,6 +37,7 @@ class ProjectorRunner:
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self.ticks = 0
+        self.reports: dict[str, str] = {}  # what each projector last said it did
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -51,11 +52,15 @@ class ProjectorRunner:
             try:
                 for projector in projectors:
                     try:
-                        await projector.run()
+                        said = await projector.run()
                     except LLMError as exc:
-                        deps.report(projector.name, f"waiting for the background model: {exc}")
+                        said = f"waiting for the background model: {exc}"
+                        _log.info("%s: %s", projector.name, said)
                     except Exception:  # noqa: BLE001 - one failing worker must not stop the others
                         _log.exception("memory worker %s failed; it will try again next tick", projector.name)
+                        continue
+                    if said is not None:
+                        self.reports[projector.name] = said
             finally:
                 deps.end_tick()
             self.ticks += 1

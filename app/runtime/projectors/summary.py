@@ -6,13 +6,10 @@ place's summary is rebuilt from its turns.
 
 from __future__ import annotations
 
-from app.runtime.projectors.base import (
-    ProjectorBase,
-    advance_floor,
-    quiet_for,
-    quote_turn,
-    reset_floor,
-)
+from app.memory.derived import PauseState
+from app.memory.watermarks import WatermarkAdvance
+from app.runtime.projectors.conversation import quiet_for, quote_turn
+from app.runtime.projectors.place_worker import Due, PlaceWorker
 
 SYSTEM = (
     "You keep a running summary of a chat for someone who will join later. Fold the new messages into"
@@ -22,43 +19,40 @@ SYSTEM = (
 MAX_CHARS = 2000
 
 
-class RollingSummaryProjector(ProjectorBase):
+class RollingSummaryProjector(PlaceWorker):
     name = "rolling_summary"
 
-    async def run(self) -> None:
-        deps = self._deps
-        pause = await self._learning()
-        if pause is None:
-            return
-        learning = deps.settings.memory.learning
+    async def prepare(self, _pause: PauseState) -> None:
         await self._restart_dropped()
-        for place, (mark, _newest, count) in (await self._learnable_places(pause)).items():
-            turns = await deps.history.store.turns_after(place, mark, learning.max_turns_per_tick)
-            if count < learning.summary_turns and quiet_for(deps, turns) < learning.tick_seconds:
-                continue
-            previous = await deps.projections.summary(place)
-            lines = "\n".join(quote_turn(t) for t in turns)
-            user = f"Previous summary:\n{previous.text if previous else '(none yet)'}\n\nNew messages:\n{lines}"
-            text = await deps.llm.complete(
-                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-                max_tokens=400,
-                temperature=0.2,
-            )
-            text = " ".join(text.split())[:MAX_CHARS]
-            saved = await deps.projections.save_summary(
-                place,
-                text,
-                turns[-1].id,
-                watermark_name=self.name,
-                shown_turn_ids=[t.id for t in turns],
-                based_on=previous.last_turn_id if previous else None,
-            )
-            if not saved:  # a message it read was deleted meanwhile: written again next tick, without it
-                deps.report(self.name, f"{place}: summary not saved (a message it read was deleted meanwhile)")
-                continue
-            deps.moved_mark(self.name, place, turns[-1].id)
-            deps.report(self.name, f"{place}: summary now covers up to T#{turns[-1].id}")
-        await advance_floor(deps, self.name)
+
+    async def on_place(self, place: str, due: Due) -> None:
+        deps = self._deps
+        learning = deps.settings.memory.learning
+        turns = await deps.history.store.turns_after(place, due.mark, learning.max_turns_per_tick)
+        if due.count < learning.summary_turns and quiet_for(turns, deps.clock()) < learning.tick_seconds:
+            return
+        previous = await deps.projections.summary(place)
+        lines = "\n".join(quote_turn(t) for t in turns)
+        user = f"Previous summary:\n{previous.text if previous else '(none yet)'}\n\nNew messages:\n{lines}"
+        text = await deps.llm.complete(
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+            max_tokens=400,
+            temperature=0.2,
+        )
+        text = " ".join(text.split())[:MAX_CHARS]
+        saved = await deps.projections.save_summary(
+            place,
+            text,
+            turns[-1].id,
+            watermark_name=self.name,
+            shown_turn_ids=[t.id for t in turns],
+            based_on=previous.last_turn_id if previous else None,
+        )
+        if not saved:  # a message it read was deleted meanwhile: written again next tick, without it
+            self.report(f"{place}: summary not saved (a message it read was deleted meanwhile)")
+            return
+        self.floor.moved(place, turns[-1].id)
+        self.report(f"{place}: summary now covers up to T#{turns[-1].id}")
 
     async def _restart_dropped(self) -> None:
         """A place whose summary row is gone (the table was emptied to rebuild it, or a deleted message
@@ -67,23 +61,11 @@ class RollingSummaryProjector(ProjectorBase):
         turn would take hours of model calls. The floor goes down first: were the place's watermark
         reset first and the floor left above its turns, a crash in between would lose the place."""
         deps = self._deps
-        rows = await deps.history.store.read_all(
-            "SELECT p.key FROM projector_state p WHERE p.name = ? AND p.key != '' AND p.watermark > 0"
-            " AND NOT EXISTS (SELECT 1 FROM summaries s WHERE s.place = p.key)",
-            (self.name,),
-        )
-        if not rows:
+        places = await deps.projections.places_without_summary(self.name)
+        if not places:
             return
         tail = deps.settings.memory.learning.max_turns_per_tick
-        starts: dict[str, int] = {}
-        for (place,) in rows:
-            before = await deps.history.store.read_one(
-                "SELECT id FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
-                " ORDER BY id DESC LIMIT 1 OFFSET ?",
-                (str(place), tail),
-            )
-            starts[str(place)] = int(before[0]) if before else 0
-        await reset_floor(deps, self.name, min(starts.values()))
-        for place, start in starts.items():
-            await deps.projections.set_watermark(self.name, start, place)
-        deps.report(self.name, f"rebuilding the summary of {', '.join(str(r[0]) for r in rows)}")
+        starts = {place: await deps.turns.tail_start(place, tail) for place in places}
+        await self.floor.reset(min(starts.values()))
+        await deps.marks.advance(*(WatermarkAdvance(self.name, start, place) for place, start in starts.items()))
+        self.report(f"rebuilding the summary of {', '.join(places)}")

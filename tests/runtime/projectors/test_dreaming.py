@@ -56,14 +56,14 @@ async def test_a_quiet_conversation_is_queued_once_and_the_queue_survives_a_rest
     fake_llm.script(ScriptedReply(status=503))
     reports = await familiar.learn_now()
 
-    [item] = await familiar.projections.work(kind="dream")
+    [item] = await familiar.work_queue.work(kind="dream")
     assert (item.turn_id, item.place, item.status, item.attempts) == (ids[-1], PLACE, "queued", 0)
     assert item.last_error is not None
     assert "503" in item.last_error
     assert "waiting for the background model" in reports["dreaming"]
 
     familiar = await familiars.reopen(familiar)
-    assert [(w.id, w.status) for w in await familiar.projections.work(kind="dream")] == [(item.id, "queued")]
+    assert [(w.id, w.status) for w in await familiar.work_queue.work(kind="dream")] == [(item.id, "queued")]
     fake_llm.script(
         facts_answer(
             fact("Alice adopted a cat named Miso.", [ids[0]], type="semantic"),
@@ -72,7 +72,7 @@ async def test_a_quiet_conversation_is_queued_once_and_the_queue_survives_a_rest
     )
     await familiar.learn_now()
 
-    [done] = await familiar.projections.work(kind="dream")
+    [done] = await familiar.work_queue.work(kind="dream")
     assert (done.id, done.status, done.attempts, done.last_error) == (item.id, "done", 1, None)
     first, second = requests_of(fake_llm, "dreaming")
     assert turn_ids_shown(first) == turn_ids_shown(second) == ids  # the same conversation, and only it
@@ -82,12 +82,12 @@ async def test_a_quiet_conversation_is_queued_once_and_the_queue_survives_a_rest
 
     await familiar.learn_now()
     assert len(requests_of(fake_llm, "dreaming")) == 2  # a conversation is dreamt once
-    assert len(await familiar.projections.work(kind="dream")) == 1
+    assert len(await familiar.work_queue.work(kind="dream")) == 1
 
     later = await add_turns(familiar, turn("Miso learnt to open doors.", ALICE), turn("uh oh", BOB))
     await familiar.learn_now()
     assert turn_ids_shown(requests_of(fake_llm, "dreaming")[-1]) == later  # only what came since
-    assert [w.turn_id for w in await familiar.projections.work(kind="dream")] == [ids[-1], later[-1]]
+    assert [w.turn_id for w in await familiar.work_queue.work(kind="dream")] == [ids[-1], later[-1]]
 
 
 async def test_scope_and_provenance_come_from_the_conversation(familiars: Familiars, fake_llm: FakeLLM) -> None:
@@ -114,7 +114,7 @@ async def test_citing_a_turn_of_another_conversation_is_garbage(familiars: Famil
     await familiar.learn_now()
 
     assert await all_facts(familiar) == []
-    [item] = await familiar.projections.work(kind="dream")
+    [item] = await familiar.work_queue.work(kind="dream")
     assert item.status == "queued"
     assert item.last_error is not None
     assert "is not one of the turns shown" in item.last_error
@@ -134,15 +134,15 @@ async def test_six_candidates_are_garbage_and_three_failures_stay_inspectable(
         assert f"(attempt {attempt})" in reports["dreaming"]
 
     assert await all_facts(familiar) == []
-    assert await familiar.projections.work(kind="dream", status="queued") == []
-    [failed] = await familiar.projections.work(status="failed")
+    assert await familiar.work_queue.work(kind="dream", status="queued") == []
+    [failed] = await familiar.work_queue.work(status="failed")
     assert (failed.kind, failed.turn_id, failed.place, failed.attempts) == ("dream", ids[-1], PLACE, 3)
     assert failed.last_error == "6 facts proposed; at most 5 per conversation (after one retry)"
 
     familiar = await familiars.reopen(familiar)
     await familiar.learn_now()
     assert len(requests_of(fake_llm, "dreaming")) == 6  # a failed item is not tried again
-    assert [w.status for w in await familiar.projections.work(kind="dream")] == ["failed"]
+    assert [w.status for w in await familiar.work_queue.work(kind="dream")] == ["failed"]
 
 
 async def test_an_unreachable_model_spends_no_attempt(familiars: Familiars, fake_llm: FakeLLM) -> None:
@@ -151,12 +151,12 @@ async def test_an_unreachable_model_spends_no_attempt(familiars: Familiars, fake
     fake_llm.script(*(ScriptedReply(status=503) for _ in range(4)))
     for _ in range(4):  # more outages than attempts
         await familiar.learn_now()
-    [item] = await familiar.projections.work(kind="dream")
+    [item] = await familiar.work_queue.work(kind="dream")
     assert (item.status, item.attempts) == ("queued", 0)
 
     fake_llm.script(facts_answer(fact("Alice adopted a cat named Miso.", [ids[0]])))
     await familiar.learn_now()
-    assert [(w.status, w.attempts) for w in await familiar.projections.work(kind="dream")] == [("done", 1)]
+    assert [(w.status, w.attempts) for w in await familiar.work_queue.work(kind="dream")] == [("done", 1)]
     assert len(await all_facts(familiar)) == 1
 
 
@@ -188,14 +188,14 @@ async def test_deleting_the_source_message_cancels_the_queued_dream(familiars: F
     assert source.message_id is not None
     fake_llm.script(ScriptedReply(status=503))
     await familiar.learn_now()
-    [item] = await familiar.projections.work(kind="dream")
+    [item] = await familiar.work_queue.work(kind="dream")
     assert item.status == "queued"
 
     assert await familiar.history.redact_message("discord", source.message_id, datetime.now(UTC)) == [ids[-1]]
-    assert await familiar.projections.work_status(item.id) == "cancelled"
+    assert await familiar.work_queue.work_status(item.id) == "cancelled"
     await familiar.learn_now()
     assert len(requests_of(fake_llm, "dreaming")) == 1  # never asked again
-    assert await familiar.projections.work_status(item.id) == "cancelled"
+    assert await familiar.work_queue.work_status(item.id) == "cancelled"
 
 
 async def test_a_source_deleted_while_dreaming_lands_nothing(familiars: Familiars, fake_llm: FakeLLM) -> None:
@@ -211,6 +211,6 @@ async def test_a_source_deleted_while_dreaming_lands_nothing(familiars: Familiar
     await familiar.history.redact_message("discord", source.message_id, datetime.now(UTC))
     await asyncio.wait_for(learning_task, 10)
 
-    [item] = await familiar.projections.work(kind="dream")
+    [item] = await familiar.work_queue.work(kind="dream")
     assert item.status == "cancelled"
     assert await all_facts(familiar) == []

@@ -60,7 +60,7 @@ async def test_a_fact_the_model_names_is_superseded_and_the_dossiers_dropped(
     assert await familiar.projections.dossiers([ALICE, BOB], [GUILD_SCOPE, DM]) == [
         await familiar.projections.dossier(BOB, GUILD_SCOPE)
     ]
-    assert await familiar.projections.watermark("fact_supersede") > 0
+    assert await familiar.projector_deps.marks.get("fact_supersede") > 0
 
     await familiar.learn_now()
     assert len(requests_of(fake_llm, "fact_supersede")) == 1  # each new fact is considered once

@@ -141,8 +141,8 @@ async def test_a_shutdown_mid_dream_spends_no_attempt(familiars: Familiars, brai
         await familiar.start_learning()
         await asyncio.wait_for(stuck.asked.wait(), 5)  # the dream is with the model
         await familiar.learning.close()
-    [item] = await familiar.projections.work(kind="dream")
+    [item] = await familiar.work_queue.work(kind="dream")
     assert item.status == "running"  # requeued at the next start, its attempts untouched by shutdowns
-    assert await familiar.projections.requeue_running() == 1
-    [item] = await familiar.projections.work(kind="dream")
+    assert await familiar.work_queue.requeue_running() == 1
+    [item] = await familiar.work_queue.work(kind="dream")
     assert (item.status, item.last_error) == ("queued", None)

@@ -1,13 +1,18 @@
 """reflection: syntheses that cite what they rest on. Uncited ones are dropped, citations outside what was
 shown are removed, at most max_reflections_per_tick are kept, the watermark advances even on an empty or
-a garbage answer, and a reflection citing a retired fact reads as stale."""
+a garbage answer, a reflection citing a retired fact reads as stale, and one dropped by a forget or a
+deleted message is made again from what remains."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
+from app.runtime.projectors.reflection import ReflectionProjector
 from app.runtime.service import Familiar
 from tests.fakes.llm_server import FakeLLM
 from tests.runtime.projectors.conftest import Familiars
@@ -17,6 +22,7 @@ from tests.runtime.projectors.helpers import (
     DM,
     OTHER_PLACE,
     PLACE,
+    Brain,
     add_turns,
     insert,
     learning,
@@ -72,7 +78,7 @@ async def test_citations_are_checked_and_at_most_the_cap_is_kept(familiars: Fami
         ("Bread keeps coming back to the bakery.", (ids[0],), (bakery.id,)),
     ]
     assert not any(r.stale for r in newest_first)
-    assert await familiar.projections.watermark("reflection", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == ids[-1]
 
 
 async def test_too_few_new_turns_wait(familiars: Familiars, fake_llm: FakeLLM) -> None:
@@ -80,7 +86,7 @@ async def test_too_few_new_turns_wait(familiars: Familiars, fake_llm: FakeLLM) -
     await _conversation(familiar, "one", "two")
     await familiar.learn_now()
     assert requests_of(fake_llm, "reflection") == []
-    assert await familiar.projections.watermark("reflection", PLACE) == 0
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == 0
     ids = await _conversation(familiar, "three")
     await familiar.learn_now()
     assert [turn_ids_shown(r) for r in requests_of(fake_llm, "reflection")] == [[ids[0] - 2, ids[0] - 1, ids[0]]]
@@ -93,7 +99,7 @@ async def test_the_watermark_moves_on_an_empty_answer_and_on_garbage_twice(
     ids = await _conversation(familiar, "a", "b", "c")
     fake_llm.script('{"reflections": []}')
     await familiar.learn_now()
-    assert await familiar.projections.watermark("reflection", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == ids[-1]
     assert await familiar.projections.reflections([PLACE], 10) == []
 
     more = await _conversation(familiar, "d", "e", "f")
@@ -101,7 +107,7 @@ async def test_the_watermark_moves_on_an_empty_answer_and_on_garbage_twice(
     reports = await familiar.learn_now()
     assert "no reflection" in reports["reflection"]
     assert len(requests_of(fake_llm, "reflection")) == 3  # one, then garbage and its one retry
-    assert await familiar.projections.watermark("reflection", PLACE) == more[-1]
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == more[-1]
     assert await familiar.projections.reflections([PLACE], 10) == []
 
     await familiar.learn_now()
@@ -161,9 +167,97 @@ async def test_a_quiet_place_below_the_threshold_does_not_hold_the_scan_back(
     fake_llm.script(_answer())
     await familiar.learn_now()
     # The floor (where the next scan starts) moved past the quiet place's two unread turns.
-    assert familiar.projector_deps.floors["reflection"] >= busy[-1]
+    [worker] = familiar.learning.projectors
+    assert isinstance(worker, ReflectionProjector)
+    assert worker.floor.value >= busy[-1]
     more = await add_turns(familiar, turn("three", ALICE, place=OTHER_PLACE))
     fake_llm.script(_answer())
     await familiar.learn_now()
     shown = [turn_ids_shown(r) for r in requests_of(fake_llm, "reflection")]
     assert shown[-1] == [*quiet, *more]  # all three of its turns, though two were below the floor
+
+
+def _cite_first_shown(*, fact_id: int | None = None) -> Callable[[list[dict[str, Any]]], str]:
+    """A reflection answer citing the first turn shown (and `fact_id` when it was shown too)."""
+
+    def answer(messages: list[dict[str, Any]]) -> str:
+        shown = str(messages[1]["content"])
+        first = int(shown.split("[T#", 1)[1].split("]", 1)[0])
+        facts = [fact_id] if fact_id is not None and f"[F#{fact_id}]" in shown else []
+        return _answer({"text": f"A theme from T#{first}.", "cited_turn_ids": [first], "cited_fact_ids": facts})
+
+    return answer
+
+
+async def test_a_forget_that_drops_a_reflection_has_it_made_again_from_what_remains(
+    familiars: Familiars, fake_llm: FakeLLM, brain: Brain
+) -> None:
+    familiar = await familiars.open(SETTINGS)
+    early = await _conversation(familiar, "kettle", "steam", "kettle")
+    brain.answers["reflection"] = _cite_first_shown()
+    await familiar.learn_now()
+    bakery = await insert(familiar, remembered("Alice works at the bakery."))
+    ids = await _conversation(familiar, "bread", "flour", "bread")
+    elsewhere = await add_turns(familiar, *(turn(f"{w} there", place=DM) for w in ("x", "y", "z")))
+    brain.answers["reflection"] = _cite_first_shown(fact_id=bakery.id)
+    await familiar.learn_now()
+    assert [r.cited_fact_ids for r in await familiar.projections.reflections([PLACE], 10)] == [(bakery.id,), ()]
+    asked = len(requests_of(fake_llm, "reflection"))
+
+    receipt = await familiar.history.forget_fact(bakery.id)
+    assert ("reflections", 1) in receipt.stores
+    # Sent back to where the reflections still standing there end: after the first conversation.
+    assert await familiar.projector_deps.marks.get("reflection", PLACE) == early[-1]
+    assert await familiar.projector_deps.marks.get("reflection", DM) == elsewhere[-1]
+    await familiar.learn_now()
+
+    [again] = requests_of(fake_llm, "reflection")[asked:]  # that place only, once
+    assert turn_ids_shown(again) == ids
+    assert f"[F#{bakery.id}]" not in prompt(again)
+    assert [r.text for r in await familiar.projections.reflections([PLACE], 10)] == [
+        f"A theme from T#{ids[0]}.",
+        f"A theme from T#{early[0]}.",
+    ]
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "reflection")) == asked + 1  # and not again
+
+
+async def test_a_deleted_message_that_drops_a_reflection_has_it_made_again(
+    familiars: Familiars, fake_llm: FakeLLM, brain: Brain
+) -> None:
+    familiar = await familiars.open(SETTINGS)
+    await add_turns(familiar, *(turn(f"{w} there", place=OTHER_PLACE) for w in ("x", "y", "z")))
+    ids = await _conversation(familiar, "bread", "flour", "bread", "crumbs")
+    brain.answers["reflection"] = _cite_first_shown()
+    await familiar.learn_now()
+    asked = len(requests_of(fake_llm, "reflection"))
+    [cited] = await familiar.history.store.turns_by_ids([ids[0]])
+    assert cited.message_id is not None
+
+    await familiar.history.redact_message("discord", cited.message_id, datetime.now(UTC))
+    assert await familiar.projections.reflections([PLACE], 10) == []
+    await familiar.learn_now()
+
+    [again] = requests_of(fake_llm, "reflection")[asked:]
+    assert turn_ids_shown(again) == ids[1:]
+    assert [r.text for r in await familiar.projections.reflections([PLACE], 10)] == [f"A theme from T#{ids[1]}."]
+
+
+async def test_a_forget_from_another_process_reaches_the_running_worker(
+    familiars: Familiars, fake_llm: FakeLLM, brain: Brain
+) -> None:
+    running = await familiars.open(SETTINGS)
+    bakery = await insert(running, remembered("Alice works at the bakery."))
+    await add_turns(running, *(turn(f"{w} there", place=DM) for w in ("x", "y", "z")))
+    ids = await _conversation(running, "bread", "flour", "bread")
+    brain.answers["reflection"] = _cite_first_shown(fact_id=bakery.id)
+    await running.learn_now()
+    asked = len(requests_of(fake_llm, "reflection"))
+
+    command = await familiars.open()  # `familiar forget` while the familiar runs: the same store
+    await command.history.forget_fact(bakery.id)
+    await familiars.close(command)
+    await running.learn_now()
+
+    [again] = requests_of(fake_llm, "reflection")[asked:]
+    assert turn_ids_shown(again) == ids

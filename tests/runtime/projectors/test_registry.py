@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from app.config.errors import ConfigError
-from app.runtime.projectors import base
-from app.runtime.projectors.base import ProjectorDeps, projector_names, register_projector
+from app.runtime.projectors import registry as projector_registry
+from app.runtime.projectors.base import ProjectorDeps
+from app.runtime.projectors.registry import projector_names, register_projector
 from tests.runtime.projectors.conftest import Familiars
 from tests.runtime.projectors.helpers import PLACE, add_turns, learning, turn
 
@@ -25,8 +26,7 @@ BUILT_INS = (
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registrations made by a test stay in a copy of the registry, dropped afterwards."""
-    projector_names()  # the built-ins are in before the copy is taken
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    monkeypatch.setattr(projector_registry, "_REGISTRY", dict(projector_registry._REGISTRY))
 
 
 def test_the_seven_built_ins_are_registered() -> None:
@@ -64,11 +64,11 @@ class _Counter:
     def __init__(self, deps: ProjectorDeps) -> None:
         self._deps = deps
 
-    async def run(self) -> None:
-        mark = await self._deps.projections.watermark(self.name)
+    async def run(self) -> str:
+        mark = await self._deps.marks.get(self.name)
         newest = await self._deps.history.store.max_turn_id()
-        self._deps.report(self.name, f"saw {newest - mark} new turns")
-        await self._deps.projections.set_watermark(self.name, newest)
+        await self._deps.marks.set(self.name, newest)
+        return f"saw {newest - mark} new turns"
 
 
 @pytest.mark.asyncio
@@ -81,7 +81,7 @@ async def test_a_registered_third_party_projector_runs_when_listed(familiars: Fa
 
     reports = await familiar.learn_now()
     assert reports["turn_counter"] == "saw 3 new turns"
-    assert await familiar.projections.watermark("turn_counter") == ids[-1]
+    assert await familiar.projector_deps.marks.get("turn_counter") == ids[-1]
     reports = await familiar.learn_now()
     assert reports["turn_counter"] == "saw 0 new turns"
 

@@ -72,7 +72,7 @@ async def test_a_batch_becomes_facts_with_provenance_and_the_promotion_policy(
     assert run.scope == GUILD_SCOPE  # where it was said, not anything the model wrote
     assert (jazz.type, jazz.status, jazz.speaker, jazz.source_turn_ids) == ("semantic", "pending", BOB, (ids[1],))
     assert (french.type, french.status) == ("episodic", "pending")  # directive language waits for the owner
-    assert await familiar.projections.watermark("rich_note", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == ids[-1]
 
     await familiar.learn_now()  # nothing new: no request, nothing twice
     assert len(requests_of(fake_llm, "rich_note")) == 1
@@ -116,7 +116,7 @@ async def test_garbage_twice_drops_the_batch_whole_and_moves_on(familiars: Famil
     assert len(requests_of(fake_llm, "rich_note")) == 2
     assert await all_facts(familiar) == []
     assert "dropped the batch" in reports["rich_note"]
-    assert await familiar.projections.watermark("rich_note", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == ids[-1]
     await familiar.learn_now()
     assert len(requests_of(fake_llm, "rich_note")) == 2  # no third request for the same turns
 
@@ -134,7 +134,7 @@ async def test_one_fact_with_an_unknown_field_makes_the_whole_batch_garbage(
     _first, retry = requests_of(fake_llm, "rich_note")
     assert 'facts[1]: unknown field "scope"' in retry.messages[3]["content"]
     assert await all_facts(familiar) == []  # not even the good one
-    assert await familiar.projections.watermark("rich_note", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == ids[-1]
 
 
 async def test_an_impersonation_bit_never_becomes_an_identity(familiars: Familiars, fake_llm: FakeLLM) -> None:
@@ -200,7 +200,7 @@ async def test_a_batch_of_only_activity_returns_asks_nothing(familiars: Familiar
     )
     await familiar.learn_now()
     assert requests_of(fake_llm, "rich_note") == []
-    assert await familiar.projections.watermark("rich_note", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == ids[-1]
 
 
 async def test_an_unreachable_model_leaves_the_turns_for_the_next_tick(familiars: Familiars, fake_llm: FakeLLM) -> None:
@@ -210,7 +210,7 @@ async def test_an_unreachable_model_leaves_the_turns_for_the_next_tick(familiars
     reports = await familiar.learn_now()
 
     assert reports["rich_note"].startswith("waiting for the background model")
-    assert await familiar.projections.watermark("rich_note", PLACE) == 0
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == 0
     assert await all_facts(familiar) == []
     fake_llm.script(facts_answer(fact("Alice ran the Berlin half marathon on 2024-03-03.", [ids[0]])))
     await familiar.learn_now()
@@ -218,7 +218,7 @@ async def test_an_unreachable_model_leaves_the_turns_for_the_next_tick(familiars
     first, second = requests_of(fake_llm, "rich_note")
     assert turn_ids_shown(first) == turn_ids_shown(second) == ids
     assert len(await all_facts(familiar)) == 1
-    assert await familiar.projections.watermark("rich_note", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == ids[-1]
 
 
 async def test_a_dead_background_endpoint_keeps_the_watermark_across_a_restart(
@@ -233,7 +233,7 @@ async def test_a_dead_background_endpoint_keeps_the_watermark_across_a_restart(
     ids = await _three_turns(familiar)
     reports = await familiar.learn_now()
     assert reports["rich_note"].startswith("waiting for the background model")
-    assert await familiar.projections.watermark("rich_note", PLACE) == 0
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == 0
     assert fake_llm.requests == []
 
     familiar = await familiars.reopen(familiar, SETTINGS)  # the endpoint is back
@@ -289,7 +289,7 @@ async def test_an_edit_retires_the_old_facts_and_the_new_revision_is_read_once(
     assert old.id == berlin.id
     assert not old.is_head
     assert (new.content, new.source_turn_ids, new.status) == ("Alice lives in Hamburg.", (edited.id,), "active")
-    assert [w.status for w in await familiar.projections.work(kind="extract")] == ["done"]
+    assert [w.status for w in await familiar.work_queue.work(kind="extract")] == ["done"]
 
 
 async def test_a_message_deleted_while_the_model_reads_it_is_not_learnt_from(
@@ -345,7 +345,7 @@ async def test_a_backlog_goes_several_batches_a_tick(familiars: Familiars, fake_
     await familiar.learn_now()
     shown = [turn_ids_shown(r) for r in requests_of(fake_llm, "rich_note")]
     assert shown == [ids[0:3], ids[3:6], ids[6:8]]  # the last two are an hour quiet: a batch of their own
-    assert await familiar.projections.watermark("rich_note", PLACE) == ids[-1]
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == ids[-1]
 
 
 async def test_a_channel_scoped_server_keeps_learnt_facts_in_their_channel(

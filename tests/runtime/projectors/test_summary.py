@@ -41,7 +41,7 @@ async def test_a_summary_per_place_folded_forward(familiars: Familiars, fake_llm
     assert "map" not in first.text
     assert "map" in other.text
     assert "kettle" not in other.text
-    assert await familiar.projections.watermark("rolling_summary", PLACE) == here[-1]
+    assert await familiar.projector_deps.marks.get("rolling_summary", PLACE) == here[-1]
 
     later = await add_turns(familiar, turn("the tea is cold now"), turn("brew another", BOB))
     await familiar.learn_now()

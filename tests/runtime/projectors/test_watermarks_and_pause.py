@@ -1,20 +1,31 @@
 """Watermarks are persisted (a restart sends no turn twice) and learning can be paused everywhere or per
 place: no model request for what is paused, the conversation goes on, nothing is lost on resume, and the
-switch survives a restart."""
+switch survives a restart. The workers that read facts hold back, the same way, the facts said where
+learning is paused."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
+from app.memory.facts import Fact, NewFact
+from app.runtime.projectors import supersede
 from app.runtime.service import Familiar
 from tests.fakes.llm_server import FakeLLM
 from tests.runtime.projectors.conftest import Familiars
 from tests.runtime.projectors.helpers import (
+    ALICE,
     BOB,
+    DM,
+    GUILD,
     GUILD_SCOPE,
     OTHER_PLACE,
     PLACE,
+    Brain,
     add_turns,
+    insert,
     learning,
     prompt,
     requests_of,
@@ -43,7 +54,7 @@ async def test_a_restart_sends_no_turn_to_the_model_twice(familiars: Familiars, 
     familiar = await familiars.open(SETTINGS)
     first = await add_turns(familiar, *(turn(f"{w} talk", BOB) for w in WORDS[:3]))
     await familiar.learn_now()
-    assert await familiar.projections.watermark("rich_note", PLACE) == first[-1]
+    assert await familiar.projector_deps.marks.get("rich_note", PLACE) == first[-1]
 
     familiar = await familiars.reopen(familiar)
     await familiar.learn_now()
@@ -140,3 +151,134 @@ async def test_pausing_a_guild_pauses_learning_in_its_channels(familiars: Famili
     await familiar.set_paused("learning", GUILD_SCOPE, False)
     await familiar.learn_now()
     assert _shown(fake_llm, "rich_note", "apple") == _shown(fake_llm, "rich_note", "birch") == 1
+
+
+# -- the workers that read facts: a fact is held by a pause where it was said ------------------------
+async def _said(familiar: Familiar, content: str, where: str, *, speaker: str = ALICE) -> Fact:
+    """A fact extraction learnt from what `speaker` just said at `where` (active at once; guild scope)."""
+    [source] = await add_turns(familiar, turn(f"about that: {content}", speaker, place=where))
+    new = NewFact(content, "episodic", 5, 0.9, (speaker,), where, speaker=speaker, source_turn_ids=(source,))
+    return await insert(familiar, new)
+
+
+async def test_a_dossier_leaves_out_facts_said_where_learning_is_paused_until_it_resumes(
+    familiars: Familiars, fake_llm: FakeLLM
+) -> None:
+    familiar = await familiars.open(learning("people_dossier"))
+    await familiar.set_paused("learning", PLACE, True)  # one channel of the guild, not the guild
+    await _said(familiar, "Alice bakes sourdough on Sundays.", PLACE)
+    await _said(familiar, "Alice plays the cello.", OTHER_PLACE)
+    await familiar.learn_now()
+
+    [request] = requests_of(fake_llm, "people_dossier")
+    assert "cello" in prompt(request)
+    assert "sourdough" not in prompt(request)
+    dossier = await familiar.projections.dossier(ALICE, GUILD_SCOPE)
+    assert dossier is not None
+    assert "sourdough" not in dossier.text
+
+    await familiar.learn_now()
+    familiar = await familiars.reopen(familiar)  # the pause and the note of what waits survive a restart
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "people_dossier")) == 1  # nothing asked again while the pause holds
+
+    await familiar.set_paused("learning", PLACE, False)
+    await familiar.learn_now()
+    [_first, again] = requests_of(fake_llm, "people_dossier")
+    assert "sourdough" in prompt(again)
+    assert "cello" in prompt(again)
+    dossier = await familiar.projections.dossier(ALICE, GUILD_SCOPE)
+    assert dossier is not None
+    assert "sourdough" in dossier.text
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "people_dossier")) == 2  # done: not again
+
+
+async def test_a_dossier_of_nothing_but_paused_facts_waits_whole(familiars: Familiars, fake_llm: FakeLLM) -> None:
+    familiar = await familiars.open(learning("people_dossier"))
+    await familiar.set_paused("learning", PLACE, True)
+    await _said(familiar, "Alice bakes sourdough on Sundays.", PLACE)
+    await familiar.learn_now()
+    assert requests_of(fake_llm, "people_dossier") == []
+    assert await familiar.projections.dossier(ALICE, GUILD_SCOPE) is None
+
+    await familiar.set_paused("learning", PLACE, False)
+    await familiar.learn_now()
+    [request] = requests_of(fake_llm, "people_dossier")
+    assert "sourdough" in prompt(request)
+
+
+async def test_supersede_holds_a_fact_said_where_learning_is_paused_and_hides_it_from_others(
+    familiars: Familiars, fake_llm: FakeLLM, brain: Brain
+) -> None:
+    familiar = await familiars.open(learning("fact_supersede"))
+    bakery = await _said(familiar, "Alice works at the bakery.", OTHER_PLACE)
+    await familiar.learn_now()  # nothing earlier: nothing asked
+    await familiar.set_paused("learning", PLACE, True)
+
+    def retire_the_bakery_for_the_library(messages: list[dict[str, Any]]) -> str:
+        new_fact = str(messages[1]["content"]).split("\n", 1)[0]
+        return json.dumps({"retire": [bakery.id] if "library" in new_fact else []})
+
+    brain.answers["fact_supersede"] = retire_the_bakery_for_the_library
+    library = await _said(familiar, "Alice works at the library now.", PLACE)
+    leeds = await _said(familiar, "Alice lives in Leeds.", OTHER_PLACE)
+    await familiar.learn_now()
+
+    # The library fact is not considered, and not shown beside the Leeds one.
+    [request] = requests_of(fake_llm, "fact_supersede")
+    assert prompt(request).startswith(f"New fact: [F#{leeds.id}]")
+    assert f"[F#{bakery.id}]" in prompt(request)
+    assert f"[F#{library.id}]" not in prompt(request)
+    assert (await familiar.history.facts.chain(bakery.id)).head_id == bakery.id
+    familiar = await familiars.reopen(familiar)
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "fact_supersede")) == 1  # nothing asked again while the pause holds
+
+    await familiar.set_paused("learning", PLACE, False)
+    await familiar.learn_now()
+    later = requests_of(fake_llm, "fact_supersede")[1:]
+    assert [prompt(r).split("]", 1)[0] for r in later] == [f"New fact: [F#{library.id}", f"New fact: [F#{leeds.id}"]
+    assert f"[F#{bakery.id}]" in prompt(later[0])  # what it replaces is shown now, and retired
+    assert f"[F#{library.id}]" in prompt(later[1])
+    assert (await familiar.history.facts.chain(bakery.id)).head_id == library.id
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "fact_supersede")) == 3  # done: not again
+
+
+async def test_a_fact_held_by_a_pause_does_not_hold_up_the_facts_after_it(
+    familiars: Familiars, fake_llm: FakeLLM
+) -> None:
+    familiar = await familiars.open(learning("fact_supersede"))
+    await _said(familiar, "Alice drinks tea.", DM)
+    await familiar.learn_now()
+    await familiar.set_paused("learning", GUILD_SCOPE, True)
+    await _said(familiar, "Alice works at the bakery.", PLACE)  # held while the guild is paused
+    coffee = await _said(familiar, "Alice drinks coffee now.", DM)
+    await familiar.learn_now()
+
+    [request] = requests_of(fake_llm, "fact_supersede")
+    assert prompt(request).startswith(f"New fact: [F#{coffee.id}]")
+
+
+async def test_facts_still_held_do_not_crowd_out_the_ones_a_resume_frees(
+    familiars: Familiars, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(supersede, "MAX_PER_TICK", 1)  # one fact shown to the model per tick
+    familiar = await familiars.open(learning("fact_supersede"))
+    await _said(familiar, "Alice drinks tea.", f"guild:{GUILD}/503")
+    await familiar.learn_now()
+    await familiar.set_paused("learning", PLACE, True)
+    await familiar.set_paused("learning", OTHER_PLACE, True)
+    await _said(familiar, "Bob repairs bicycles.", PLACE, speaker=BOB)  # stays held: met first
+    coffee = await _said(familiar, "Alice drinks coffee.", OTHER_PLACE)
+    cocoa = await _said(familiar, "Alice drinks cocoa.", OTHER_PLACE)
+    for _ in range(3):  # one status-log row per tick
+        await familiar.learn_now()
+    assert requests_of(fake_llm, "fact_supersede") == []
+
+    await familiar.set_paused("learning", OTHER_PLACE, False)
+    await familiar.learn_now()
+    await familiar.learn_now()
+    asked = [prompt(r).split("]", 1)[0] for r in requests_of(fake_llm, "fact_supersede")]
+    assert asked == [f"New fact: [F#{coffee.id}", f"New fact: [F#{cocoa.id}"]
