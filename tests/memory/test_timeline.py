@@ -278,7 +278,8 @@ async def test_a_diff_between_two_recorded_times_lists_what_was_added_removed_an
     }
     assert (diff.added, diff.removed, diff.changed) == (1, 0, 2)
     status_change = next(r for r in diff.rows if r.before is not None and r.before.id == archived.id)
-    assert status_change.before is not None and status_change.after is not None
+    assert status_change.before is not None
+    assert status_change.after is not None
     assert (status_change.before.status, status_change.after.status) == ("active", "archived")
     assert stays.id not in {r.after.id for r in diff.rows if r.after is not None}
     # The other way round the new fact was removed, and the correction goes back.
