@@ -11,12 +11,20 @@ Scenarios (`--scenario`, several allowed; default: import):
   import  (a) 100,000 turns bulk-imported by the running runtime (History.append_turns in batches, as a
           backfill does), with the window up: SQL, the turn index's group commits and the change
           broadcast all run beside the heartbeat.
+  timeline-open  the Facts timeline pane shown over `--facts` facts (100,000) whose spans must be built
+          (a fact changed since the last look): the arrays are made off the loop, then the first page.
+  timeline  (b) the timeline's world-time slider dragged by the mouse across the whole axis and back
+          over `--facts` facts (seeded before the heartbeat starts: varied world spans, statuses,
+          corrections), a mouse move every 16 ms. Besides the heartbeat it reports the re-slice latency
+          (a move to its slice shown: p50 / p95 / max; target p95 <= 50 ms) and, after the drag, the
+          facade's timeline() call alone at 100,000 facts.
 To add one (the pane helpers: (b) the timeline's world-time slider dragged across 100,000 facts,
 (c) 1,000 pending items triaged by keys), write `async def scenario(ctx: Ctx) -> str` that drives
 `ctx.window` / `ctx.familiar` and returns a one-line note of what it did, and register it in SCENARIOS
 below. `ctx.build_facts(n)` and `ctx.build_pending(n)` seed facts for them.
 
     python -m bench.bench_ui_stall [--turns 100000] [--batch 1000] [--scenario import]
+    python -m bench.bench_ui_stall --scenario timeline-open --scenario timeline [--facts 100000]
 """
 
 from __future__ import annotations
@@ -24,33 +32,41 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
+import random
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_API", "pyside6")
 
 import qasync
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication
 
 from app.config.paths import FamiliarPaths, ensure_familiar
 from app.memory.facts import NewFact
+from app.memory.policy import dedup_key
 from app.memory.records import NewTurn
 from app.runtime.service import Familiar
 from app.ui.main_window import MainWindow
+from app.ui.panes.timeline import TimelinePane
 from bench._familiar_data import T0, World, open_familiar, pct
 
 HEARTBEAT_MS = 5
 TARGET_MAX_GAP_MS = 50.0
 TARGET_P99_MS = 16.0
+TARGET_RESLICE_MS = 50.0
+DRAG_INTERVAL = 0.016  # a mouse move every 16 ms, as a drag at 60 Hz
+TIMELINE_T0 = datetime(2023, 1, 1, tzinfo=UTC)
 
 
 class Heartbeat:
@@ -175,8 +191,157 @@ async def scenario_import(ctx: Ctx) -> str:
     )
 
 
+async def seed_timeline_facts(ctx: Ctx, count: int) -> None:
+    """`count` fact rows straight into SQL (as an import writes them), spread over three years of world
+    time: a third with an open start, half with an open end, every 7th archived a month after it was
+    learned, every 10th still pending, every 25th corrected by a later row. Then indexed."""
+    rng = random.Random(5)
+    people = ctx.world.people
+    places = [p.key for p in ctx.world.places]
+    rows = []
+    for i in range(count):
+        created = TIMELINE_T0 + timedelta(minutes=15 * i)
+        start = None if i % 3 == 0 else created - timedelta(days=rng.randrange(0, 90))
+        end = None if i % 2 == 0 else (start or created) + timedelta(days=rng.randrange(1, 240))
+        key, name = people[i % len(people)]
+        text = f"{name} {ctx.world.fact_text(name)} (fact {i})"
+        scope = places[i % len(places)]
+        status = "pending" if i % 10 == 0 else "active"
+        rows.append(
+            (
+                text,
+                dedup_key(text, (key, f"@scope={scope}")),
+                ("episodic", "semantic", "procedural")[i % 3],
+                json.dumps([key]),
+                scope,
+                status,
+                created.isoformat(),
+                start.isoformat() if start else None,
+                end.isoformat() if end else None,
+            )
+        )
+    history = ctx.familiar.history
+    async with history.store.transaction() as conn:
+        await conn.executemany(
+            "INSERT INTO facts (content, dedup_key, type, importance, confidence, subjects, scope, status, origin,"
+            " created_at, valid_from, valid_to) VALUES (?, ?, ?, 5, 0.9, ?, ?, ?, 'import', ?, ?, ?)",
+            rows,
+        )
+        first = count - len(rows) + 1
+        archived = [(first + i, (TIMELINE_T0 + timedelta(minutes=15 * i, days=30)).isoformat()) for i in range(count)]
+        archived = [(fact_id, at) for fact_id, at in archived if (fact_id - first) % 7 == 3]
+        await conn.executemany(
+            "UPDATE facts SET status = 'archived' WHERE id = ? AND status = 'active'", [(f,) for f, _ in archived]
+        )
+        await conn.executemany("INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, 'archived', ?)", archived)
+        corrected = [
+            (first + i + 1, (TIMELINE_T0 + timedelta(minutes=15 * (i + 1))).isoformat(), first + i)
+            for i in range(0, count - 1, 25)
+        ]
+        await conn.executemany("UPDATE facts SET superseded_by = ?, superseded_at = ? WHERE id = ?", corrected)
+    await history.store.checkpoint()
+    history.facts_index.notify()
+    await history.facts_index.flush(600)
+
+
+async def prepare_timeline(ctx: Ctx) -> None:
+    if "timeline" not in ctx.prepared:
+        await seed_timeline_facts(ctx, ctx.args.facts)
+        ctx.prepared["timeline"] = []
+
+
+async def _shown_and_loaded(ctx: Ctx) -> TimelinePane:
+    pane = ctx.window.pane_of(TimelinePane)
+    loaded = asyncio.Event()
+    pane.loaded.connect(loaded.set)
+    ctx.window.show_pane("timeline")
+    if not pane.is_loaded or pane.is_stale:
+        await asyncio.wait_for(loaded.wait(), 600)
+    await _sliced(pane)
+    return pane
+
+
+async def _sliced(pane: TimelinePane) -> None:
+    """Until the slice of the last move is shown."""
+    while pane.slicing:
+        shown = asyncio.Event()
+        pane.sliced.connect(shown.set)
+        try:
+            await asyncio.wait_for(shown.wait(), 60)
+        finally:
+            pane.sliced.disconnect(shown.set)
+
+
+async def scenario_timeline_open(ctx: Ctx) -> str:
+    """The timeline shown after a fact changed: its spans over every fact are built again, then a page."""
+    ctx.window.show_pane("dashboard")
+    await ctx.familiar.memory.remember("The harbour bell was recast this spring", "guild:1000/1001")
+    started = time.perf_counter()
+    await _shown_and_loaded(ctx)
+    seconds = time.perf_counter() - started
+    return f"the timeline shown over {ctx.args.facts:,} facts (spans built, then a page) in {seconds:.2f} s"
+
+
+async def scenario_timeline(ctx: Ctx) -> str:
+    """(b) the world-time slider dragged by the mouse across the axis and back, a move every 16 ms."""
+    pane = await _shown_and_loaded(ctx)
+    slider = pane.world.slider
+    pane.latencies.clear()
+    scale = slider.scale()
+    steps = ctx.args.drag_steps
+    xs = [scale.left + scale.width * n / steps for n in range(steps + 1)]
+    path = [*xs, *reversed(xs)]
+    y = 14.0
+
+    def mouse(kind: QEvent.Type, x: float, buttons: Qt.MouseButton) -> None:
+        local = QPointF(x, y)
+        event = QMouseEvent(
+            kind, local, slider.mapToGlobal(local), Qt.MouseButton.LeftButton, buttons, Qt.KeyboardModifier.NoModifier
+        )
+        QApplication.sendEvent(slider, event)
+
+    sizes: list[int] = []
+
+    def shown() -> None:
+        sizes.append(pane.model.total)
+
+    pane.sliced.connect(shown)
+    started = time.perf_counter()
+    mouse(QEvent.Type.MouseButtonPress, slider.handle_x(0), Qt.MouseButton.LeftButton)
+    for x in path:
+        mouse(QEvent.Type.MouseMove, x, Qt.MouseButton.LeftButton)
+        await asyncio.sleep(DRAG_INTERVAL)
+    mouse(QEvent.Type.MouseButtonRelease, path[-1], Qt.MouseButton.NoButton)
+    await _sliced(pane)
+    dragged = time.perf_counter() - started
+    pane.sliced.disconnect(shown)
+    latencies = list(pane.latencies)
+    # The facade's slice alone, at points across the axis (no drag around it).
+    calls: list[float] = []
+    start, end = slider.range()
+    for n in range(60):
+        at = start + (end - start) * (n / 59)
+        began = time.perf_counter()
+        await ctx.familiar.memory.timeline(world_at=at, limit=120)
+        calls.append((time.perf_counter() - began) * 1000)
+    return (
+        f"{len(path)} moves in {dragged:.1f} s, slices of {min(sizes, default=0):,}-{max(sizes, default=0):,}"
+        f" of {ctx.args.facts:,} facts;"
+        f" {len(latencies)} re-slices, move to slice shown: p50 {pct(latencies, 0.5):.1f} ms,"
+        f" p95 {pct(latencies, 0.95):.1f} ms, max {max(latencies, default=0):.1f} ms"
+        f" [{'ok' if pct(latencies, 0.95) <= TARGET_RESLICE_MS else 'OVER TARGET'}: p95 <= {TARGET_RESLICE_MS:.0f} ms];"
+        f" timeline() alone: p50 {pct(calls, 0.5):.1f} ms, p95 {pct(calls, 0.95):.1f} ms"
+    )
+
+
 SCENARIOS: dict[str, Scenario] = {
     "import": scenario_import,
+    "timeline-open": scenario_timeline_open,
+    "timeline": scenario_timeline,
+}
+PREPARE: dict[str, Callable[[Ctx], Awaitable[None]]] = {
+    "timeline-open": prepare_timeline,
+    "timeline": prepare_timeline,
 }
 
 
@@ -210,6 +375,9 @@ async def run(args: argparse.Namespace) -> list[str]:
             ctx = Ctx(window=window, familiar=familiar, args=args)
             if "import" in args.scenario:
                 ctx.prepared["import"] = invent_turns(ctx.world, args.turns, args.batch)
+            for name in args.scenario:
+                if name in PREPARE:
+                    await PREPARE[name](ctx)
             if not args.collect_prepared:
                 # 100k invented turns are ~1M live objects that are the bench's, not the window's: left to
                 # the collector, each full collection scans them (measured: 80-110 ms pauses, which the
@@ -231,6 +399,8 @@ def main() -> None:
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: import")
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--facts", type=int, default=100_000, help="facts for the timeline scenarios")
+    parser.add_argument("--drag-steps", type=int, default=150, help="mouse moves across the axis, each way")
     parser.add_argument("--baseline-seconds", type=float, default=3.0)
     parser.add_argument(
         "--collect-prepared",

@@ -202,8 +202,11 @@ class Spans:
     log_row: Ints  # the status log, sorted by (row, time, insertion)
     log_at: Ints
     log_status: Codes
+    log_order: Ints  # the log rows' rowids (their insertion order)
     sorted_ids: Ints  # ids ascending, and the row of each
     sorted_rows: Ints
+    max_id: int  # the newest fact row read, and the newest log row kept: what an append reads after
+    max_log_rowid: int
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -252,85 +255,178 @@ _ROWS_SQL = (
     " group_concat(COALESCE(valid_from, '')), group_concat(COALESCE(valid_to, '')),"
     f" group_concat({_code_sql('type', TYPES)}, ''), group_concat(scope, char(31)),"
     f" group_concat({_code_sql('status', STATUSES)}, ''), group_concat(COALESCE(superseded_by, -1))"
-    " FROM facts WHERE id NOT IN (SELECT fact_id FROM forget_holds)"
+    " FROM facts WHERE id NOT IN (SELECT fact_id FROM forget_holds) AND id > ?"
 )
 _LOG_SQL = (
     "SELECT COUNT(*), group_concat(fact_id), group_concat(at), group_concat(rowid),"
-    f" group_concat({_code_sql('status', STATUSES)}, '') FROM fact_status_log"
+    f" group_concat({_code_sql('status', STATUSES)}, '') FROM fact_status_log WHERE rowid > ?"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """Fact rows and status-log rows as arrays, in no particular order (what `_assemble` sorts)."""
+
+    ids: Ints
+    created: Ints
+    retired: Ints
+    valid_from: Ints
+    valid_to: Ints
+    types: Codes
+    scopes: npt.NDArray[np.int32]
+    scope_names: tuple[str, ...]
+    status_now: Codes
+    next_ids: Ints
+    log_ids: Ints
+    log_at: Ints
+    log_order: Ints
+    log_status: Codes
+
+
+async def _read(store: Store, after_id: int = -1, after_log: int = -1) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    rows = await store.read_one(_ROWS_SQL, (after_id,))
+    log = await store.read_one(_LOG_SQL, (after_log,))
+    if rows is None or log is None:  # pragma: no cover - an aggregate always answers one row
+        raise StoreError("the facts could not be read for the timeline")
+    return rows, log
 
 
 async def build_spans(store: Store) -> Spans:
     """Read every row's times and statuses (two reads), then make the arrays off the event loop."""
-    rows = await store.read_one(_ROWS_SQL)
-    log = await store.read_one(_LOG_SQL)
-    if rows is None or log is None:  # pragma: no cover - an aggregate always answers one row
-        raise StoreError("the facts could not be read for the timeline")
-    return await asyncio.to_thread(_spans_from_columns, rows, log)
+    rows, log = await _read(store)
+    return await asyncio.to_thread(lambda: _assemble(_columns(rows, log)))
 
 
-def _spans_from_columns(rows: tuple[Any, ...], log: tuple[Any, ...]) -> Spans:
+def _columns(rows: tuple[Any, ...], log: tuple[Any, ...]) -> _Columns:
     count = int(rows[0])
     if not count:
         rows = (0, "", "", "", "", "", "", "", "", "")
-    ids = _ints(rows[1], count)
-    created = parse_times(rows[2], OPEN_START, count)
-    retired = parse_times(rows[3], OPEN_END, count)
-    valid_from = parse_times(rows[4], OPEN_START, count)
-    valid_to = parse_times(rows[5], OPEN_END, count)
-    types = _digits(rows[6])
-    scope_names, scope_codes = np.unique(
-        np.array(rows[7].split(chr(31)) if count else [], dtype=str), return_inverse=True
+    names, codes = np.unique(np.array(rows[7].split(chr(31)) if count else [], dtype=str), return_inverse=True)
+    logged = int(log[0])
+    if not logged:
+        log = (0, "", "", "", "")
+    return _Columns(
+        ids=_ints(rows[1], count),
+        created=parse_times(rows[2], OPEN_START, count),
+        retired=parse_times(rows[3], OPEN_END, count),
+        valid_from=parse_times(rows[4], OPEN_START, count),
+        valid_to=parse_times(rows[5], OPEN_END, count),
+        types=_digits(rows[6]),
+        scopes=codes.astype(np.int32).reshape(-1),
+        scope_names=tuple(str(n) for n in names),
+        status_now=_digits(rows[8]),
+        next_ids=_ints(rows[9], count),
+        log_ids=_ints(log[1], logged),
+        log_at=parse_times(log[2], OPEN_START, logged),
+        log_order=_ints(log[3], logged),
+        log_status=_digits(log[4]),
     )
-    scopes = scope_codes.astype(np.int32).reshape(-1)
-    status_now = _digits(rows[8])
-    next_ids = _ints(rows[9], count)
 
+
+def _unsorted(spans: Spans) -> _Columns:
+    """The columns of spans already built (to append new rows to)."""
+    next_ids = np.where(spans.successor >= 0, spans.ids[np.maximum(spans.successor, 0)], -1)
+    return _Columns(
+        ids=spans.ids,
+        created=spans.created,
+        retired=spans.retired,
+        valid_from=spans.valid_from,
+        valid_to=spans.valid_to,
+        types=spans.types,
+        scopes=spans.scopes,
+        scope_names=spans.scope_names,
+        status_now=spans.status_now,
+        next_ids=next_ids,
+        log_ids=spans.ids[spans.log_row],
+        log_at=spans.log_at,
+        log_order=spans.log_order,
+        log_status=spans.log_status,
+    )
+
+
+def _joined(old: _Columns, new: _Columns) -> _Columns:
+    """Old rows and appended ones together (the scopes' codes merged)."""
+    names = list(old.scope_names)
+    code = {name: n for n, name in enumerate(names)}
+    for name in new.scope_names:
+        if name not in code:
+            code[name] = len(names)
+            names.append(name)
+    remap = np.array([code[name] for name in new.scope_names], dtype=np.int32)
+    new_scopes = remap[new.scopes] if len(new.scopes) else new.scopes
+    return _Columns(
+        ids=np.concatenate([old.ids, new.ids]),
+        created=np.concatenate([old.created, new.created]),
+        retired=np.concatenate([old.retired, new.retired]),
+        valid_from=np.concatenate([old.valid_from, new.valid_from]),
+        valid_to=np.concatenate([old.valid_to, new.valid_to]),
+        types=np.concatenate([old.types, new.types]),
+        scopes=np.concatenate([old.scopes, new_scopes]).astype(np.int32),
+        scope_names=tuple(names),
+        status_now=np.concatenate([old.status_now, new.status_now]),
+        next_ids=np.concatenate([old.next_ids, new.next_ids]),
+        log_ids=np.concatenate([old.log_ids, new.log_ids]),
+        log_at=np.concatenate([old.log_at, new.log_at]),
+        log_order=np.concatenate([old.log_order, new.log_order]),
+        log_status=np.concatenate([old.log_status, new.log_status]),
+    )
+
+
+def _assemble(cols: _Columns) -> Spans:
+    count = len(cols.ids)
     # Display order: the latest start first (valid_from, or created_at when the start is open), then the id.
-    start = np.where(valid_from == OPEN_START, created, valid_from)
-    order = np.lexsort((-ids, -start))
-    ids, created, retired = ids[order], created[order], retired[order]
-    valid_from, valid_to, types = valid_from[order], valid_to[order], types[order]
-    scopes, status_now, next_ids = scopes[order], status_now[order], next_ids[order]
+    start = np.where(cols.valid_from == OPEN_START, cols.created, cols.valid_from)
+    order = np.lexsort((-cols.ids, -start))
+    ids = cols.ids[order]
+    next_ids = cols.next_ids[order]
     by_id = np.argsort(ids, kind="stable")
     sorted_ids = ids[by_id]
     sorted_rows = by_id.astype(np.int64)
 
-    def rows_of(wanted: Ints) -> tuple[Ints, Mask]:
-        return _lookup(sorted_ids, sorted_rows, wanted)
-
     successor = np.full(count, -1, dtype=np.int64)
     if count:
         linked = next_ids >= 0
-        rows_next, found = rows_of(next_ids[linked])
+        rows_next, found = _lookup(sorted_ids, sorted_rows, next_ids[linked])
         successor[np.flatnonzero(linked)[found]] = rows_next[found]
 
-    logged = int(log[0])
-    log_ids = _ints(log[1] if logged else "", logged)
-    log_at = parse_times(log[2] if logged else "", OPEN_START, logged)
-    log_order = _ints(log[3] if logged else "", logged)
-    log_status = _digits(log[4] if logged else "")
-    log_rows, known = rows_of(log_ids)  # a row written between the two reads has no spans yet: left out
-    log_rows, log_at, log_status, log_order = log_rows[known], log_at[known], log_status[known], log_order[known]
+    log_rows, known = _lookup(sorted_ids, sorted_rows, cols.log_ids)  # a row written between the reads: left out
+    log_rows, log_at = log_rows[known], cols.log_at[known]
+    log_status, log_order = cols.log_status[known], cols.log_order[known]
     # Each row's entries together, in time order (ties in the order they were written).
     by_row = np.lexsort((log_order, log_at, log_rows))
     return Spans(
         ids=ids,
-        created=created,
-        retired=retired,
-        valid_from=valid_from,
-        valid_to=valid_to,
-        types=types,
-        scopes=scopes,
-        scope_names=tuple(str(n) for n in scope_names),
-        status_now=status_now,
+        created=cols.created[order],
+        retired=cols.retired[order],
+        valid_from=cols.valid_from[order],
+        valid_to=cols.valid_to[order],
+        types=cols.types[order],
+        scopes=cols.scopes[order],
+        scope_names=cols.scope_names,
+        status_now=cols.status_now[order],
         successor=successor,
         log_row=log_rows[by_row],
         log_at=log_at[by_row],
         log_status=log_status[by_row],
+        log_order=log_order[by_row],
         sorted_ids=sorted_ids,
         sorted_rows=sorted_rows,
+        max_id=int(ids.max()) if count else -1,
+        max_log_rowid=int(log_order.max()) if len(log_order) else -1,
     )
+
+
+async def append_spans(store: Store, spans: Spans, moved: int) -> Spans | None:
+    """`spans` with the rows written since, when the only change was appending them: the facts' change
+    counter moved by exactly as many rows as are new (every insert, update and delete moves it by one)
+    and the status log gained entries for those rows only. None when anything else changed."""
+    rows, log = await _read(store, spans.max_id, spans.max_log_rowid)
+    if int(rows[0]) != moved:
+        return None
+    new = _columns(rows, log)
+    if len(new.log_ids) and not bool(np.isin(new.log_ids, new.ids).all()):
+        return None  # an older row's status changed too
+    return await asyncio.to_thread(lambda: _assemble(_joined(_unsorted(spans), new)))
 
 
 _MARKS = ("facts", "scheduled_forgets")  # what moves when a row or its holds change
@@ -346,13 +442,23 @@ class TimelineBook:
         self._spans: Spans | None = None
         self._marks: tuple[int, ...] | None = None
         self._id_sets: dict[tuple[str, tuple[str, ...]], Ints] = {}  # subject / text filters, per build
+        self.builds = 0  # how many times the spans were read whole, and grown by appended rows
+        self.appends = 0
 
     async def spans(self) -> Spans:
-        """The current spans: rebuilt only when the facts (or their holds) changed since the last build."""
+        """The current spans: rebuilt only when the facts (or their holds) changed since the last build,
+        and only the new rows read when facts were just added (a memory worker's usual change)."""
         async with self._lock:
             marks = await self._change_marks()
+            before = self._marks
+            if self._spans is not None and before is not None and marks[1] == before[1] and marks[0] > before[0]:
+                grown = await append_spans(self._store, self._spans, marks[0] - before[0])
+                if grown is not None:
+                    self.appends += 1
+                    self._spans, self._marks, self._id_sets = grown, marks, {}
             if self._spans is None or marks != self._marks:
                 self._spans = await build_spans(self._store)
+                self.builds += 1
                 self._marks = marks
                 self._id_sets = {}
             return self._spans

@@ -184,6 +184,44 @@ async def test_the_slice_agrees_with_the_stores_as_of_read_everywhere(history: H
     assert checked > 500  # the grid really held facts
 
 
+async def test_facts_added_since_grow_the_arrays_and_anything_else_rebuilds_them(
+    history: History, book: TimelineBook
+) -> None:
+    """A memory worker adding facts is the usual change: only the new rows are read. Any other change
+    (a decision on an older fact, a correction) reads everything again. Either way the slice stays right."""
+
+    async def agrees(world: float, recorded: float) -> None:
+        for status in ("all", "pending", "active", "archived"):
+            expected = await history.facts.list_facts(
+                status=status, world_at=day(world), recorded_at=day(recorded), limit=10_000
+            )
+            got = await everything_at(book, world, recorded, statuses=() if status == "all" else (status,))
+            assert statuses(got) == statuses(expected), (world, recorded, status)
+
+    first = await insert(
+        history, "Alice keeps bees", 1, type="semantic", origin="extraction", place=HOME, channel_scoped=True
+    )
+    await agrees(10, 10)
+    assert (book.builds, book.appends) == (1, 0)
+    made = [await insert(history, f"Fact {n}", 2 + n, valid_from=day(n)) for n in range(3)]
+    outcome = await history.insert_facts([new_fact(f"Batch fact {n}", place=OTHER_GUILD) for n in range(4)])
+    assert all(o.fact is not None for o in outcome)
+    await agrees(10, 10)
+    await agrees(1.5, 10)
+    assert (book.builds, book.appends) == (1, 1)
+    assert len(await book.spans()) == 8
+    order = [f.id for f in (await book.slice(Point(), EVERYTHING, limit=100)).facts]  # now, on both axes
+    batch = sorted((o.fact.id for o in outcome if o.fact is not None), reverse=True)  # learned now: latest start
+    # Latest start first (valid_from, else when learned), then the newest id: the order holds across an append.
+    assert order == [*batch, made[2].id, made[1].id, first.id, made[0].id]
+    assert set((await book.extent()).places) == {"guild:500", HOME, "guild:600"}
+
+    await history.facts.accept(first.id, first.revision, now=day(20))  # an older row changed: read again
+    await agrees(25, 25)
+    await agrees(25, 15)
+    assert (book.builds, book.appends) == (2, 1)
+
+
 # -- forgotten and held rows ------------------------------------------------------------------------------
 
 

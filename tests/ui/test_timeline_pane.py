@@ -19,6 +19,7 @@ from pytestqt.qtbot import QtBot
 from app.memory.facts import NewFact
 from app.runtime.service import Familiar
 from app.runtime.views import FactView, ForgottenFact, TimelineFilters
+from app.ui.async_slot import running_slots
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow
 from app.ui.models.roles import RecordRole
@@ -59,8 +60,13 @@ def open_pane(qtbot: QtBot, facade: FakeFacade, size: tuple[int, int] = (1100, 7
     pane.resize(*size)
     pane.show()
     qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
-    settle(qtbot)
+    idle(qtbot, pane)
     return pane
+
+
+def idle(qtbot: QtBot, pane: TimelinePane) -> None:
+    """Until nothing is fetched or due (a slice, rows coming into view, a fact's detail)."""
+    qtbot.waitUntil(lambda: pane.idle and not running_slots(), timeout=WAIT_MS)
 
 
 def rows(pane: TimelinePane) -> dict[int, str]:
@@ -70,8 +76,7 @@ def rows(pane: TimelinePane) -> dict[int, str]:
 
 
 def moved(qtbot: QtBot, pane: TimelinePane) -> None:
-    qtbot.waitUntil(lambda: not pane.slicing, timeout=WAIT_MS)
-    settle(qtbot)
+    idle(qtbot, pane)
 
 
 def select(qtbot: QtBot, pane: TimelinePane, fact_id: int) -> None:
@@ -79,7 +84,7 @@ def select(qtbot: QtBot, pane: TimelinePane, fact_id: int) -> None:
     assert row is not None, fact_id
     pane.view.set_current_row(row)
     qtbot.waitUntil(lambda: pane.detail is not None and pane.detail.fact.id == fact_id, timeout=WAIT_MS)
-    settle(qtbot)
+    idle(qtbot, pane)
 
 
 # -- the slice ------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from PySide6.QtCore import QDateTime, QModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QHideEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QTableView,
@@ -261,7 +262,8 @@ class TimelinePane(Pane):
         )
         self.summary = QLabel()
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
-        self.summary.setWordWrap(True)
+        # Its text changes at every slice: a size that does not depend on it keeps the layout still.
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
 
         filters = QHBoxLayout()
         filters.addWidget(self.search, 2)
@@ -425,11 +427,13 @@ class TimelinePane(Pane):
         for widget in (self.recorded.to_label, self.recorded.edits[1], self.recorded.now_buttons[1]):
             widget.setVisible(visible)
 
-    def _set_times_shown(self) -> None:
-        """The typed dates and Now buttons say where the handles are."""
+    def _set_times_shown(self, only: tuple[_TimeRow, int] | None = None) -> None:
+        """The typed dates and Now buttons say where the handles are (`only` one of them, during a drag)."""
         now = datetime.now(UTC)
         for control, values in ((self.world, [self._world, None]), (self.recorded, self._recorded)):
             for handle in (0, 1):
+                if only is not None and only != (control, handle):
+                    continue
                 edit = control.edits[handle]
                 edit.blockSignals(True)
                 edit.setDateTime(_to_qt(values[handle] or now))
@@ -517,6 +521,7 @@ class TimelinePane(Pane):
         elif first_load and sliced.rows:
             self.view.set_current_row(sliced.offset)
             await self._show_detail(sliced.rows[0])
+            self._detail_debounce.stop()  # shown just now
 
     def _summary_text(self, total: int) -> str:
         world = "now" if self._world is None else f"on {when(self._world)}"
@@ -537,12 +542,12 @@ class TimelinePane(Pane):
     def _on_world_moved(self, _handle: int, moment: object) -> None:
         self._world = moment if isinstance(moment, datetime) else None
         self.view.set_cursor(self._world)
-        self._set_times_shown()
+        self._set_times_shown((self.world, 0))
         self._schedule()
 
     def _on_recorded_moved(self, handle: int, moment: object) -> None:
         self._recorded[handle] = moment if isinstance(moment, datetime) else None
-        self._set_times_shown()
+        self._set_times_shown((self.recorded, handle))
         if handle == 1 and not self._comparing:
             return
         self._schedule()
@@ -557,6 +562,26 @@ class TimelinePane(Pane):
             self._again = True  # served right after the slice in flight, with the latest times
             return
         self._slicing = self._reslice_loop()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing is being fetched or is due: no slice, no page of rows, no fact's detail."""
+        return (
+            not self.slicing
+            and self._rows_loading is None
+            and not self._detail_debounce.isActive()
+            and not self.view.asking
+            and not self.ops.busy
+        )
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        """Work due for a pane no one sees is dropped; a slice that was due is made when it shows again."""
+        super().hideEvent(event)
+        if self._debounce.isActive():
+            self._debounce.stop()
+            self.mark_stale()
+        self._detail_debounce.stop()
+        self._text_debounce.stop()
 
     @property
     def slicing(self) -> bool:

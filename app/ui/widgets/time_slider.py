@@ -126,11 +126,8 @@ class TimeSlider(QWidget):
             for moment, label in ticks(self._start, self._end, scale.width, min_gap=70, now=self._now):
                 x = scale.x(moment)
                 painter.drawLine(QPointF(x, TRACK_Y + 4), QPointF(x, TRACK_Y + 8))
-                painter.drawText(
-                    QRectF(x - 40, TRACK_Y + 8, 80, 16),
-                    Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
-                    label,
-                )
+                left = min(max(x - 40, 0.0), self.width() - 80.0)  # kept inside the widget at both ends
+                painter.drawText(QRectF(left, TRACK_Y + 8, 80, 16), TOP_CENTRE, label)
             if self._start <= self._now <= self._end:
                 x = scale.x(self._now)
                 painter.setPen(QPen(QColor(TIMELINE_NOW_LINE), 1, Qt.PenStyle.DashLine))

@@ -12,6 +12,7 @@ Keys: Up / Down, Page Up / Page Down, Home / End move the current row; Enter emi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from PySide6.QtCore import QEvent, QModelIndex, QPoint, QPointF, QRect, QRectF, QSize, Qt, QTimer, Signal
@@ -58,6 +59,46 @@ TEXT_MIN, TEXT_MAX = 220, 520
 PAD = 10
 FADE = 36  # pixels an open start fades in over
 PREFETCH_ROWS = 40  # loaded beyond the rows in view, both ways
+CURSOR_STRIP = 4  # half the width repainted around the world-time line when it moves
+CURSOR_LABEL_STRIP = 60  # ... and around its label in the axis
+
+
+@dataclass(frozen=True, slots=True)
+class _Paint:
+    """What one paint of the rows needs, worked out once (not per row)."""
+
+    dirty: QRect
+    scale: TimeScale
+    grid: tuple[float, ...]
+    text_width: int
+    main: QFont
+    italic: QFont
+    small: QFont
+    main_metrics: QFontMetrics
+    italic_metrics: QFontMetrics
+    small_metrics: QFontMetrics
+
+    @classmethod
+    def of(cls, view: TimelineView, dirty: QRect) -> _Paint:
+        scale = view.scale()
+        main = QFont(view.font())
+        italic = QFont(main)
+        italic.setItalic(True)
+        small = QFont(main)
+        small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
+        grid = tuple(scale.x(m) for m, _label in ticks(scale.start, scale.end, scale.width, min_gap=70, now=view.now))
+        return cls(
+            dirty=dirty,
+            scale=scale,
+            grid=grid,
+            text_width=view.text_width(),
+            main=main,
+            italic=italic,
+            small=small,
+            main_metrics=QFontMetrics(main),
+            italic_metrics=QFontMetrics(italic),
+            small_metrics=QFontMetrics(small),
+        )
 
 
 class _Header(QWidget):
@@ -164,9 +205,18 @@ class TimelineView(QAbstractScrollArea):
         return self._start, self._end
 
     def set_cursor(self, world: datetime | None) -> None:
-        """The world time of the slice (None: now)."""
+        """The world time of the slice (None: now). Only the strips the line leaves and enters are
+        repainted (a drag moves it 60 times a second; the rows' texts stay as they are)."""
+        if world == self._cursor:
+            return
+        scale = self.scale()
+        before = scale.x(self.cursor_time())
         self._cursor = world
-        self._repaint()
+        after = scale.x(self.cursor_time())
+        height = self.viewport().height()
+        for x in (before, after):
+            self.viewport().update(QRect(int(x) - CURSOR_STRIP, 0, 2 * CURSOR_STRIP, height))
+            self._header.update(QRect(int(x) - CURSOR_LABEL_STRIP, 0, 2 * CURSOR_LABEL_STRIP, HEADER_HEIGHT))
 
     @property
     def cursor_is_now(self) -> bool:
@@ -267,6 +317,11 @@ class TimelineView(QAbstractScrollArea):
         self.viewport().update()
         self._check.start()
 
+    @property
+    def asking(self) -> bool:
+        """A look for rows in view that are not loaded is due."""
+        return self._check.isActive()
+
     def _on_scrolled(self, _value: int) -> None:
         self.viewport().update()
         self._check.start()
@@ -295,13 +350,13 @@ class TimelineView(QAbstractScrollArea):
         self.drawn_texts.append(text)
         painter.drawText(rect, int(flags), text)
 
-    def paintEvent(self, _event: QPaintEvent) -> None:
+    def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self.viewport())
         self.drawn_texts = []
         try:
             painter.setRenderHint(QPainter.RenderHint.Antialiasing)
             area = self.viewport().rect()
-            painter.fillRect(area, QColor("white"))
+            painter.fillRect(event.rect(), QColor("white"))
             if not self._model.total:
                 painter.setPen(QColor(MUTED_GREY))
                 self._text(
@@ -311,11 +366,13 @@ class TimelineView(QAbstractScrollArea):
                     self.placeholder,
                 )
                 return
-            scale = self.scale()
+            paint = _Paint.of(self, event.rect())
             first, last = self.visible_rows()
             for row in range(first, last + 1):
-                self._paint_row(painter, row, scale)
-            self._paint_lines(painter, scale, area.height())
+                top = self._row_top(row)
+                if top + ROW_HEIGHT >= paint.dirty.top() and top <= paint.dirty.bottom():
+                    self._paint_row(painter, row, top, paint)
+            self._paint_lines(painter, paint.scale, area.height())
         finally:
             painter.end()
 
@@ -329,55 +386,52 @@ class TimelineView(QAbstractScrollArea):
             painter.setPen(QPen(QColor(TIMELINE_WORLD_CURSOR), 2))
             painter.drawLine(QPointF(x, 0), QPointF(x, height))
 
-    def _paint_row(self, painter: QPainter, row: int, scale: TimeScale) -> None:
-        top = self._row_top(row)
-        width = self.viewport().width()
-        band = QRect(0, top, width, ROW_HEIGHT)
+    def _paint_row(self, painter: QPainter, row: int, top: int, paint: _Paint) -> None:
+        band = QRect(0, top, self.viewport().width(), ROW_HEIGHT)
         if row == self._current:
             painter.fillRect(band, QColor(TIMELINE_ROW_SELECTED))
         elif row % 2:
             painter.fillRect(band, QColor(TIMELINE_ROW_ALTERNATE))
         painter.setPen(QColor(TIMELINE_GRID))
-        for moment, _label in ticks(scale.start, scale.end, scale.width, min_gap=70, now=self.now):
-            x = scale.x(moment)
-            painter.drawLine(QPointF(x, top), QPointF(x, top + ROW_HEIGHT))
+        for x in paint.grid:
+            if paint.dirty.left() - 1 <= x <= paint.dirty.right() + 1:
+                painter.drawLine(QPointF(x, top), QPointF(x, top + ROW_HEIGHT))
         record = self._model.record(row)
-        text_width = self.text_width()
+        scale = paint.scale
+        text_dirty = paint.dirty.left() <= paint.text_width
         if record is None:
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(QColor(TIMELINE_PLACEHOLDER))
-            painter.drawRoundedRect(QRectF(PAD + 16, top + 9, text_width * 0.6, 9), 4, 4)
-            painter.drawRoundedRect(QRectF(PAD + 16, top + 23, text_width * 0.35, 7), 3, 3)
+            painter.drawRoundedRect(QRectF(PAD + 16, top + 9, paint.text_width * 0.6, 9), 4, 4)
+            painter.drawRoundedRect(QRectF(PAD + 16, top + 23, paint.text_width * 0.35, 7), 3, 3)
             painter.drawRoundedRect(QRectF(scale.left + scale.width * 0.3, top + 14, scale.width * 0.4, 12), 6, 6)
         else:
-            self._paint_text(painter, record, top, text_width)
-            self._paint_bar(painter, record, top, scale)
+            if text_dirty:
+                self._paint_text(painter, record, top, paint)
+            if paint.dirty.right() >= scale.left - FADE:
+                self._paint_bar(painter, record, top, scale)
         if row == self._current and self.hasFocus():
             painter.setPen(QPen(QColor(TIMELINE_WORLD_CURSOR).darker(110), 2))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRect(band.adjusted(1, 1, -2, -2))
 
-    def _paint_text(self, painter: QPainter, record: TimelineRow, top: int, width: int) -> None:
+    def _paint_text(self, painter: QPainter, record: TimelineRow, top: int, paint: _Paint) -> None:
         forgotten = isinstance(record, ForgottenFact)
         colour = status_colour(record.status)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(colour)
         painter.drawEllipse(QPointF(PAD + 5, top + 13), 4.5, 4.5)
-        main = QFont(self.font())
-        main.setItalic(forgotten)
-        painter.setFont(main)
+        painter.setFont(paint.italic if forgotten else paint.main)
         painter.setPen(QColor(MUTED_GREY if forgotten else TIMELINE_TEXT))
-        metrics = QFontMetrics(main)
-        room = width - PAD - 18
+        metrics = paint.italic_metrics if forgotten else paint.main_metrics
+        room = paint.text_width - PAD - 18
         self._text(
             painter,
             QRect(PAD + 16, top + 3, room, 20),
             Qt.AlignmentFlag.AlignVCenter,
             metrics.elidedText(row_text(record), Qt.TextElideMode.ElideRight, room),
         )
-        small = QFont(self.font())
-        small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
-        painter.setFont(small)
+        painter.setFont(paint.small)
         painter.setPen(QColor(MUTED_GREY))
         details = ["text erased"] if forgotten else ([f"about {about(record)}"] if record.subjects else [])
         line = " · ".join([record.status, *details, record.scope.name])
@@ -385,7 +439,7 @@ class TimelineView(QAbstractScrollArea):
             painter,
             QRect(PAD + 16, top + 21, room, 16),
             Qt.AlignmentFlag.AlignVCenter,
-            QFontMetrics(small).elidedText(line, Qt.TextElideMode.ElideRight, room),
+            paint.small_metrics.elidedText(line, Qt.TextElideMode.ElideRight, room),
         )
 
     def _paint_bar(self, painter: QPainter, record: TimelineRow, top: int, scale: TimeScale) -> None:
