@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.memory.errors import StoreError
-from app.memory.facts import Fact, FactBook
+from app.memory.facts import Fact
 from app.memory.store import Store
 
 _log = logging.getLogger(__name__)
@@ -207,6 +207,7 @@ class Spans:
     sorted_rows: Ints
     max_id: int  # the newest fact row read, and the newest log row kept: what an append reads after
     max_log_rowid: int
+    last_logged: int  # the latest time in the status log
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -218,6 +219,8 @@ class Spans:
 
     def status_at(self, recorded: int) -> Codes:
         """Each row's status at a recorded time: its last log entry by then (its own status if none)."""
+        if not len(self.log_at) or recorded >= self.last_logged:
+            return self.status_now  # nothing changed since: the status now (read-only, shared)
         out = self.status_now.copy()
         by_then = np.flatnonzero(self.log_at <= recorded)
         if len(by_then):
@@ -413,6 +416,7 @@ def _assemble(cols: _Columns) -> Spans:
         sorted_rows=sorted_rows,
         max_id=int(ids.max()) if count else -1,
         max_log_rowid=int(log_order.max()) if len(log_order) else -1,
+        last_logged=int(log_at.max()) if len(log_at) else OPEN_START,
     )
 
 
@@ -430,14 +434,49 @@ async def append_spans(store: Store, spans: Spans, moved: int) -> Spans | None:
 
 
 _MARKS = ("facts", "scheduled_forgets")  # what moves when a row or its holds change
+_MARK_COLUMNS = ", ".join(f"(SELECT value FROM change_counters WHERE name = '{name}')" for name in _MARKS)
+_FACT_COLUMNS = ", ".join(
+    f"f.{c}"
+    for c in (
+        "id", "content", "type", "importance", "confidence", "subjects", "speaker", "scope", "status", "revision",
+        "origin", "created_at", "superseded_at", "superseded_by", "valid_from", "valid_to", "snoozed_until", "sources",
+    )
+)  # fmt: skip
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _fact_of(row: Sequence[Any]) -> Fact:
+    """A facts row (the columns above) as the store's Fact record, as FactBook reads it."""
+    return Fact(
+        id=int(row[0]),
+        content=str(row[1]),
+        type=str(row[2]),
+        importance=int(row[3]),
+        confidence=float(row[4]),
+        subjects=tuple(json.loads(row[5])),
+        speaker=row[6],
+        scope=str(row[7]),
+        status=str(row[8]),
+        revision=int(row[9]),
+        origin=str(row[10]),
+        created_at=datetime.fromisoformat(row[11]),
+        superseded_at=_time(row[12]),
+        superseded_by=row[13],
+        valid_from=_time(row[14]),
+        valid_to=_time(row[15]),
+        snoozed_until=_time(row[16]),
+        source_turn_ids=tuple(sorted(int(t) for t in json.loads(row[17]))),
+    )
 
 
 class TimelineBook:
     """Slices, pages and diffs of the timeline over the current `Spans`, rebuilt when the facts move."""
 
-    def __init__(self, store: Store, facts: FactBook) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
-        self._facts = facts
         self._lock = asyncio.Lock()
         self._spans: Spans | None = None
         self._marks: tuple[int, ...] | None = None
@@ -473,14 +512,22 @@ class TimelineBook:
     async def slice(
         self, point: Point, where: TimelineFilter, *, offset: int = 0, limit: int = 200, now: datetime | None = None
     ) -> TimelinePage:
-        """A page of the slice at `point`, with the whole slice's size."""
-        spans = await self.spans()
+        """A page of the slice at `point`, with the whole slice's size. One read of the store as a rule:
+        the page's rows come with the change counters, and only if those moved is the page taken again
+        over the spans brought up to date (each read is a trip to the store's thread and back, which a
+        busy window pays for in waiting, so a drag makes as few as it can)."""
+        spans = self._spans if self._spans is not None and not self._lock.locked() else await self.spans()
         world, recorded = point.resolved(now or datetime.now(UTC))
-        statuses = spans.status_at(recorded)
-        rows = np.flatnonzero(await self._mask(spans, world, recorded, statuses, where))
-        offset = max(0, min(offset, len(rows)))
-        page = rows[offset : offset + max(0, limit)]
-        facts, forgotten = await self._rows(spans, page, statuses)
+        for _attempt in range(3):
+            statuses = spans.status_at(recorded)
+            rows = np.flatnonzero(await self._mask(spans, world, recorded, statuses, where))
+            offset = max(0, min(offset, len(rows)))
+            page = rows[offset : offset + max(0, limit)]
+            found, marks = await self._read_rows(spans.ids[page].tolist())
+            if marks == self._marks:
+                break
+            spans = await self.spans()
+        facts, forgotten = await self._with_statuses(spans, page, statuses, found)
         return TimelinePage(total=len(rows), offset=offset, facts=facts, forgotten=forgotten)
 
     async def diff(
@@ -613,17 +660,40 @@ class TimelineBook:
     # -- rows ------------------------------------------------------------------------------------------
     async def _rows(self, spans: Spans, rows: Ints, statuses: Codes) -> tuple[tuple[Fact, ...], dict[int, ForgetInfo]]:
         """The facts at these row positions (in this order), each with the status in `statuses`."""
-        ids = spans.ids[rows].tolist()
-        found = await self._facts.get_many(ids)
+        found, _marks = await self._read_rows(spans.ids[rows].tolist())
+        return await self._with_statuses(spans, rows, statuses, found)
+
+    async def _with_statuses(
+        self, spans: Spans, rows: Ints, statuses: Codes, found: Mapping[int, Fact]
+    ) -> tuple[tuple[Fact, ...], dict[int, ForgetInfo]]:
         out: list[Fact] = []
-        for row, fact_id in zip(rows.tolist(), ids, strict=True):
-            fact = found.get(fact_id)
+        forgotten: list[int] = []
+        for row in rows.tolist():
+            fact = found.get(int(spans.ids[row]))
             if fact is None:  # deleted since the spans were built (an import's reset): left out
                 continue
+            if fact.status == "forgotten":
+                forgotten.append(fact.id)
             then = STATUSES[int(statuses[row])]
             out.append(fact if fact.status == then else replace(fact, status=then))
-        forgotten = [i for i in ids if (f := found.get(i)) is not None and f.status == "forgotten"]
-        return tuple(out), await self.forget_info(forgotten)
+        return tuple(out), await self.forget_info(forgotten) if forgotten else {}
+
+    async def _read_rows(self, ids: Sequence[int]) -> tuple[dict[int, Fact], tuple[int, ...]]:
+        """Fact rows by id, and the change counters, in one read (the rows: at most _IN_CHUNK)."""
+        out: dict[int, Fact] = {}
+        marks: tuple[int, ...] = ()
+        chunks = [list(ids[n : n + _IN_CHUNK]) for n in range(0, len(ids), _IN_CHUNK)] or [[]]
+        for chunk in chunks:
+            join = f"f.id IN ({','.join('?' * len(chunk))})" if chunk else "0"
+            rows = await self._store.read_all(
+                f"SELECT {_MARK_COLUMNS}, {_FACT_COLUMNS} FROM (SELECT 1) LEFT JOIN facts f ON {join}", chunk
+            )
+            for row in rows:
+                marks = tuple(int(v or 0) for v in row[: len(_MARKS)])
+                if row[len(_MARKS)] is not None:
+                    fact = _fact_of(row[len(_MARKS) :])
+                    out[fact.id] = fact
+        return out, marks
 
     async def forget_info(self, fact_ids: Sequence[int]) -> dict[int, ForgetInfo]:
         """Content-free labels of forgotten rows: the subjects and time of their receipt (or of their log)."""

@@ -3,6 +3,7 @@ points, with names resolved and forgotten facts as content-free markers (app/mem
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import cast
@@ -29,6 +30,9 @@ from app.runtime.views import (
 
 MAX_ROWS = 10_000
 MAX_DIFF_ROWS = 2_000
+NAMES_SECONDS = 5.0
+"""Names looked up for the timeline are reused this long: a slider drag asks for the same people and places
+dozens of times a second, and a renamed channel may show its old name for a few seconds at most."""
 
 
 def _filter(filters: TimelineFilters | None, status: str, subject: str | None) -> TimelineFilter:
@@ -57,12 +61,41 @@ def _forgotten(fact: Fact, info: ForgetInfo | None, names: NameTable) -> Forgott
     )
 
 
+class _NameCache:
+    """The names of the people and places the timeline showed lately (see NAMES_SECONDS)."""
+
+    def __init__(self) -> None:
+        self.table: NameTable | None = None
+        self.people: set[str] = set()
+        self.places: set[str] = set()
+        self.at = 0.0
+
+    def covers(self, people: set[str], places: set[str], now: float) -> bool:
+        return (
+            self.table is not None and now - self.at < NAMES_SECONDS and people <= self.people and places <= self.places
+        )
+
+
 class TimelineMixin(MemoryBase):
     _timeline_book: TimelineBook | None = None
+    _timeline_names: _NameCache | None = None
+
+    async def _names(self, people: set[str], places: set[str]) -> NameTable:
+        cache = self._timeline_names = self._timeline_names or _NameCache()
+        now = time.monotonic()
+        if not cache.covers(people, places, now):
+            fresh = now - cache.at < NAMES_SECONDS
+            wanted_people = people | cache.people if fresh else people
+            wanted_places = places | cache.places if fresh else places
+            cache.table = await self._views.names.table(people=wanted_people, places=wanted_places)
+            cache.people, cache.places = wanted_people, wanted_places
+            cache.at = cache.at if fresh else now
+        assert cache.table is not None
+        return cache.table
 
     def _timeline(self) -> TimelineBook:
         if self._timeline_book is None:
-            self._timeline_book = TimelineBook(self._history.store, self._history.facts)
+            self._timeline_book = TimelineBook(self._history.store)
         return self._timeline_book
 
     async def timeline(
@@ -149,10 +182,7 @@ class TimelineMixin(MemoryBase):
         self, facts: Sequence[Fact], forgotten: Mapping[int, ForgetInfo]
     ) -> tuple[TimelineRow, ...]:
         """View rows in the same order; a forgotten fact becomes a marker without any of its text."""
-        kept = [f for f in facts if f.id not in forgotten]
-        names = await self._views.table_for(kept)
-        extra = await self._views.names.table(
-            people=[s for info in forgotten.values() for s in info.subjects],
-            places=[f.scope for f in facts if f.id in forgotten],
-        )
-        return tuple(_forgotten(f, forgotten[f.id], extra) if f.id in forgotten else fact_view(f, names) for f in facts)
+        people = {s for f in facts for s in f.subjects} | {f.speaker for f in facts if f.speaker}
+        people |= {s for info in forgotten.values() for s in info.subjects}
+        names = await self._names(people, {f.scope for f in facts})
+        return tuple(_forgotten(f, forgotten[f.id], names) if f.id in forgotten else fact_view(f, names) for f in facts)

@@ -13,9 +13,11 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths, create_familiar
 from app.config.secrets import SecretStore
+from app.memory.catalog import Catalog
+from app.runtime import timeline as timeline_module
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.views import FactView, ForgottenFact, TimelineFilters, TimelinePoint
+from app.runtime.views import FactView, ForgottenFact, TimelineFilters, TimelinePoint, TimelineSlice
 from tests.demo_familiar import BOB, DemoFacts, seed_demo
 
 pytestmark = pytest.mark.asyncio
@@ -131,3 +133,19 @@ async def test_a_bad_filter_is_one_clear_line(demo: tuple[Familiar, DemoFacts]) 
         await familiar.memory.timeline(status="done")
     with pytest.raises(FamiliarError, match="time zone"):
         await familiar.memory.timeline(world_at=datetime(2025, 1, 1))  # noqa: DTZ001 (naive on purpose)
+
+
+async def test_names_are_reused_for_a_few_seconds_then_looked_up_again(
+    demo: tuple[Familiar, DemoFacts], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    familiar, made = demo
+    lisbon = made.active["lisbon"]
+
+    def place_of(sliced: TimelineSlice) -> str:
+        return next(r.scope.name for r in sliced.rows if r.id == lisbon)
+
+    assert place_of(await familiar.memory.timeline()) == "Lantern Club"
+    await Catalog(familiar.history.store).name_places({"guild:500": "The Lantern Club"})
+    assert place_of(await familiar.memory.timeline()) == "Lantern Club"  # within NAMES_SECONDS: as shown
+    monkeypatch.setattr(timeline_module, "NAMES_SECONDS", 0.0)
+    assert place_of(await familiar.memory.timeline()) == "The Lantern Club"

@@ -69,10 +69,25 @@ def idle(qtbot: QtBot, pane: TimelinePane) -> None:
     qtbot.waitUntil(lambda: pane.idle and not running_slots(), timeout=WAIT_MS)
 
 
-def rows(pane: TimelinePane) -> dict[int, str]:
-    """Every row of the slice as id -> status (loading what is not loaded yet)."""
+def rows(qtbot: QtBot, pane: TimelinePane) -> dict[int, str]:
+    """Every row of the slice as id -> status, scrolling through it as a person would (rows are loaded as
+    they come into view), then back to where it was."""
     assert pane.model.total < 200
-    return {r.id: r.status for r in pane.model.records()}
+    bar = pane.view.verticalScrollBar()
+    where = bar.value()
+    seen: dict[int, str] = {}
+    for value in range(0, bar.maximum() + bar.pageStep(), bar.pageStep()):
+        bar.setValue(value)
+        idle(qtbot, pane)
+        first, last = pane.view.visible_rows()
+        for row in range(first, last + 1):
+            record = pane.model.record(row)
+            assert record is not None, row
+            seen[record.id] = record.status
+    bar.setValue(where)
+    idle(qtbot, pane)
+    assert len(seen) == pane.model.total
+    return seen
 
 
 def moved(qtbot: QtBot, pane: TimelinePane) -> None:
@@ -95,7 +110,7 @@ def test_it_shows_what_is_believed_now_with_names_and_statuses(
 ) -> None:
     pane = open_pane(qtbot, memory_facade)
 
-    shown = rows(pane)
+    shown = rows(qtbot, pane)
     assert shown[demo.active["lisbon"]] == "active"
     assert shown[demo.other["archived"]] == "archived"
     assert shown[demo.other["rejected"]] == "rejected"
@@ -119,14 +134,14 @@ def test_moving_the_recorded_time_shows_the_status_each_fact_had_then(
     pane.recorded.slider.set_value(0, ago(19.5), emit=True)  # as a drag does, step by step
     moved(qtbot, pane)
     assert pane.recorded_at == ago(19.5)
-    assert rows(pane)[vegetarian] == "pending"
-    assert demo.active["lisbon"] not in rows(pane)  # not learned yet
+    assert rows(qtbot, pane)[vegetarian] == "pending"
+    assert demo.active["lisbon"] not in rows(qtbot, pane)  # not learned yet
     assert pane.summary.text().endswith(f"knew them on {ago(19.5).astimezone():%-d %b %H:%M}.")
 
     pane.recorded.slider.set_value(0, ago(18), emit=True)
     moved(qtbot, pane)
-    assert rows(pane)[vegetarian] == "active"
-    assert rows(pane)[demo.active["market"] if "market" in demo.active else demo.other["archived"]] == "active"
+    assert rows(qtbot, pane)[vegetarian] == "active"
+    assert rows(qtbot, pane)[demo.active["market"] if "market" in demo.active else demo.other["archived"]] == "active"
     assert len(pane.latencies) == 2  # each move re-sliced, and how long that took was measured
 
 
@@ -145,18 +160,18 @@ def test_the_world_slider_follows_the_mouse_and_the_keys(
 
     assert pane.world_at is not None
     assert abs((pane.world_at - ago(10)).total_seconds()) < slider.scale().seconds / slider.scale().width * 2
-    shown = rows(pane)
+    shown = rows(qtbot, pane)
     assert demo.other["porto"] not in shown  # recorded now: the correction is what is believed...
     assert demo.active["lisbon"] not in shown  # ...and Lisbon only held from 7 days ago
     pane.recorded.slider.set_value(0, ago(10), emit=True)
     moved(qtbot, pane)
-    assert demo.other["porto"] in rows(pane)  # 10 days ago it believed Porto, and it held then
+    assert demo.other["porto"] in rows(qtbot, pane)  # 10 days ago it believed Porto, and it held then
 
     slider.setFocus()
     qtbot.keyClick(slider, Qt.Key.Key_Home)
     moved(qtbot, pane)
     assert pane.world_at == slider.range()[0]
-    assert demo.active["vegetarian"] in rows(pane)  # an open start held since ever
+    assert demo.active["vegetarian"] in rows(qtbot, pane)  # an open start held since ever
     qtbot.keyClick(slider, Qt.Key.Key_N)
     moved(qtbot, pane)
     assert pane.world_at is None
@@ -172,7 +187,7 @@ def test_a_typed_date_and_the_now_buttons(qtbot: QtBot, memory_facade: FakeFacad
     qtbot.keyClick(edit, Qt.Key.Key_Return)
     moved(qtbot, pane)
     assert pane.recorded_at == typed
-    assert rows(pane)[demo.active["vegetarian"]] == "pending"
+    assert rows(qtbot, pane)[demo.active["vegetarian"]] == "pending"
     assert not pane.recorded.now_buttons[0].isChecked()
 
     world = pane.world.edits[0]
@@ -188,7 +203,7 @@ def test_a_typed_date_and_the_now_buttons(qtbot: QtBot, memory_facade: FakeFacad
     qtbot.mouseClick(pane.world.now_buttons[0], Qt.MouseButton.LeftButton)
     moved(qtbot, pane)
     assert (pane.world_at, pane.recorded_at) == (None, None)
-    assert rows(pane)[demo.active["vegetarian"]] == "active"
+    assert rows(qtbot, pane)[demo.active["vegetarian"]] == "active"
     assert pane.recorded.now_buttons[0].isChecked()
 
 
@@ -245,7 +260,7 @@ def test_compare_lists_what_changed_between_two_recorded_times(
 
 def test_filters_by_text_person_place_kind_and_status(qtbot: QtBot, memory_facade: FakeFacade, demo: DemoFacts) -> None:
     pane = open_pane(qtbot, memory_facade)
-    everything = set(rows(pane))
+    everything = set(rows(qtbot, pane))
 
     pane.view.setFocus()
     qtbot.keyClick(pane.view, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
@@ -253,7 +268,7 @@ def test_filters_by_text_person_place_kind_and_status(qtbot: QtBot, memory_facad
     qtbot.keyClicks(pane.search, "PEPPER")
     qtbot.waitUntil(lambda: pane.filters.text == "PEPPER", timeout=WAIT_MS)
     moved(qtbot, pane)
-    assert set(rows(pane)) == {
+    assert set(rows(qtbot, pane)) == {
         demo.active["pepper"],
         demo.active["pepper_age"],
         demo.pending["pepper_dup"],
@@ -261,25 +276,25 @@ def test_filters_by_text_person_place_kind_and_status(qtbot: QtBot, memory_facad
     }
     pane.set_filters(TimelineFilters())
     moved(qtbot, pane)
-    assert set(rows(pane)) == everything
+    assert set(rows(qtbot, pane)) == everything
 
     pane.person.setCurrentIndex(pane.person.findText("bob"))
     moved(qtbot, pane)
-    assert demo.other["forgotten"] in rows(pane)  # about bob, by its receipt: never by its text
+    assert demo.other["forgotten"] in rows(qtbot, pane)  # about bob, by its receipt: never by its text
     assert all(r.id == demo.other["forgotten"] or "bob" in [p.name for p in r.subjects] for r in pane.model.records())
     pane.place.setCurrentIndex(pane.place.findText("DM with bob"))
     moved(qtbot, pane)
-    assert set(rows(pane)) == {demo.other["forgotten"], demo.pending["surprise"]}  # both said in the DM
+    assert set(rows(qtbot, pane)) == {demo.other["forgotten"], demo.pending["surprise"]}  # both said in the DM
     qtbot.mouseClick(pane.clear_filters, Qt.MouseButton.LeftButton)
     moved(qtbot, pane)
-    assert set(rows(pane)) == everything
+    assert set(rows(qtbot, pane)) == everything
 
     pane.kind.setCurrentIndex(pane.kind.findData("procedural"))
     moved(qtbot, pane)
-    assert set(rows(pane)) == {demo.active["book_club"], demo.pending["captain"]}
+    assert set(rows(qtbot, pane)) == {demo.active["book_club"], demo.pending["captain"]}
     pane.set_filters(TimelineFilters(statuses=("archived",)))
     moved(qtbot, pane)
-    assert set(rows(pane)) == {demo.other["archived"]}
+    assert set(rows(qtbot, pane)) == {demo.other["archived"]}
     assert pane.summary.text().endswith("Filtered: clear the filters to see every fact.")
     pane.set_filters(TimelineFilters(text="no such words anywhere"))
     moved(qtbot, pane)
@@ -353,12 +368,12 @@ def test_archive_by_key_and_its_undo(qtbot: QtBot, memory_facade: FakeFacade, de
     select(qtbot, pane, fact)
     pane.view.setFocus()
     qtbot.keyClick(pane.view, Qt.Key.Key_A)
-    qtbot.waitUntil(lambda: rows(pane).get(fact) == "archived", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: rows(qtbot, pane).get(fact) == "archived", timeout=WAIT_MS)
     settle(qtbot)
     assert pane.context.undo.stack.undoText().startswith("Archived “bob's cat Pepper is fourteen")
 
     assert slow(qtbot, pane.context.undo.undo())
-    qtbot.waitUntil(lambda: rows(pane).get(fact) == "active", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: rows(qtbot, pane).get(fact) == "active", timeout=WAIT_MS)
     settle(qtbot)
 
 
@@ -375,7 +390,7 @@ def test_forget_goes_through_the_preview_and_can_be_undone(
     assert isinstance(dialog, ForgetDialog)
     qtbot.waitUntil(dialog.forget_button.isEnabled, timeout=WAIT_MS)
     qtbot.mouseClick(dialog.forget_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: fact not in rows(pane), timeout=WAIT_MS)  # out of every read at once
+    qtbot.waitUntil(lambda: fact not in rows(qtbot, pane), timeout=WAIT_MS)  # out of every read at once
     settle(qtbot)
     assert pane.context.undo.stack.undoText() == "Forgot “bob's cat Pepper is fourteen years old.”"
     following = pane.view.current_record()  # the fact after it took its place
@@ -383,7 +398,7 @@ def test_forget_goes_through_the_preview_and_can_be_undone(
     qtbot.waitUntil(lambda: pane.detail is not None and pane.detail.fact.id == following.id, timeout=WAIT_MS)
 
     assert slow(qtbot, pane.context.undo.undo())
-    qtbot.waitUntil(lambda: rows(pane).get(fact) == "active", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: rows(qtbot, pane).get(fact) == "active", timeout=WAIT_MS)
     settle(qtbot)
 
 
@@ -521,7 +536,7 @@ def test_a_fact_changed_meanwhile_is_shown_as_it_is_now(
     assert pane.detail is not None
     assert pane.detail.fact.status == "archived"  # the new version, not the one the action saw
     assert not pane.panel.archive_button.isEnabled()
-    assert rows(pane)[fact] == "archived"
+    assert rows(qtbot, pane)[fact] == "archived"
     assert pane.context.undo.stack.count() == 0  # nothing was done, so there is nothing to undo
 
 

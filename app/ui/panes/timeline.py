@@ -79,10 +79,11 @@ from app.ui.widgets.timeline_view import PREFETCH_ROWS, TimelineView
 
 _log = logging.getLogger(__name__)
 
-DEBOUNCE_MS: Final = 15  # moves closer together than this become one slice
+DEBOUNCE_MS: Final = 8  # moves within this of the first one not yet sliced become one slice
 TEXT_DEBOUNCE_MS: Final = 250
 DETAIL_DEBOUNCE_MS: Final = 120
 FIRST_PAGE: Final = 120
+RESLICE_MARGIN: Final = 8  # rows beyond the view in a re-slice's page (the view asks for more as it scrolls)
 DIFF_LIMIT: Final = 500
 DATE_FORMAT: Final = "d MMM yyyy HH:mm"
 TYPE_CHOICES: Final[tuple[tuple[str, FactType | None], ...]] = (
@@ -206,6 +207,7 @@ class TimelinePane(Pane):
         self._change: TimelineChange | None = None
         self._acting = False
         self._follow_row: int | None = None  # after a forget: the row whose fact to show next
+        self._dates_due: set[tuple[_TimeRow, int]] = set()  # typed dates to bring up to the handles
         self._slicing: asyncio.Task[None] | None = None
         self._again = False
         self._moved_at: float | None = None
@@ -482,13 +484,20 @@ class TimelinePane(Pane):
         combo.setCurrentIndex(max(0, found))
         combo.blockSignals(False)
 
-    async def _fetch_slice(self, offset: int | None = None, limit: int = FIRST_PAGE) -> TimelineSlice:
+    async def _fetch_slice(self, offset: int | None = None, limit: int | None = None) -> TimelineSlice:
+        """A page of the slice: `limit` rows from `offset`, or (by default) the rows in view and a few
+        around them (a first load: a longer page, so the first scroll finds its rows already there)."""
         if offset is None:
             first, last = self.view.visible_rows()
-            offset = max(0, first - PREFETCH_ROWS)
-            limit = max(limit, last - offset + 1 + PREFETCH_ROWS)
+            margin = RESLICE_MARGIN if self.is_loaded else PREFETCH_ROWS
+            offset = max(0, first - margin)
+            limit = max(limit or 0, last - offset + 1 + margin, 1 if self.is_loaded else FIRST_PAGE)
         return await self.facade.memory.timeline(
-            world_at=self._world, recorded_at=self._recorded[0], offset=offset, limit=limit, filters=self._filters
+            world_at=self._world,
+            recorded_at=self._recorded[0],
+            offset=offset,
+            limit=limit or FIRST_PAGE,
+            filters=self._filters,
         )
 
     async def _fetch_diff(self) -> TimelineDiff:
@@ -542,20 +551,30 @@ class TimelinePane(Pane):
     def _on_world_moved(self, _handle: int, moment: object) -> None:
         self._world = moment if isinstance(moment, datetime) else None
         self.view.set_cursor(self._world)
-        self._set_times_shown((self.world, 0))
+        self._dates_due.add((self.world, 0))
         self._schedule()
 
     def _on_recorded_moved(self, handle: int, moment: object) -> None:
         self._recorded[handle] = moment if isinstance(moment, datetime) else None
-        self._set_times_shown((self.recorded, handle))
+        self._dates_due.add((self.recorded, handle))
         if handle == 1 and not self._comparing:
+            self._show_dates()
             return
         self._schedule()
 
+    def _show_dates(self) -> None:
+        """The typed dates of the handles that moved (once per slice, not at every move of a drag)."""
+        due, self._dates_due = self._dates_due, set()
+        for control, handle in due:
+            self._set_times_shown((control, handle))
+
     def _schedule(self) -> None:
+        """A slice is due. The timer is not restarted by later moves: a drag that never pauses (moves come
+        every 16 ms) is still sliced as it goes, at most DEBOUNCE_MS after each move not yet shown."""
         if self._moved_at is None:
             self._moved_at = time.perf_counter()
-        self._debounce.start()
+        if not self._debounce.isActive():
+            self._debounce.start()
 
     def _on_debounce_timeout(self) -> None:
         if self._slicing is not None:
@@ -593,6 +612,7 @@ class TimelinePane(Pane):
         try:
             while True:
                 self._again = False
+                self._show_dates()
                 moved_at, self._moved_at = self._moved_at, None
                 if self._comparing:
                     outcome_diff = await self.ops.run("compare the two times", self._fetch_diff)

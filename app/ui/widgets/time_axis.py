@@ -5,6 +5,7 @@ Shared by the time sliders and the timeline's bar view, so their dates line up t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -79,29 +80,37 @@ def _next(moment: datetime, unit: str, count: int) -> datetime:
     return moment.replace(year=moment.year + count)
 
 
-def _label(moment: datetime, unit: str, now: datetime) -> str:
+def _label(moment: datetime, unit: str, this_year: int) -> str:
     if unit == "hour":
         return f"{moment.day} {moment:%b}" if moment.hour == 0 else f"{moment:%H:%M}"
     if unit == "day":
-        return f"{moment.day} {moment:%b}" + ("" if moment.year == now.year else f" {moment:%y}")
+        return f"{moment.day} {moment:%b}" + ("" if moment.year == this_year else f" {moment:%y}")
     if unit == "month":
-        return f"{moment:%b} {moment.year}" if moment.month == 1 or moment.year != now.year else f"{moment:%b}"
+        return f"{moment:%b} {moment.year}" if moment.month == 1 or moment.year != this_year else f"{moment:%b}"
     return str(moment.year)
 
 
 def ticks(
     start: datetime, end: datetime, pixels: float, *, min_gap: float = 80.0, now: datetime | None = None
-) -> list[tuple[datetime, str]]:
-    """Round local times between `start` and `end` at least `min_gap` pixels apart, with labels."""
+) -> tuple[tuple[datetime, str], ...]:
+    """Round local times between `start` and `end` at least `min_gap` pixels apart, with labels. The same
+    axis asks again at every paint (60 a second in a drag): the answer is kept for the last few axes."""
+    today = (now or datetime.now(UTC)).astimezone()
+    return _ticks(start, end, round(pixels), min_gap, today.year)
+
+
+@functools.lru_cache(maxsize=32)
+def _ticks(
+    start: datetime, end: datetime, pixels: int, min_gap: float, this_year: int
+) -> tuple[tuple[datetime, str], ...]:
     if end <= start or pixels <= 0:
-        return []
+        return ()
     seconds = (end - start).total_seconds()
     most = max(1.0, pixels / min_gap)
     unit, count = _STEPS[-1]
     for unit, count in _STEPS:
         if seconds / (_APPROX[unit] * count) <= most:
             break
-    today = (now or datetime.now(UTC)).astimezone()
     out: list[tuple[datetime, str]] = []
     moment = _floor(start, unit, count)
     if unit == "day" and count > 1:  # whole multiples of days from a fixed day, so ticks do not jump as it scrolls
@@ -109,6 +118,6 @@ def ticks(
         moment -= timedelta(days=(moment.date() - epoch.date()).days % count)
     while moment <= end and len(out) < 400:
         if moment >= start:
-            out.append((moment, _label(moment, unit, today)))
+            out.append((moment, _label(moment, unit, this_year)))
         moment = _next(moment, unit, count)
-    return out
+    return tuple(out)
