@@ -17,8 +17,9 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from app.memory.facts import NewFact
+from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.views import FactView, ForgottenFact, TimelineFilters
+from app.runtime.views import FactView, ForgottenFact, TimelineFilters, TimelineSlice
 from app.ui.async_slot import running_slots
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow
@@ -57,6 +58,7 @@ def demo(qtbot: QtBot, real_familiar: Familiar) -> DemoFacts:
 def open_pane(qtbot: QtBot, facade: FakeFacade, size: tuple[int, int] = (1100, 700)) -> TimelinePane:
     pane = TimelinePane(make_context(qtbot, facade))
     qtbot.addWidget(pane)
+    qtbot.__dict__.setdefault("_kept_panes", []).append(pane)  # qtbot holds widgets weakly: keep it to the end
     pane.resize(*size)
     pane.show()
     qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
@@ -511,6 +513,12 @@ def test_the_models_pass_qtmodeltester(
     qtmodeltester.check(pane.diff_model, force_py=True)
     empty = TimelineModel()
     qtmodeltester.check(empty, force_py=True)
+    partly = TimelineModel()  # 500 rows of which 10 are loaded, from row 100: the others are simply empty
+    records = tuple(pane.model.records())[:10]
+    partly.set_slice(TimelineSlice(None, None, (), total=500, offset=100, rows=records))
+    qtmodeltester.check(partly, force_py=True)
+    assert partly.data(partly.index(0, 0)) is None
+    assert partly.data(partly.index(100, 0)) == pane.model.data(pane.model.index(0, 0))
 
 
 def test_an_empty_familiar_says_how_facts_arrive(qtbot: QtBot, memory_facade: FakeFacade) -> None:
@@ -572,3 +580,28 @@ def test_timeline_screenshots(
     assert path.stat().st_size > 10_000
     run_shutdown = asyncio.ensure_future(window.shutdown())
     qtbot.waitUntil(run_shutdown.done, timeout=WAIT_MS)
+
+
+def test_a_store_that_cannot_answer_shows_the_error_state_and_try_again(
+    qtbot: QtBot, memory_facade: FakeFacade, demo: DemoFacts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = memory_facade.memory
+    real_extent = memory.timeline_extent
+
+    async def locked() -> Any:
+        raise FamiliarError("history.db is locked by another program; close it and try again")
+
+    monkeypatch.setattr(memory, "timeline_extent", locked)
+    pane = TimelinePane(make_context(qtbot, memory_facade))
+    qtbot.addWidget(pane)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
+    idle(qtbot, pane)
+    assert pane.state.value == "error"
+    assert pane.state_text().startswith("history.db is locked by another program; close it and try again")
+
+    monkeypatch.setattr(memory, "timeline_extent", real_extent)
+    pane.refresh()  # what "Try again" does
+    qtbot.waitUntil(lambda: pane.state.value == "ready", timeout=WAIT_MS)
+    idle(qtbot, pane)
+    assert pane.model.total > 0
