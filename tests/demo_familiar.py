@@ -277,6 +277,29 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
     )
     await familiar.memory.forget(secret)
     made.other["forgotten"] = secret
+    # Two notes of the owner's with a start and an end in the world, so the timeline has bars that stop
+    # (one over, one still to come). About no one: nobody's dossier or fact count changes with them.
+    for name, text, start, end in (
+        ("festival", "The lighthouse was open to visitors for the autumn festival.", 16.0, 13.0),
+        ("market_closed", "The harbour market is closed for repairs until next Saturday.", 2.0, -5.0),
+    ):
+        noted, _changes = await book.insert(
+            NewFact(
+                content=text,
+                type="episodic",
+                importance=5,
+                confidence=1.0,
+                subjects=(),
+                place=f"guild:{GUILD}",
+                speaker="local:owner",
+                valid_from=now - timedelta(days=start),
+                valid_to=now - timedelta(days=end),
+                origin="remember",
+            ),
+            now=now - timedelta(days=start + 0.5),
+        )
+        assert noted.fact is not None, (name, noted.outcome)
+        made.active[name] = noted.fact.id
 
     # What the memory workers would have written: a summary, dossiers.
     projections = familiar.projections

@@ -34,6 +34,10 @@ from app.runtime.views import (
     RememberOutcome,
     ScheduledForget,
     SourceMessage,
+    TimelineDiff,
+    TimelineExtent,
+    TimelineFilters,
+    TimelinePoint,
     TimelineSlice,
     TombstoneView,
     WorkersView,
@@ -100,7 +104,23 @@ class MemoryApi(Protocol):
         status: str = "all",
         subject: str | None = None,
         limit: int = 10_000,
-    ) -> TimelineSlice: ...
+        offset: int = 0,
+        filters: TimelineFilters | None = None,
+    ) -> TimelineSlice:
+        """A page of the bi-temporal slice (`total` is its whole size), each fact with the status it had
+        at `recorded_at`, forgotten ones as content-free markers in `rows`."""
+        ...
+
+    async def timeline_extent(self) -> TimelineExtent: ...
+
+    async def timeline_diff(
+        self,
+        before: TimelinePoint,
+        after: TimelinePoint,
+        *,
+        filters: TimelineFilters | None = None,
+        limit: int = 500,
+    ) -> TimelineDiff: ...
 
     async def sources(self, turn_ids: Sequence[int]) -> list[SourceMessage]: ...
 

@@ -1,8 +1,8 @@
 """`facade.memory`: the one place panes and the CLI read and steer what the familiar remembers.
 
-Assembled from its parts: facts and decisions (memory_facts.py), forgetting (forgetting.py) and
-people (people.py), over the state and dependencies in memory_base.py. The Protocol the UI depends
-on is `app.runtime.facade.MemoryApi`.
+Assembled from its parts: facts and decisions (memory_facts.py), forgetting (forgetting.py),
+people (people.py) and the timeline (timeline.py), over the state and dependencies in
+memory_base.py. The Protocol the UI depends on is `app.runtime.facade.MemoryApi`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 from app.runtime.forgetting import ForgettingMixin
 from app.runtime.memory_facts import FactsMixin
 from app.runtime.people import PeopleMixin
+from app.runtime.timeline import TimelineMixin
 
 
-class MemoryService(FactsMixin, ForgettingMixin, PeopleMixin):
+class MemoryService(FactsMixin, ForgettingMixin, PeopleMixin, TimelineMixin):
     async def export(self, target: Path, *, with_tombstone_key: bool = False) -> dict[str, int]:
         """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`. The
         tombstone key travels only `with_tombstone_key`."""

@@ -26,7 +26,6 @@ from app.runtime.views import (
     RememberOutcome,
     SourceMessage,
     StatusChange,
-    TimelineSlice,
 )
 
 MAX_ROWS = 10_000
@@ -113,23 +112,6 @@ class FactsMixin(MemoryBase):
                 status=status, subject=subject, world_at=world_at, recorded_at=recorded_at, limit=limit
             )
         return await self._views.facts(facts)
-
-    async def timeline(
-        self,
-        *,
-        world_at: datetime | None = None,
-        recorded_at: datetime | None = None,
-        status: str = "all",
-        subject: str | None = None,
-        limit: int = MAX_ROWS,
-    ) -> TimelineSlice:
-        """What held in the world at `world_at` as recorded by `recorded_at` (either None: now), every
-        status by default, each fact with the status it had at the recorded time."""
-        now = datetime.now(UTC)
-        facts = await self.list_facts(
-            status=status, subject=subject, world_at=world_at or now, recorded_at=recorded_at or now, limit=limit
-        )
-        return TimelineSlice(world_at=world_at, recorded_at=recorded_at, facts=tuple(facts))
 
     async def sources(self, turn_ids: Sequence[int]) -> list[SourceMessage]:
         """Messages by turn id, as they stand now (redacted ones without content)."""

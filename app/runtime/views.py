@@ -132,12 +132,89 @@ class FactDetail:
 
 
 @dataclass(frozen=True, slots=True)
+class ForgottenFact:
+    """A forgotten fact where it stood on the timeline: who it was about, where, and when; never what it
+    said (the store erased that). The window shows it as "forgotten fact (bob, Lantern Club, 3 Nov)"."""
+
+    id: int
+    subjects: tuple[PersonRef, ...]  # from its forget receipt (none when no receipt was kept)
+    scope: PlaceRef
+    status: FactStatus  # the status it had at the slice's recorded time
+    created_at: datetime
+    superseded_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    forgotten_at: datetime | None
+    receipt_id: int | None
+
+
+TimelineRow = FactView | ForgottenFact
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineFilters:
+    """What a timeline slice keeps besides its two times; empty means any."""
+
+    subjects: tuple[str, ...] = ()  # person keys: facts about any of them
+    places: tuple[str, ...] = ()  # place keys: a server takes in its channels
+    types: tuple[FactType, ...] = ()
+    statuses: tuple[FactStatus, ...] = ()  # the status at the slice's recorded time
+    text: str = ""  # a piece of the text, any case
+
+    @property
+    def any(self) -> bool:
+        """Whether anything is filtered at all."""
+        return bool(self.subjects or self.places or self.types or self.statuses or self.text.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePoint:
+    """A point on the two time axes; None is "now"."""
+
+    world_at: datetime | None = None
+    recorded_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TimelineSlice:
     """The bi-temporal slice: what held in the world at `world_at`, as recorded by `recorded_at`."""
 
     world_at: datetime | None  # None: now
     recorded_at: datetime | None  # None: now
     facts: tuple[FactView, ...]  # newest first; each with the status it had at `recorded_at`
+    total: int = 0  # rows in the whole slice (`rows` is the page from `offset`)
+    offset: int = 0
+    rows: tuple[TimelineRow, ...] = ()  # the page in display order (latest start first), forgotten ones as markers
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineChange:
+    kind: Literal["added", "removed", "changed"]
+    before: TimelineRow | None  # at the first point, with its status there
+    after: TimelineRow | None  # at the second point, with its status there
+    diff: tuple[DiffPiece, ...] = ()  # the word diff when the text changed
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineDiff:
+    before: TimelinePoint
+    after: TimelinePoint
+    changes: tuple[TimelineChange, ...]  # in display order; at most the limit asked of each kind
+    added: int  # the whole counts
+    removed: int
+    changed: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineExtent:
+    """What the timeline's axes and filters span."""
+
+    facts: int  # fact rows (every version, every status)
+    first_recorded: datetime | None
+    first_world: datetime | None
+    last_world: datetime | None  # may lie ahead (a fact valid until next month)
+    people: tuple[PersonRef, ...]  # everyone a fact is about, by name
+    places: tuple[PlaceRef, ...]  # every place a fact is kept for, by name
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,3 +119,35 @@ def small_label(text: str) -> QLabel:
     label.setWordWrap(True)
     label.setStyleSheet(STATE_MESSAGE_STYLE)
     return label
+
+
+# -- the facts timeline ------------------------------------------------------------------------------
+TIMELINE_STATUS_COLOURS = {
+    "active": "#3b6fd4",
+    "pending": "#e09b1a",
+    "archived": "#8d96a3",
+    "rejected": "#d0675d",
+    "forgotten": "#b4b4c0",
+}
+TIMELINE_WORLD_CURSOR = "#d2472f"  # the world time the slice is taken at
+TIMELINE_RECORDED_B = "#7a4fc4"  # the second recorded time when comparing
+TIMELINE_NOW_LINE = "#8a8a8a"
+TIMELINE_GRID = "#e6e8ec"
+TIMELINE_ROW_ALTERNATE = "#f8f9fb"
+TIMELINE_ROW_SELECTED = "#dde6f6"
+TIMELINE_TRACK = "#d4d8df"
+TIMELINE_PLACEHOLDER = "#eceef2"
+TIMELINE_TEXT = "#1f1f1f"
+DIFF_ADDED_TEXT = "#137333"
+DIFF_REMOVED_TEXT = "#a50e0e"
+TIMELINE_CHIP_STYLE = "border-radius: 8px; padding: 1px 8px; color: white; background-color: {colour};"
+
+
+def status_colour(status: str) -> QColor:
+    """The colour a fact's status is drawn in on the timeline (bars, chips, dots)."""
+    return QColor(TIMELINE_STATUS_COLOURS.get(status, MUTED_GREY))
+
+
+def status_chip_style(status: str) -> str:
+    """A small rounded label in the status's colour."""
+    return TIMELINE_CHIP_STYLE.format(colour=TIMELINE_STATUS_COLOURS.get(status, MUTED_GREY))

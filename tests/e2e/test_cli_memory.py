@@ -909,3 +909,24 @@ def test_facts_list_recorded_at_shows_the_status_the_fact_had_then(cli: Cli) -> 
     assert " active " in out
     assert "archived" not in out
     assert [f["status"] for f in cli.json("facts", "list", "--status", "all")["facts"]] == ["archived"]
+
+
+def test_facts_list_recorded_at_shows_a_fact_accepted_later_as_pending_then(cli: Cli, tmp_path: Path) -> None:
+    """Issue 9: `--recorded-at T` shows each fact's status at T, for a fact accepted after T as for one
+    archived after T (the test above), in the JSON and in the lines alike."""
+    ((pending_id, _turn),) = _propose(tmp_path / "home", "Alice keeps bees on the roof")
+    proposed = cli.json("facts", "show", str(pending_id))
+    then = proposed["fact"]["created_at"]
+    cli.json("facts", "accept", str(pending_id), "--revision", str(proposed["revision"]))
+
+    at_then = cli.json("facts", "list", "--status", "all", "--recorded-at", then)["facts"]
+    assert [(f["id"], f["status"]) for f in at_then] == [(pending_id, "pending")]
+    assert [f["id"] for f in cli.json("facts", "list", "--status", "pending", "--recorded-at", then)["facts"]] == [
+        pending_id
+    ]
+    assert cli.json("facts", "list", "--status", "active", "--recorded-at", then)["facts"] == []
+    code, out, _err = cli.run("facts", "list", "--status", "all", "--recorded-at", then)
+    assert code == 0
+    assert " pending " in out
+    assert " active " not in out
+    assert [f["status"] for f in cli.json("facts", "list", "--status", "all")["facts"]] == ["active"]
