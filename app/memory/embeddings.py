@@ -35,6 +35,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -65,6 +66,40 @@ _KNOWN_DIMS = {DEFAULT_FASTEMBED_MODEL: 384}
 _CURRENT_FACT = "f.superseded_at IS NULL AND f.status NOT IN ('forgotten', 'rejected')"
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 _WORD = re.compile(r"\w+")
+
+
+REEMBED_SUFFIX = "#reembed"  # the model name a re-embed writes its new vectors under until they are swapped in
+
+
+def reembed_staging(model: str) -> str:
+    """Where a re-embed of `model` puts its vectors until it swaps them in: reads, which filter on the
+    active model, never see them, so the old vectors answer until the new ones are complete."""
+    return model + REEMBED_SUFFIX
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRows:
+    """The vectors of one model in fact_embeddings."""
+
+    model: str
+    rows: int
+    current: int  # of current facts (active or pending heads, not superseded, rejected or forgotten)
+    bytes: int  # the vectors' bytes in history.db
+    last_written_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingStats:
+    """Coverage of one model, and every model's rows, for the index health pane (one snapshot)."""
+
+    current_facts: int
+    missing: int  # current facts with no vector of the model asked about
+    oldest_missing_at: datetime | None  # when the oldest of those was recorded
+    models: tuple[ModelRows, ...]
+
+
+def _time(value: object) -> datetime | None:
+    return datetime.fromisoformat(str(value)) if value is not None else None
 
 
 class EmbeddingError(StoreError):
@@ -604,3 +639,52 @@ class EmbeddingIndex:
         async with self._store.transaction() as conn:
             cursor = await conn.execute("DELETE FROM fact_embeddings WHERE model = ?", (model,))
             return max(cursor.rowcount, 0)
+
+    # -- the index health pane and its re-embed ------------------------------------------------------
+    async def stats(self, model: str | None) -> EmbeddingStats:
+        """Coverage of `model` (None: embeddings are off) and the rows of every model. Two reads: the
+        figures may be a moment apart while the worker writes."""
+        row = await self._store.read_one(
+            f"SELECT COUNT(*), SUM(CASE WHEN EXISTS (SELECT 1 FROM fact_embeddings e WHERE e.fact_id = f.id"
+            " AND e.model = ?1) THEN 0 ELSE 1 END),"
+            " MIN(CASE WHEN EXISTS (SELECT 1 FROM fact_embeddings e WHERE e.fact_id = f.id AND e.model = ?1)"
+            f" THEN NULL ELSE f.created_at END) FROM facts f WHERE {_CURRENT_FACT}",
+            (model,),
+        )
+        current, missing, oldest = (int(row[0]), int(row[1] or 0), _time(row[2])) if row else (0, 0, None)
+        if model is None:
+            missing, oldest = 0, None
+        rows = await self._store.read_all(
+            "SELECT e.model, COUNT(*),"
+            " SUM(CASE WHEN f.superseded_at IS NULL AND f.status NOT IN ('forgotten', 'rejected') THEN 1 ELSE 0 END),"
+            " SUM(LENGTH(e.vector)), MAX(e.created_at)"
+            " FROM fact_embeddings e JOIN facts f ON f.id = e.fact_id GROUP BY e.model ORDER BY e.model"
+        )
+        models = tuple(ModelRows(str(r[0]), int(r[1]), int(r[2] or 0), int(r[3] or 0), _time(r[4])) for r in rows)
+        return EmbeddingStats(current, missing, oldest, models)
+
+    async def current_facts(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """(fact_id, content) of current facts with an id past `after_id`, in id order (a re-embed pages with it)."""
+        rows = await self._store.read_all(
+            f"SELECT f.id, f.content FROM facts f WHERE f.id > ? AND {_CURRENT_FACT} ORDER BY f.id LIMIT ?",
+            (after_id, limit),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    async def count_current(self) -> int:
+        row = await self._store.read_one(f"SELECT COUNT(*) FROM facts f WHERE {_CURRENT_FACT}")
+        return int(row[0]) if row else 0
+
+    async def swap_in(self, staging: str, model: str) -> int:
+        """Make the vectors written under `staging` those of `model`, in one transaction (a fact
+        forgotten meanwhile gets none back); returns how many were swapped in."""
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT OR REPLACE INTO fact_embeddings (fact_id, model, dim, vector, created_at)"
+                " SELECT e.fact_id, ?, e.dim, e.vector, e.created_at FROM fact_embeddings e WHERE e.model = ?"
+                " AND EXISTS (SELECT 1 FROM facts f WHERE f.id = e.fact_id AND f.status != 'forgotten')",
+                (model, staging),
+            )
+            swapped = max(cursor.rowcount, 0)
+            await conn.execute("DELETE FROM fact_embeddings WHERE model = ?", (staging,))
+        return swapped

@@ -73,6 +73,9 @@ class TurnIndexSource:
             self._store, TURNS.name, f"SELECT COUNT(*) FROM turns WHERE id > ? AND {self._INDEXABLE}", watermark
         )
 
+    async def indexable_count(self) -> int:
+        return await _count(self._store, f"SELECT COUNT(*) FROM turns WHERE {self._INDEXABLE}")
+
 
 def _doc(row: tuple[int, str, str, str]) -> dict[str, Any]:
     return {"id": row[0], "place": row[1], "author": row[2], "content": row[3]}
@@ -135,6 +138,14 @@ class FactIndexSource:
         return await _backlog(
             self._store, FACTS.name, f"SELECT COUNT(*) FROM facts WHERE id > ? AND {self._INDEXABLE}", watermark
         )
+
+    async def indexable_count(self) -> int:
+        return await _count(self._store, f"SELECT COUNT(*) FROM facts WHERE {self._INDEXABLE}")
+
+
+async def _count(store: Store, query: str) -> int:
+    row = await store.read_one(query)
+    return int(row[0]) if row else 0
 
 
 async def _backlog(store: Store, name: str, count_after: str, watermark: int) -> tuple[int, int]:

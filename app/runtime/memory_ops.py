@@ -55,6 +55,9 @@ class IndexStatus:
     health: IndexHealth
     to_add: int  # documents past the watermark still to be indexed
     to_remove: int  # documents waiting to be removed (forgotten or redacted)
+    indexed: int | None = None  # documents the index holds now (None: it cannot be read now)
+    source_rows: int | None = None  # documents SQL has for it
+    size_bytes: int | None = None  # its files on disk
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +230,16 @@ class MemoryOps:
                 health = await committer.status()
                 to_add, to_remove = await committer.backlog(health.watermark)
                 pending = max(health.pending, to_add + to_remove)
-                out.append(IndexStatus(replace(health, pending=pending), to_add=to_add, to_remove=to_remove))
+                out.append(
+                    IndexStatus(
+                        replace(health, pending=pending),
+                        to_add=to_add,
+                        to_remove=to_remove,
+                        indexed=await committer.document_count(),
+                        source_rows=await committer.source_rows(),
+                        size_bytes=await committer.disk_bytes(),
+                    )
+                )
         return out
 
     async def rebuild_indexes(

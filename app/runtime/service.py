@@ -210,7 +210,15 @@ class Familiar:
         self.controls = ControlsService(
             self.projections, catalog, self._names, self.changes, self.set_paused, lambda: self.learning.names
         )
-        self.indexes = IndexesService(self.memory_ops, history)
+        self.indexes = IndexesService(
+            self.memory_ops,
+            history,
+            embedder=lambda: self.embedder,
+            embeddings=self.embeddings,
+            backend=lambda: self._loaded.settings.providers.embedding.backend,
+            workers=lambda: self.learning.names,
+            changes=self.changes,
+        )
 
     @classmethod
     async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
