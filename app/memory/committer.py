@@ -910,6 +910,14 @@ class IndexCommitter:
         """Documents SQL has for this index (what it holds once caught up), counted now."""
         return await self._source.indexable_count()
 
+    async def last_commit_at(self) -> datetime | None:
+        """When a commit last landed: this process's own record, else the index files' time (a commit
+        of an earlier run, or of the process that writes the index)."""
+        if self._c.last_commit_at is not None:
+            return self._c.last_commit_at
+        stamp: float | None = await asyncio.to_thread(self.index.committed_at)
+        return datetime.fromtimestamp(stamp, UTC) if stamp is not None else None
+
     async def disk_bytes(self) -> int:
         """What the index's files take on disk now (a rebuild's folder beside it included)."""
         return await asyncio.to_thread(self.index.disk_usage)

@@ -470,6 +470,14 @@ class FtsIndex:
         index.reload()
         return _all_ids(index)
 
+    def committed_at(self) -> float | None:
+        """When the files last took a commit (tantivy rewrites meta.json with each), as a POSIX time;
+        None when there is no index yet. Survives a restart, unlike the committer's own clock."""
+        try:
+            return (self.path / "meta.json").stat().st_mtime
+        except OSError:
+            return None
+
     def disk_usage(self) -> int:
         """Bytes the index's files take: the live folder, and a rebuild's folder while there is one."""
         total = 0

@@ -7,31 +7,29 @@ answering exactly as before: the tantivy indexes are rebuilt in a sibling folder
 business, app/memory/committer.py), and a re-embed writes its vectors under a model name reads never
 use (app/memory/embeddings.py `reembed_staging`), then swaps them in with one transaction.
 
-The state of each index is a traffic light: "ok" (green), "catching_up" (amber: locked and retrying,
-being rebuilt, or behind for longer than a moment) and "failing" (red: commits fail with an error
-that is not a lock, or embeddings nothing will make). `with_report` folds a live IndexHealthReport
-into the last status, so the window can show a retry the moment it happens, without a query.
+The state of each index is a traffic light (app/runtime/index_health.py): "ok" (green), "catching_up"
+(amber: locked and retrying, being rebuilt, or behind for longer than a moment) and "failing" (red:
+commits fail with an error that is not a lock; for embeddings, vectors nothing will make).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from app.memory.embeddings import REEMBED_SUFFIX, Embedder, EmbeddingError, EmbeddingIndex, reembed_staging
 from app.memory.errors import StoreError
 from app.memory.history import History
-from app.memory.records import IndexHealth
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError
-from app.runtime.events import ChangeKind, IndexHealthReport
+from app.runtime.events import ChangeKind
+from app.runtime.index_health import state_line, traffic_light
 from app.runtime.memory_ops import IndexStatus, MemoryOps, RebuildProgress
 from app.runtime.views import (
     EmbeddingModelView,
     EmbeddingState,
     EmbeddingStatusView,
-    IndexState,
     IndexStatusView,
     Progress,
 )
@@ -39,8 +37,6 @@ from app.runtime.views import (
 INDEX_WORDS = {"turns": "messages", "facts": "facts"}
 EMBEDDING_WORKER = "fact_embedding"
 REEMBED_BATCH = 64  # facts per embedder call: a cancel waits for at most one batch
-CATCH_UP_GRACE = timedelta(seconds=10)
-"""A backlog younger than this is the index doing its job (a message just arrived), not falling behind."""
 
 REBUILD_ELSEWHERE = (
     "another Familiar process (the window, or `familiar run --headless`) writes the search indexes;"
@@ -52,23 +48,20 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def index_state(health: IndexHealth, pending: int, now: datetime) -> IndexState:
-    """The traffic light of one search index (see the module docstring)."""
-    if health.state in ("locked", "rebuilding", "starting") or health.live_attempt:
-        return "catching_up"  # it heals by itself; searches read what it lacks from history.db meanwhile
-    if health.failures and health.last_error and pending:
-        return "failing"
-    if pending or health.lag:
-        fresh = health.backlog_since is not None and now - health.backlog_since < CATCH_UP_GRACE
-        return "ok" if fresh else "catching_up"
-    return "ok"
-
-
 def index_view(status: IndexStatus, now: datetime | None = None) -> IndexStatusView:
     health = status.health
     return IndexStatusView(
         name=health.name,
-        state=index_state(health, health.pending, now or _now()),
+        state=traffic_light(
+            state=health.state,
+            live_attempt=health.live_attempt,
+            failures=health.failures,
+            last_error=health.last_error,
+            pending=health.pending,
+            lag=health.lag,
+            backlog_since=health.backlog_since,
+            now=now or _now(),
+        ),
         commits=health.commits,
         documents_committed=health.documents_committed,
         retries=health.retries,
@@ -84,7 +77,7 @@ def index_view(status: IndexStatus, now: datetime | None = None) -> IndexStatusV
         to_remove=status.to_remove,
         health_state=health.state,
         locked_attempts=health.locked_attempts,
-        state_line=health.state_line(),
+        state_line=state_line(health.state, health.locked_attempts, health.last_error),
         indexed=status.indexed,
         source_rows=status.source_rows,
         backlog_since=health.backlog_since if health.pending else None,
@@ -92,44 +85,8 @@ def index_view(status: IndexStatus, now: datetime | None = None) -> IndexStatusV
         size_bytes=status.size_bytes,
         recovered_after=health.recovered_after,
         recovered_at=health.recovered_at,
+        written_here=status.written_here,
     )
-
-
-def with_report(view: IndexStatusView, report: IndexHealthReport, now: datetime | None = None) -> IndexStatusView:
-    """The last status of an index with a live health report folded in (no I/O): the health at once;
-    the counts SQL knows (backlog, documents) stay as last read, except that a report saying the index
-    has caught up empties the backlog."""
-    caught_up = not report.pending and not report.lag and report.backlog_since is None
-    pending = 0 if caught_up else max(view.pending, report.pending)
-    health = IndexHealth(
-        name=report.name,
-        commits=report.commits,
-        documents_committed=report.documents_committed,
-        retries=report.retries,
-        live_attempt=report.live_attempt,
-        failures=report.failures,
-        last_error=report.last_error,
-        pending=pending,
-        lag=report.lag,
-        watermark=view.watermark,
-        rebuilt_at_start=view.rebuilt_at_start,
-        awaiting_purge=report.awaiting_purge,
-        state=report.state,
-        locked_attempts=report.locked_attempts,
-        last_commit_at=report.last_commit_at,
-        backlog_since=report.backlog_since,
-        recovered_after=report.recovered_after,
-        recovered_at=report.recovered_at,
-    )
-    status = IndexStatus(
-        health,
-        to_add=0 if caught_up else view.to_add,
-        to_remove=0 if caught_up else view.to_remove,
-        indexed=view.indexed,
-        source_rows=view.source_rows,
-        size_bytes=view.size_bytes,
-    )
-    return index_view(status, now)
 
 
 def rebuild_progress(step: RebuildProgress, position: int = 0, count: int = 0) -> Progress:

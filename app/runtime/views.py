@@ -317,6 +317,7 @@ class IndexStatusView:
     # The last time a lock or a refused file (the antivirus race) held commits up, then let go:
     recovered_after: int = 0  # how many tries it refused before one landed
     recovered_at: datetime | None = None  # when one landed
+    written_here: bool = True  # this process writes the index (False: another Familiar process does)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
+from app.ui.panes.index import IndexPane
 from app.ui.progress import StatusProgress
 from app.ui.theme import NAVIGATION_STYLE
 from app.ui.undo import UndoCentre
@@ -41,6 +42,7 @@ DEFAULT_SIZE = QSize(1100, 700)
 PANES: tuple[type[Pane], ...] = (
     DashboardPane,
     ChatPane,
+    IndexPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
 

@@ -18,6 +18,7 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.records import NewTurn
 from app.runtime.service import Familiar
+from app.ui.main_window import pane_names
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -63,7 +64,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("pane", ["dashboard", "chat"])
+@pytest.mark.parametrize("pane", ["dashboard", "chat", "index"])
 def test_a_screenshot_of_each_pane_over_real_data(home: Path, pane: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out = ARTIFACTS / f"screenshot_{pane}.png"
@@ -99,11 +100,13 @@ def test_an_unknown_pane_is_refused_listing_the_names(home: Path, tmp_path: Path
     out = tmp_path / "never.png"
     done = familiar_command(home, "screenshot", "--pane", "timeline-of-doom", "--out", str(out))
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: there is no pane 'timeline-of-doom'; choose one of: dashboard, chat"
+    names = ", ".join(pane_names())
+    assert names.startswith("dashboard, chat")
+    assert done.stderr.strip() == f"error: there is no pane 'timeline-of-doom'; choose one of: {names}"
     assert not out.exists()
     done = familiar_command(home, "--pane", "nowhere", probe=True)
     assert done.returncode == 2
-    assert "choose one of: dashboard, chat" in done.stderr
+    assert f"choose one of: {names}" in done.stderr
     bad_size = familiar_command(home, "screenshot", "--pane", "chat", "--out", str(out), "--size", "huge")
     assert bad_size.returncode == 2
     assert "not a size like 1100x700" in bad_size.stderr

@@ -19,7 +19,7 @@ from app.config.paths import FamiliarPaths
 from app.memory.facts import NewFact
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, IndexHealthReport, MemoryChanged, RuntimeEvent
-from app.runtime.indexes_api import CATCH_UP_GRACE, with_report
+from app.runtime.index_health import CATCH_UP_GRACE, with_report
 from app.runtime.service import Familiar
 from app.runtime.views import IndexStatusView, Progress
 from tests.memory.test_fts import FLUSH, fill, wait_for
