@@ -74,8 +74,9 @@ class IndexSource(Protocol):
         """(documents SQL has past `watermark` for the index, removals waiting), counted now."""
         ...
 
-    async def indexable_count(self) -> int:
-        """How many documents the index should hold once caught up (SQL's rows with text), counted now."""
+    async def indexable_count(self) -> tuple[int, int]:
+        """(documents the index should hold once caught up: SQL's rows with text, the highest id among
+        them), counted now in one snapshot. It reads the whole table: callers keep it a while."""
         ...
 
 
@@ -110,6 +111,7 @@ class PreparedRebuild:
     documents: int
 
 
+SOURCE_COUNT_MAX_AGE = 20.0  # seconds a full count of SQL's rows for an index is kept (see source_rows)
 ProgressCallback = Callable[[int, int], None]
 CancelCallback = Callable[[], bool]
 
@@ -158,6 +160,7 @@ class IndexCommitter:
         self._health_unwritten = False  # a change the throttle kept out of the shared file, written when idle
         self._c = _Counters()
         self._closing = False
+        self._source_count: tuple[int, int, float] | None = None  # (rows, up to id, when): see source_rows
         timing = timing or IndexTiming()
         # Another process (the CLI beside the window) writes SQL too; this one learns of it by looking.
         self._poll_interval = timing.poll_interval
@@ -684,6 +687,7 @@ class IndexCommitter:
         self._c.lag = max(0, newest - reached)
         if delete_ids:
             self._schedule_compaction(len(delete_ids))
+            self._source_count = None  # rows left the index: count SQL's again
         self._publish()
         self._settle_waiters(idle=False)
         return True
@@ -907,8 +911,17 @@ class IndexCommitter:
         return count
 
     async def source_rows(self) -> int:
-        """Documents SQL has for this index (what it holds once caught up), counted now."""
-        return await self._source.indexable_count()
+        """Documents SQL has for this index (what it holds once caught up). The whole table is counted
+        at most every SOURCE_COUNT_MAX_AGE seconds, and again after the index removed documents (an
+        edit, a deletion, a forget); in between, what was appended since is added (a cheap range)."""
+        cached, now = self._source_count, time.monotonic()
+        if cached is None or now - cached[2] >= SOURCE_COUNT_MAX_AGE:
+            count, upto = await self._source.indexable_count()
+            self._source_count = (count, upto, now)
+            return count
+        count, upto, _at = cached
+        newer, _removals = await self._source.backlog(upto)
+        return count + newer
 
     async def last_commit_at(self) -> datetime | None:
         """When a commit last landed: this process's own record, else the index files' time (a commit

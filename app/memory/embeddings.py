@@ -85,7 +85,7 @@ class ModelRows:
     rows: int
     current: int  # of current facts (active or pending heads, not superseded, rejected or forgotten)
     bytes: int  # the vectors' bytes in history.db
-    last_written_at: datetime | None
+    last_written_at: datetime | None  # known for the active model only (the others' would need a scan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -642,26 +642,41 @@ class EmbeddingIndex:
 
     # -- the index health pane and its re-embed ------------------------------------------------------
     async def stats(self, model: str | None) -> EmbeddingStats:
-        """Coverage of `model` (None: embeddings are off) and the rows of every model. Two reads: the
-        figures may be a moment apart while the worker writes."""
-        row = await self._store.read_one(
-            f"SELECT COUNT(*), SUM(CASE WHEN EXISTS (SELECT 1 FROM fact_embeddings e WHERE e.fact_id = f.id"
-            " AND e.model = ?1) THEN 0 ELSE 1 END),"
-            " MIN(CASE WHEN EXISTS (SELECT 1 FROM fact_embeddings e WHERE e.fact_id = f.id AND e.model = ?1)"
-            f" THEN NULL ELSE f.created_at END) FROM facts f WHERE {_CURRENT_FACT}",
-            (model,),
+        """Coverage of `model` (None: embeddings are off) and the vectors of every model, in one snapshot
+        read apart from the shared reader connection (about 30 ms at 10k facts)."""
+        coverage, per_model, latest = await self._store.read_all_apart(
+            [
+                (
+                    "SELECT COUNT(*), COUNT(e.fact_id), MIN(CASE WHEN e.fact_id IS NULL THEN f.created_at END)"
+                    " FROM facts f LEFT JOIN fact_embeddings e ON e.fact_id = f.id AND e.model = ?"
+                    f" WHERE {_CURRENT_FACT}",
+                    (model,),
+                ),
+                (
+                    f"SELECT e.model, COUNT(*), SUM(CASE WHEN {_CURRENT_FACT} THEN 1 ELSE 0 END),"
+                    " (SELECT d.dim FROM fact_embeddings d WHERE d.model = e.model LIMIT 1)"
+                    " FROM fact_embeddings e JOIN facts f ON f.id = e.fact_id GROUP BY e.model ORDER BY e.model",
+                    (),
+                ),
+                # The newest row has the highest rowid: no scan of the vectors for their times.
+                ("SELECT created_at FROM fact_embeddings WHERE model = ? ORDER BY rowid DESC LIMIT 1", (model,)),
+            ]
         )
-        current, missing, oldest = (int(row[0]), int(row[1] or 0), _time(row[2])) if row else (0, 0, None)
+        facts, covered, oldest = coverage[0] if coverage else (0, 0, None)
+        written = _time(latest[0][0]) if latest else None
+        models = tuple(
+            ModelRows(
+                model=str(name),
+                rows=int(rows),
+                current=int(of_current or 0),
+                bytes=int(rows) * int(dim or 0) * 4,
+                last_written_at=written if name == model else None,
+            )
+            for name, rows, of_current, dim in per_model
+        )
         if model is None:
-            missing, oldest = 0, None
-        rows = await self._store.read_all(
-            "SELECT e.model, COUNT(*),"
-            " SUM(CASE WHEN f.superseded_at IS NULL AND f.status NOT IN ('forgotten', 'rejected') THEN 1 ELSE 0 END),"
-            " SUM(LENGTH(e.vector)), MAX(e.created_at)"
-            " FROM fact_embeddings e JOIN facts f ON f.id = e.fact_id GROUP BY e.model ORDER BY e.model"
-        )
-        models = tuple(ModelRows(str(r[0]), int(r[1]), int(r[2] or 0), int(r[3] or 0), _time(r[4])) for r in rows)
-        return EmbeddingStats(current, missing, oldest, models)
+            return EmbeddingStats(int(facts), 0, None, models)
+        return EmbeddingStats(int(facts), int(facts) - int(covered), _time(oldest), models)
 
     async def current_facts(self, after_id: int, limit: int) -> list[tuple[int, str]]:
         """(fact_id, content) of current facts with an id past `after_id`, in id order (a re-embed pages with it)."""

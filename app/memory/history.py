@@ -73,8 +73,8 @@ class TurnIndexSource:
             self._store, TURNS.name, f"SELECT COUNT(*) FROM turns WHERE id > ? AND {self._INDEXABLE}", watermark
         )
 
-    async def indexable_count(self) -> int:
-        return await _count(self._store, f"SELECT COUNT(*) FROM turns WHERE {self._INDEXABLE}")
+    async def indexable_count(self) -> tuple[int, int]:
+        return await _count(self._store, f"SELECT COUNT(*), MAX(id) FROM turns WHERE {self._INDEXABLE}")
 
 
 def _doc(row: tuple[int, str, str, str]) -> dict[str, Any]:
@@ -139,13 +139,15 @@ class FactIndexSource:
             self._store, FACTS.name, f"SELECT COUNT(*) FROM facts WHERE id > ? AND {self._INDEXABLE}", watermark
         )
 
-    async def indexable_count(self) -> int:
-        return await _count(self._store, f"SELECT COUNT(*) FROM facts WHERE {self._INDEXABLE}")
+    async def indexable_count(self) -> tuple[int, int]:
+        return await _count(self._store, f"SELECT COUNT(*), MAX(id) FROM facts WHERE {self._INDEXABLE}")
 
 
-async def _count(store: Store, query: str) -> int:
-    row = await store.read_one(query)
-    return int(row[0]) if row else 0
+async def _count(store: Store, query: str) -> tuple[int, int]:
+    """(rows, the highest id among them), in one snapshot, read apart from the shared reader: it scans
+    the whole table (about 60 ms at 100k turns)."""
+    row = await store.read_one_apart(query)
+    return (int(row[0]), int(row[1] or 0)) if row else (0, 0)
 
 
 async def _backlog(store: Store, name: str, count_after: str, watermark: int) -> tuple[int, int]:

@@ -68,3 +68,22 @@ async def test_a_reader_sees_the_writers_times_and_an_older_health_file_still_re
             await reader.close()
     finally:
         await writer.close()
+
+
+@pytest.mark.asyncio
+async def test_source_rows_follow_appends_at_once_and_removals_once_they_leave_the_index(folder: Folder) -> None:
+    """The whole table is counted now and then (it is a scan); what is appended meanwhile is added from
+    a cheap range, and a removal that reached the index makes the next read count again."""
+    history = await folder.open()
+    try:
+        committer = history.turns_index
+        await fill(history, 5)
+        assert await committer.source_rows() == 5  # a full count
+        await fill(history, 3, word="beacon", start=50)
+        assert await committer.source_rows() == 8  # the cached count and the new range
+        await history.redact_message("discord", 1, datetime.now(UTC))
+        await committer.flush(FLUSH)
+        assert await committer.source_rows() == 7
+        assert await committer.document_count() == 7
+    finally:
+        await history.close()

@@ -322,7 +322,7 @@ def test_coverage_per_model_and_a_model_mismatch_are_shown(
 
     # A new fact the worker has not embedded yet: amber while it catches up.
     remember(runtime, familiar, "Alice drinks tea at dawn")
-    pane.refresh()
+    runtime(familiar.changes.check())  # what the window's poll publishes: facts changed
     qtbot.waitUntil(lambda: cell(pane, "indexed", "Embeddings") == "3 of 4 facts (75%)", timeout=LONG_MS)
 
 
@@ -441,3 +441,21 @@ def test_screenshots_of_the_pane_over_the_demo_familiar(qtbot: QtBot, runtime: R
     assert pane.headline_label.text().startswith("All indexes are up to date")
     assert pane.mismatch_label.isVisible()
     runtime(window.shutdown())
+
+
+def test_a_reembed_whose_model_cannot_load_says_why_in_one_line_and_changes_nothing(
+    qtbot: QtBot, runtime: Runtime, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-model-here"
+    familiar = runtime.open(f'[providers.embedding]\nbackend = "fastembed"\nmodel_dir = "{missing.as_posix()}"\n')
+    remember(runtime, familiar, "Alice keeps a lantern on the quay")
+    pane = shown_pane(qtbot, familiar)
+    qtbot.mouseClick(pane.reembed_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: pane.result_label.text().startswith("The re-embed did not finish"), timeout=LONG_MS)
+    assert pane.error_banner.isVisible()
+    message = pane.error_banner.text()
+    assert f"the embedding model folder {missing} does not exist" in message
+    assert "\n" not in message
+    assert runtime(familiar.history.store.read_all("SELECT * FROM fact_embeddings")) == []
+    assert cell(pane, "indexed", "Embeddings") == "0 of 1 facts (0%)"
+    settle(qtbot)

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.events import ChangeKind, IndexHealthReport
+from app.runtime.events import ChangeKind, IndexHealthReport, MemoryChanged
 from app.runtime.index_health import with_report
 from app.runtime.views import EmbeddingStatusView, IndexStatusView
 from app.ui.async_slot import async_slot
@@ -192,6 +192,7 @@ class IndexPane(Pane):
         self._views: dict[str, IndexStatusView] = {}
         self._embeddings: EmbeddingStatusView | None = None
         self._reports: dict[str, IndexHealthReport] = {}  # the last health of each index, to tell what changed
+        self._embeddings_stale = True  # facts or vectors changed since the embeddings were read
 
         self.metrics_model = IndexMetricsModel(self)
         self.models_model = EmbeddingModelsModel(self)
@@ -210,7 +211,7 @@ class IndexPane(Pane):
 
         self.rebuild_action = self._action(REBUILD_TEXT, REBUILD_KEY, self._on_rebuild_triggered)
         self.reembed_action = self._action(REEMBED_TEXT, REEMBED_KEY, self._on_reembed_triggered)
-        self.refresh_action = self._action(REFRESH_TEXT, REFRESH_KEY, self.refresh)
+        self.refresh_action = self._action(REFRESH_TEXT, REFRESH_KEY, self.reload_all)
         self.rebuild_button = self._button(
             self.rebuild_action,
             "Build the messages and facts indexes again from history.db, beside the old ones: searches use the"
@@ -292,6 +293,7 @@ class IndexPane(Pane):
         self._clock.timeout.connect(self._on_clock_timeout)
         self._clock.start()
         context.bridge.index_health.connect(self._on_bridge_index_health)
+        context.bridge.memory_changed.connect(self._on_bridge_memory_changed_kinds)
         self.ops.busy_changed.connect(self._on_ops_busy_changed)
         self._render()
 
@@ -322,13 +324,34 @@ class IndexPane(Pane):
 
     # -- loading ---------------------------------------------------------------------------------------
     async def load(self) -> bool:
-        indexes, embeddings = await asyncio.gather(self.facade.indexes.status(), self.facade.indexes.embeddings())
+        """Every index's status; the embeddings' too when facts or vectors changed (a conversation changes
+        only messages, and the embeddings' figures cost more to read)."""
+        if self._embeddings_stale or self._embeddings is None:
+            self._embeddings_stale = False
+            try:
+                indexes, embeddings = await asyncio.gather(
+                    self.facade.indexes.status(), self.facade.indexes.embeddings()
+                )
+            except BaseException:
+                self._embeddings_stale = True
+                raise
+            self._embeddings = embeddings
+        else:
+            indexes = await self.facade.indexes.status()
         self._views = {v.name: v for v in indexes}
-        self._embeddings = embeddings
         for view in indexes:
             self._reports.setdefault(view.name, _report_of(view))
         self._render()
         return True
+
+    def reload_all(self) -> None:
+        """Read every figure again now (F5)."""
+        self._embeddings_stale = True
+        self.refresh()
+
+    def _on_bridge_memory_changed_kinds(self, change: MemoryChanged) -> None:
+        if change.kinds & {ChangeKind.FACTS, ChangeKind.EMBEDDINGS}:
+            self._embeddings_stale = True
 
     def mark_stale(self) -> None:
         """A visible pane reloads a second after a change, once for all the changes of that second (a
@@ -430,7 +453,7 @@ class IndexPane(Pane):
             self._show_result(REBUILD_CANCELLED)
         elif isinstance(outcome, Failed):
             self._show_result("The rebuild did not finish (see above); the old indexes answer as before.")
-        self.refresh()
+        self.reload_all()
 
     @async_slot()
     async def _reembed(self) -> None:
@@ -447,7 +470,7 @@ class IndexPane(Pane):
             self._show_result(REEMBED_CANCELLED)
         elif isinstance(outcome, Failed):
             self._show_result("The re-embed did not finish (see above); the old vectors are used as before.")
-        self.refresh()
+        self.reload_all()
 
     def _show_result(self, text: str) -> None:
         self.result_label.setText(text)
