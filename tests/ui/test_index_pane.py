@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
@@ -88,8 +88,14 @@ def shown_pane(qtbot: QtBot, familiar: Familiar) -> IndexPane:
     qtbot.addWidget(pane)
     pane.resize(1000, 700)
     pane.show()
+    activate(qtbot, pane)  # its keys work in the active window
     qtbot.waitUntil(lambda: pane.is_loaded, timeout=LONG_MS)
     return pane
+
+
+def activate(qtbot: QtBot, window: QWidget) -> None:
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=WAIT_MS)
 
 
 def cell(pane: IndexPane, row: str, column: str) -> str:
@@ -409,6 +415,31 @@ def test_shortcuts_are_shown_and_the_tab_order_runs_down_the_pane(qtbot: QtBot, 
     pane.metrics_view.setFocus()
     qtbot.keyClick(pane.metrics_view, Qt.Key.Key_F5)
     qtbot.waitUntil(lambda: bool(loads), timeout=LONG_MS)
+
+
+def test_the_keys_work_wherever_the_focus_is_while_the_pane_shows_and_not_when_it_is_hidden(
+    qtbot: QtBot, runtime: Runtime
+) -> None:
+    """In the window, after picking the pane in the navigation list (the focus stays in the list)."""
+    familiar = runtime.open()
+    window = MainWindow(familiar)
+    qtbot.addWidget(window)
+    window.show()
+    activate(qtbot, window)
+    pane = window.pane_of(IndexPane)
+    loads: list[int] = []
+    pane.loaded.connect(lambda: loads.append(1))
+    window.navigation.setFocus()
+    qtbot.keyClick(window.navigation, Qt.Key.Key_F5)  # the dashboard shows: not this pane's key
+    settle(qtbot)
+    assert loads == []
+    window.show_pane("index")
+    qtbot.waitUntil(lambda: pane.is_loaded and bool(loads), timeout=LONG_MS)
+    window.navigation.setFocus()
+    before = len(loads)
+    qtbot.keyClick(window.navigation, Qt.Key.Key_F5)
+    qtbot.waitUntil(lambda: len(loads) > before, timeout=LONG_MS)
+    runtime(window.shutdown())
 
 
 def test_the_metrics_model_is_a_snapshot(qtmodeltester: ModelTester) -> None:

@@ -14,7 +14,7 @@ indexes and Re-embed facts run with determinate progress and Cancel; both build 
 so searches keep answering from the old index until the new one is complete, and a cancel leaves it
 exactly as it was. Neither changes what the familiar knows, so there is nothing to undo.
 
-Keys: Ctrl+R rebuild, Ctrl+E re-embed, F5 refresh (while the pane has focus).
+Keys: Ctrl+R rebuild, Ctrl+E re-embed, F5 refresh (while the pane shows, wherever the focus is).
 """
 
 from __future__ import annotations
@@ -84,6 +84,13 @@ MODELS_PLACEHOLDER_OFF: Final = (
     ' "fact_embedding" to [providers.memory] projectors) to recall facts by meaning too.'
 )
 ROW_HEIGHT: Final = 22
+REBUILD_TIP: Final = (
+    "Build the messages and facts indexes again from history.db, beside the old ones: searches use the old ones"
+    " until the new ones are complete, and Cancel leaves them as they were."
+)
+REBUILD_ELSEWHERE_TIP: Final = (
+    "Another Familiar process writes these indexes: rebuild them from its window, or stop it first."
+)
 REBUILD_CANCELLED: Final = "Rebuild cancelled: the old indexes answer exactly as before."
 REEMBED_CANCELLED: Final = "Re-embed cancelled: the old vectors are used exactly as before."
 WORDS: Final = {"turns": "messages", "facts": "facts"}
@@ -212,11 +219,7 @@ class IndexPane(Pane):
         self.rebuild_action = self._action(REBUILD_TEXT, REBUILD_KEY, self._on_rebuild_triggered)
         self.reembed_action = self._action(REEMBED_TEXT, REEMBED_KEY, self._on_reembed_triggered)
         self.refresh_action = self._action(REFRESH_TEXT, REFRESH_KEY, self.reload_all)
-        self.rebuild_button = self._button(
-            self.rebuild_action,
-            "Build the messages and facts indexes again from history.db, beside the old ones: searches use the"
-            " old ones until the new ones are complete, and Cancel leaves them as they were.",
-        )
+        self.rebuild_button = self._button(self.rebuild_action, REBUILD_TIP)
         self.reembed_button = self._button(self.reembed_action, "")
         self.refresh_button = self._button(self.refresh_action, "Read every figure again now.")
         buttons = QHBoxLayout()
@@ -306,7 +309,8 @@ class IndexPane(Pane):
     def _action(self, text: str, key: str, slot: Callable[[], object]) -> QAction:
         action = QAction(text, self)
         action.setShortcut(QKeySequence(key))
-        action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        # Active while the pane shows (Qt ignores the shortcuts of a hidden widget), wherever the focus is.
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         action.triggered.connect(slot)
         self.addAction(action)
         return action
@@ -382,12 +386,7 @@ class IndexPane(Pane):
         elsewhere = not all(v.written_here for v in views)
         self.rebuild_action.setEnabled(not elsewhere and not self.ops.busy)
         self.rebuild_button.setEnabled(self.rebuild_action.isEnabled())
-        if elsewhere:
-            self._set_tip(
-                self.rebuild_button,
-                self.rebuild_action,
-                "Another Familiar process writes these indexes: rebuild them from its window, or stop it first.",
-            )
+        self._set_tip(self.rebuild_button, self.rebuild_action, REBUILD_ELSEWHERE_TIP if elsewhere else REBUILD_TIP)
         model = embeddings.model if embeddings is not None else None
         self.reembed_action.setEnabled(model is not None and not self.ops.busy)
         self.reembed_button.setEnabled(self.reembed_action.isEnabled())
