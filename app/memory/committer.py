@@ -202,7 +202,7 @@ class IndexCommitter:
             self._set_state("reader")
             return
         self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
-        self.notify()
+        self._wake.set()  # look now (nothing new is dated: a round dates what it finds)
 
     async def _open(self) -> None:
         """Open the live index and decide whether it must be rebuilt (IndexLockedError: not now)."""
@@ -400,7 +400,7 @@ class IndexCommitter:
         # Whatever changed while it was built (removals are still in the outbox) is repaired now.
         self._needs_reconcile = True
         self._healed()
-        self.notify()
+        self._wake.set()
 
     async def _pause(self) -> None:
         if self._task is not None:
@@ -412,7 +412,7 @@ class IndexCommitter:
     def _resume(self) -> None:
         if not self._closing and self._task is None:
             self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
-            self.notify()
+            self._wake.set()
 
     def _require_owner(self) -> None:
         if not self.index.owned:
@@ -517,7 +517,7 @@ class IndexCommitter:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._c.waiters.append((target, fut))
         self._hurry.set()
-        self.notify()
+        self._wake.set()
         await asyncio.wait_for(fut, timeout)
 
     def health(self) -> IndexHealth:
@@ -753,7 +753,7 @@ class IndexCommitter:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._c.purge_waiters.append(fut)
         self._compact_due = time.monotonic()
-        self.notify()
+        self._wake.set()
         await asyncio.wait_for(fut, timeout)
 
     async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> bool:
