@@ -215,7 +215,7 @@ class Familiar:
             history,
             embedder=lambda: self.embedder,
             embeddings=self.embeddings,
-            backend=lambda: self._loaded.settings.providers.embedding.backend,
+            backend=lambda: self.settings.providers.embedding.backend,
             workers=lambda: self.learning.names,
             changes=self.changes,
         )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
-from app.memory.embeddings import HashEmbedder
+from app.memory.embeddings import Embedder
 from app.memory.fts import FtsIndex, IndexTiming
 from app.memory.history import History
 from app.memory.records import IndexHealth
@@ -62,20 +62,23 @@ async def open_familiar(
     return familiar
 
 
-class HeldEmbedder(HashEmbedder):
-    """The hash embedder (same name, same vectors) that stops before its batch number `hold_at` until the
-    test lets it go on: a re-embed can be looked at, and cancelled, half-way."""
+class HeldEmbedder:
+    """Holds the familiar's own embedder (same name, same vectors) before its batch number `hold_at` until
+    the test lets it go on: a re-embed can be looked at, and cancelled, half-way. It wraps the instance's
+    `embed` in place, so the familiar keeps the embedder its settings built."""
 
-    def __init__(self, hold_at: int = 2) -> None:
-        super().__init__()
+    def __init__(self, embedder: Embedder | None, hold_at: int = 2) -> None:
+        assert embedder is not None, "embeddings are off in this familiar"
+        self._embed = embedder.embed
         self.hold_at = hold_at
         self.batches = 0
         self.reached = threading.Event()
         self.release = threading.Event()
+        setattr(embedder, "embed", self.embed)  # noqa: B010 (an instance attribute over the method)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.batches += 1
         if self.batches == self.hold_at:
             self.reached.set()
             assert self.release.wait(FLUSH), "the test never let the embedder go on"
-        return super().embed(texts)
+        return self._embed(texts)

@@ -268,8 +268,7 @@ async def test_a_reembed_cancelled_half_way_leaves_the_old_vectors_exactly(opene
         )
 
     before = await rows()
-    held = HeldEmbedder(hold_at=2)
-    familiar.embedder = held  # the same model (hash:256): one that can be held half-way
+    held = HeldEmbedder(familiar.embedder, hold_at=2)  # the same model (hash:256), held before its 2nd batch
     steps: list[Progress] = []
     task = asyncio.create_task(familiar.indexes.reembed(steps.append))
     try:

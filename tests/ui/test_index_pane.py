@@ -347,8 +347,7 @@ def test_reembed_through_the_pane_cancelled_half_way_keeps_the_old_vectors_then_
     rows = runtime(familiar.history.store.read_all("SELECT * FROM fact_embeddings"))
     assert rows == []
 
-    held = HeldEmbedder(hold_at=2)
-    familiar.embedder = held  # the same model, held before its second batch
+    held = HeldEmbedder(familiar.embedder, hold_at=2)  # the same model (hash:256), held before its 2nd batch
     try:
         pane.metrics_view.setFocus()
         qtbot.keyClick(pane.metrics_view, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)  # Ctrl+E
