@@ -39,8 +39,8 @@ EMBEDDING_WORKER = "fact_embedding"
 REEMBED_BATCH = 64  # facts per embedder call: a cancel waits for at most one batch
 
 REBUILD_ELSEWHERE = (
-    "another Familiar process (the window, or `familiar run --headless`) writes the search indexes;"
-    " rebuild them from that window (Index health, then Rebuild indexes), or stop it and rebuild again"
+    "another Familiar process writes the search indexes: if it is the window, rebuild them there"
+    " (Index health, then Rebuild indexes); if it is `familiar run --headless`, stop it and rebuild again"
 )
 
 

@@ -81,5 +81,6 @@ def test_index_rebuild_beside_a_running_familiar_points_at_the_panes_button(cli:
         writer.close()
     assert code == 1
     assert out == ""
-    assert f"rebuild them from that window ({IndexPane.title}, then {REBUILD_TEXT})" in err
+    assert f"if it is the window, rebuild them there ({IndexPane.title}, then {REBUILD_TEXT});" in err
+    assert "if it is `familiar run --headless`, stop it and rebuild again" in err
     assert len(err.strip().splitlines()) == 1

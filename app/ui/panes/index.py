@@ -89,7 +89,8 @@ REBUILD_TIP: Final = (
     " until the new ones are complete, and Cancel leaves them as they were."
 )
 REBUILD_ELSEWHERE_TIP: Final = (
-    "Another Familiar process writes these indexes: rebuild them from its window, or stop it first."
+    "Another Familiar process writes these indexes: if it is a window, rebuild them there; if it is"
+    " `familiar run --headless`, stop it first."
 )
 REBUILD_CANCELLED: Final = "Rebuild cancelled: the old indexes answer exactly as before."
 REEMBED_CANCELLED: Final = "Re-embed cancelled: the old vectors are used exactly as before."
