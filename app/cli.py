@@ -34,7 +34,7 @@ from app.console import EscapingFormatter, error, escape, output, output_json
 from app.runtime.errors import FamiliarError
 from app.runtime.memory_ops import RebuildProgress
 from app.runtime.service import Familiar
-from app.runtime.views import Explanation, FactView, TombstoneView
+from app.runtime.views import EmbeddingStatusView, Explanation, FactView, IndexStatusView, Progress, TombstoneView
 
 _log = logging.getLogger("familiar")
 
@@ -209,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub(index, "status", "commit health, lag and pending documents of each index")
     sub(index, "rebuild", "rebuild the indexes from the store, with progress (--json: JSON lines)")
+    sub(index, "reembed", "compute every fact's embedding again with the active model, with progress")
 
     export = sub(commands, "export", "write the whole memory (turns, facts, tombstones, lore) as JSON lines")
     export.add_argument("file", type=Path)
@@ -692,6 +693,7 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
 
 async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
     reports = await familiar.indexes.status()
+    embeddings = await familiar.indexes.embeddings()
     # pending: documents SQL has that the index does not yet (to add + to remove), counted in SQL now;
     # lag: rows (ids) the index's watermark is behind SQL's newest row.
     document = {
@@ -707,7 +709,8 @@ async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[
                 "pending_to_remove": r.to_remove,
             }
             for r in reports
-        ]
+        ],
+        "embeddings": {**dataclasses.asdict(embeddings), "missing": embeddings.missing},
     }
     lines = [
         f"{h.name}: {h.state_line}; {h.commits} commits, {h.retries} retries, {h.failures} failures,"
@@ -716,9 +719,30 @@ async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[
         + (f", retrying (attempt {h.live_attempt})" if h.live_attempt else "")
         + (f", {h.awaiting_purge} removed documents await compaction" if h.awaiting_purge else "")
         + (f", last error: {h.last_error}" if h.last_error and h.health_state != "locked" else "")
+        + _index_figures(h)
         for h in reports
     ]
+    lines.append(f"embeddings: {embeddings.state_line}" + _embedding_figures(embeddings))
     return document, _lines(lines)
+
+
+def _index_figures(view: IndexStatusView) -> str:
+    figures = f"; {view.indexed if view.indexed is not None else 'unknown'} of {view.source_rows} documents indexed"
+    if view.last_commit_at is not None:
+        figures += f", last commit {view.last_commit_at.isoformat(timespec='seconds')}"
+    if view.recovered_after:
+        figures += f", the last lock refused {view.recovered_after} tries"
+    if view.size_bytes is not None:
+        figures += f", {view.size_bytes} bytes on disk"
+    return figures
+
+
+def _embedding_figures(view: EmbeddingStatusView) -> str:
+    figures = f"; {view.covered} of {view.facts} current facts have a vector" if view.model is not None else ""
+    unused = [f"{m.model} ({m.vectors})" for m in view.models if not m.active and not m.reembedding]
+    if unused:
+        figures += f"; unused vectors of {', '.join(unused)}"
+    return figures
 
 
 async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -737,6 +761,22 @@ async def _index_rebuild(familiar: Familiar, args: argparse.Namespace) -> tuple[
     counts = await familiar.indexes.rebuild(steps=progress)
     document = {"event": "result", "rebuilt": counts}
     return document, ", ".join(f"{name} index rebuilt: {n} documents" for name, n in counts.items())
+
+
+async def _index_reembed(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    """Progress on stderr as it goes (a line per tenth of the way); the count at the end."""
+    shown: list[int] = []
+
+    def progress(step: Progress) -> None:
+        tenth = int((step.fraction or 0.0) * 10)
+        if not shown or tenth > shown[-1]:
+            shown.append(tenth)
+            sys.stderr.write(f"{step.label}: {step.done}/{step.total} facts\n")
+            sys.stderr.flush()
+
+    count = await familiar.indexes.reembed(None if args.json else progress)
+    model = familiar.embedder.name if familiar.embedder is not None else ""
+    return {"model": model, "reembedded": count}, f"re-embedded {count} facts with {model}"
 
 
 async def _export(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -793,6 +833,7 @@ _COMMANDS: dict[tuple[str, str | None], Handler] = {
     ("memory", "status"): _memory_status,
     ("index", "status"): _index_status,
     ("index", "rebuild"): _index_rebuild,
+    ("index", "reembed"): _index_reembed,
     ("export", None): _export,
     ("import", None): _import,
 }

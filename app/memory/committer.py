@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from app.memory.errors import IndexLockedError, IndexUnavailableError, RebuildCancelledError
@@ -73,6 +74,11 @@ class IndexSource(Protocol):
         """(documents SQL has past `watermark` for the index, removals waiting), counted now."""
         ...
 
+    async def indexable_count(self) -> tuple[int, int]:
+        """(documents the index should hold once caught up: SQL's rows with text, the highest id among
+        them), counted now in one snapshot. It reads the whole table: callers keep it a while."""
+        ...
+
 
 @dataclass(slots=True)
 class _Counters:
@@ -87,6 +93,11 @@ class _Counters:
     rebuilt_at_start: bool = False
     awaiting_purge: int = 0
     locked_attempts: int = 0
+    last_commit_at: datetime | None = None
+    backlog_since: datetime | None = None
+    refused_in_a_row: int = 0  # tries a lock or a refused file turned down since the last landed commit
+    recovered_after: int = 0
+    recovered_at: datetime | None = None
     waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
     purge_waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
@@ -100,6 +111,7 @@ class PreparedRebuild:
     documents: int
 
 
+SOURCE_COUNT_MAX_AGE = 20.0  # seconds a full count of SQL's rows for an index is kept (see source_rows)
 ProgressCallback = Callable[[int, int], None]
 CancelCallback = Callable[[], bool]
 
@@ -145,8 +157,10 @@ class IndexCommitter:
         self._needs_reconcile = True  # once after start-up: the last run may have lost a batch silently
         self._health_file = index.path.with_name(index.path.name + ".health.json")
         self._health_written = 0.0
+        self._health_unwritten = False  # a change the throttle kept out of the shared file, written when idle
         self._c = _Counters()
         self._closing = False
+        self._source_count: tuple[int, int, float] | None = None  # (rows, up to id, when): see source_rows
         timing = timing or IndexTiming()
         # Another process (the CLI beside the window) writes SQL too; this one learns of it by looking.
         self._poll_interval = timing.poll_interval
@@ -188,7 +202,7 @@ class IndexCommitter:
             self._set_state("reader")
             return
         self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
-        self.notify()
+        self._wake.set()  # look now (nothing new is dated: a round dates what it finds)
 
     async def _open(self) -> None:
         """Open the live index and decide whether it must be rebuilt (IndexLockedError: not now)."""
@@ -250,6 +264,7 @@ class IndexCommitter:
         """A try refused by a lock: say so, wake nobody up for nothing, and back off."""
         c = self._c
         c.locked_attempts += 1
+        c.refused_in_a_row += 1
         c.last_error = one_line(exc)
         delay = min(self._locked_retry_max, self._locked_retry_first * 2 ** min(c.locked_attempts - 1, 16))
         self._retry_after = time.monotonic() + delay
@@ -273,6 +288,7 @@ class IndexCommitter:
             )
             self._c.locked_attempts = 0
             self._c.last_error = None
+        self._recovered()
         self._retry_after = 0.0
         if self._rebuild_reason is None and self.index.is_open:
             self._set_state("ready")
@@ -365,6 +381,7 @@ class IndexCommitter:
             upsert = False
             done += len(docs)
             self._c.commits += 1
+            self._c.last_commit_at = _now()
             self._c.documents += len(docs)
             if progress is not None:
                 progress(reached, max(total, reached))
@@ -383,7 +400,7 @@ class IndexCommitter:
         # Whatever changed while it was built (removals are still in the outbox) is repaired now.
         self._needs_reconcile = True
         self._healed()
-        self.notify()
+        self._wake.set()
 
     async def _pause(self) -> None:
         if self._task is not None:
@@ -395,7 +412,7 @@ class IndexCommitter:
     def _resume(self) -> None:
         if not self._closing and self._task is None:
             self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
-            self.notify()
+            self._wake.set()
 
     def _require_owner(self) -> None:
         if not self.index.owned:
@@ -481,6 +498,8 @@ class IndexCommitter:
 
     def notify(self) -> None:
         """New rows exist in SQL (or an outbox entry): wake the committer."""
+        if self._c.backlog_since is None:  # the oldest change the index lacks is at most this old
+            self._c.backlog_since = _now()
         self._wake.set()
 
     @property
@@ -498,7 +517,7 @@ class IndexCommitter:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._c.waiters.append((target, fut))
         self._hurry.set()
-        self.notify()
+        self._wake.set()
         await asyncio.wait_for(fut, timeout)
 
     def health(self) -> IndexHealth:
@@ -518,7 +537,19 @@ class IndexCommitter:
             awaiting_purge=c.awaiting_purge,
             state=self._state,
             locked_attempts=c.locked_attempts,
+            last_commit_at=c.last_commit_at,
+            backlog_since=c.backlog_since,
+            recovered_after=c.recovered_after,
+            recovered_at=c.recovered_at,
         )
+
+    def _recovered(self) -> None:
+        """A commit landed, or a locked index opened: if refusals held it up, say how many it took."""
+        c = self._c
+        if c.refused_in_a_row:
+            c.recovered_after = c.refused_in_a_row
+            c.recovered_at = _now()
+            c.refused_in_a_row = 0
 
     def _publish(self) -> None:
         self._write_health_file()
@@ -534,10 +565,11 @@ class IndexCommitter:
             return
         now = time.monotonic()
         if not force and now - self._health_written < 0.5 and not self._c.live_attempt:
+            self._health_unwritten = True
             return
         self._health_written = now
-        health = self.health()
-        data = {k: getattr(health, k) for k in health.__slots__}
+        self._health_unwritten = False
+        data = _health_json(self.health())
         data["pid"] = os.getpid()
         tmp = self._health_file.with_suffix(".tmp")
         try:
@@ -551,8 +583,8 @@ class IndexCommitter:
         try:
             data = json.loads(self._health_file.read_text(encoding="utf-8"))
             data.pop("pid", None)
-            return IndexHealth(**data)
-        except (OSError, ValueError, TypeError):
+            return _health_from_json(data)
+        except (OSError, ValueError, TypeError, AttributeError):
             return None
 
     def _seconds_to_next_chore(self) -> float:
@@ -611,6 +643,8 @@ class IndexCommitter:
                 self._wake.set()
                 continue
             self._settle_waiters(idle=True)
+            if self._health_unwritten:  # the last change of a burst reaches the shared file too
+                self._write_health_file()
 
     async def _round(self) -> bool:
         """One group commit. Returns True when there may be more to do right away."""
@@ -624,9 +658,12 @@ class IndexCommitter:
         if reached <= self._watermark and not removals:
             self._c.pending = 0
             self._c.lag = 0
+            self._c.backlog_since = None
             if self._upsert:
                 self._upsert = False
             return False
+        if self._c.backlog_since is None:  # another process wrote it (this one was not told)
+            self._c.backlog_since = _now()
         delete_ids = [doc_id for _oid, doc_id in removals]
         landed = await self._commit_with_retries(docs, delete_ids)
         if not landed:
@@ -650,6 +687,7 @@ class IndexCommitter:
         self._c.lag = max(0, newest - reached)
         if delete_ids:
             self._schedule_compaction(len(delete_ids))
+            self._source_count = None  # rows left the index: count SQL's again
         self._publish()
         self._settle_waiters(idle=False)
         return True
@@ -684,6 +722,7 @@ class IndexCommitter:
             raise
         await self._run_blocking(self.index.collect_garbage)
         self._c.commits += 1
+        self._c.last_commit_at = _now()
         self._purged(purged)
         _log.info(
             "index %s: compacted %d documents in %.2f s; %d removed ones purged from the files",
@@ -714,7 +753,7 @@ class IndexCommitter:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._c.purge_waiters.append(fut)
         self._compact_due = time.monotonic()
-        self.notify()
+        self._wake.set()
         await asyncio.wait_for(fut, timeout)
 
     async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> bool:
@@ -722,6 +761,8 @@ class IndexCommitter:
         for attempt in range(1, self._max_attempts + 1):
             try:
                 await self._run_blocking(self._stage_and_commit, docs, delete_ids, upsert)
+                self._c.last_commit_at = _now()
+                self._recovered()
                 if self._c.live_attempt:
                     self._c.live_attempt = 0
                     self._c.last_error = None
@@ -738,6 +779,7 @@ class IndexCommitter:
                     _log.error("index %s: commit failed: %s", self.index.spec.name, self._c.last_error)
                     break
                 upsert = True  # a failed commit may have lost part of the batch: replay as upserts
+                self._c.refused_in_a_row += 1
                 if attempt == self._max_attempts:
                     break
                 self._c.retries += 1
@@ -855,3 +897,64 @@ class IndexCommitter:
             watermark, _version, _rebuilding = await self._source.load_state()
             return watermark
         return None
+
+    # -- for the index health pane ---------------------------------------------------------------------
+    async def document_count(self) -> int | None:
+        """Documents the index holds now (None when it cannot be read now: locked, being rebuilt)."""
+        if not self.index.is_open:
+            return None
+        try:
+            count: int = await asyncio.to_thread(self.index.num_docs)
+        except ValueError as exc:  # a file refused while reading: say nothing rather than something wrong
+            _log.debug("index %s: cannot count documents now: %s", self.index.spec.name, one_line(exc))
+            return None
+        return count
+
+    async def source_rows(self) -> int:
+        """Documents SQL has for this index (what it holds once caught up). The whole table is counted
+        at most every SOURCE_COUNT_MAX_AGE seconds, and again after the index removed documents (an
+        edit, a deletion, a forget); in between, what was appended since is added (a cheap range)."""
+        cached, now = self._source_count, time.monotonic()
+        if cached is None or now - cached[2] >= SOURCE_COUNT_MAX_AGE:
+            count, upto = await self._source.indexable_count()
+            self._source_count = (count, upto, now)
+            return count
+        count, upto, _at = cached
+        newer, _removals = await self._source.backlog(upto)
+        return count + newer
+
+    async def last_commit_at(self) -> datetime | None:
+        """When a commit last landed: this process's own record, else the index files' time (a commit
+        of an earlier run, or of the process that writes the index)."""
+        if self._c.last_commit_at is not None:
+            return self._c.last_commit_at
+        stamp: float | None = await asyncio.to_thread(self.index.committed_at)
+        return datetime.fromtimestamp(stamp, UTC) if stamp is not None else None
+
+    async def disk_bytes(self) -> int:
+        """What the index's files take on disk now (a rebuild's folder beside it included)."""
+        return await asyncio.to_thread(self.index.disk_usage)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+_HEALTH_TIMES = ("last_commit_at", "backlog_since", "recovered_at")
+
+
+def _health_json(health: IndexHealth) -> dict[str, Any]:
+    """IndexHealth as the shared health file holds it (times as ISO-8601)."""
+    data: dict[str, Any] = {k: getattr(health, k) for k in health.__slots__}
+    for key in _HEALTH_TIMES:
+        moment = data[key]
+        data[key] = moment.isoformat() if moment is not None else None
+    return data
+
+
+def _health_from_json(data: dict[str, Any]) -> IndexHealth:
+    """The inverse of `_health_json`; a file from an older version lacks the newer keys (defaults)."""
+    for key in _HEALTH_TIMES:
+        if data.get(key) is not None:
+            data[key] = datetime.fromisoformat(str(data[key]))
+    return IndexHealth(**data)

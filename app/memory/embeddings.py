@@ -35,6 +35,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -65,6 +66,40 @@ _KNOWN_DIMS = {DEFAULT_FASTEMBED_MODEL: 384}
 _CURRENT_FACT = "f.superseded_at IS NULL AND f.status NOT IN ('forgotten', 'rejected')"
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 _WORD = re.compile(r"\w+")
+
+
+REEMBED_SUFFIX = "#reembed"  # the model name a re-embed writes its new vectors under until they are swapped in
+
+
+def reembed_staging(model: str) -> str:
+    """Where a re-embed of `model` puts its vectors until it swaps them in: reads, which filter on the
+    active model, never see them, so the old vectors answer until the new ones are complete."""
+    return model + REEMBED_SUFFIX
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRows:
+    """The vectors of one model in fact_embeddings."""
+
+    model: str
+    rows: int
+    current: int  # of current facts (active or pending heads, not superseded, rejected or forgotten)
+    bytes: int  # the vectors' bytes in history.db
+    last_written_at: datetime | None  # known for the active model only (the others' would need a scan)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingStats:
+    """Coverage of one model, and every model's rows, for the index health pane (one snapshot)."""
+
+    current_facts: int
+    missing: int  # current facts with no vector of the model asked about
+    oldest_missing_at: datetime | None  # when the oldest of those was recorded
+    models: tuple[ModelRows, ...]
+
+
+def _time(value: object) -> datetime | None:
+    return datetime.fromisoformat(str(value)) if value is not None else None
 
 
 class EmbeddingError(StoreError):
@@ -604,3 +639,67 @@ class EmbeddingIndex:
         async with self._store.transaction() as conn:
             cursor = await conn.execute("DELETE FROM fact_embeddings WHERE model = ?", (model,))
             return max(cursor.rowcount, 0)
+
+    # -- the index health pane and its re-embed ------------------------------------------------------
+    async def stats(self, model: str | None) -> EmbeddingStats:
+        """Coverage of `model` (None: embeddings are off) and the vectors of every model, in one snapshot
+        read apart from the shared reader connection (about 30 ms at 10k facts)."""
+        coverage, per_model, latest = await self._store.read_all_apart(
+            [
+                (
+                    "SELECT COUNT(*), COUNT(e.fact_id), MIN(CASE WHEN e.fact_id IS NULL THEN f.created_at END)"
+                    " FROM facts f LEFT JOIN fact_embeddings e ON e.fact_id = f.id AND e.model = ?"
+                    f" WHERE {_CURRENT_FACT}",
+                    (model,),
+                ),
+                (
+                    f"SELECT e.model, COUNT(*), SUM(CASE WHEN {_CURRENT_FACT} THEN 1 ELSE 0 END),"
+                    " (SELECT d.dim FROM fact_embeddings d WHERE d.model = e.model LIMIT 1)"
+                    " FROM fact_embeddings e JOIN facts f ON f.id = e.fact_id GROUP BY e.model ORDER BY e.model",
+                    (),
+                ),
+                # The newest row has the highest rowid: no scan of the vectors for their times.
+                ("SELECT created_at FROM fact_embeddings WHERE model = ? ORDER BY rowid DESC LIMIT 1", (model,)),
+            ]
+        )
+        facts, covered, oldest = coverage[0] if coverage else (0, 0, None)
+        written = _time(latest[0][0]) if latest else None
+        models = tuple(
+            ModelRows(
+                model=str(name),
+                rows=int(rows),
+                current=int(of_current or 0),
+                bytes=int(rows) * int(dim or 0) * 4,
+                last_written_at=written if name == model else None,
+            )
+            for name, rows, of_current, dim in per_model
+        )
+        if model is None:
+            return EmbeddingStats(int(facts), 0, None, models)
+        return EmbeddingStats(int(facts), int(facts) - int(covered), _time(oldest), models)
+
+    async def current_facts(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """(fact_id, content) of current facts with an id past `after_id`, in id order (a re-embed pages with it)."""
+        rows = await self._store.read_all(
+            f"SELECT f.id, f.content FROM facts f WHERE f.id > ? AND {_CURRENT_FACT} ORDER BY f.id LIMIT ?",
+            (after_id, limit),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    async def count_current(self) -> int:
+        row = await self._store.read_one(f"SELECT COUNT(*) FROM facts f WHERE {_CURRENT_FACT}")
+        return int(row[0]) if row else 0
+
+    async def swap_in(self, staging: str, model: str) -> int:
+        """Make the vectors written under `staging` those of `model`, in one transaction (a fact
+        forgotten meanwhile gets none back); returns how many were swapped in."""
+        async with self._store.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT OR REPLACE INTO fact_embeddings (fact_id, model, dim, vector, created_at)"
+                " SELECT e.fact_id, ?, e.dim, e.vector, e.created_at FROM fact_embeddings e WHERE e.model = ?"
+                " AND EXISTS (SELECT 1 FROM facts f WHERE f.id = e.fact_id AND f.status != 'forgotten')",
+                (model, staging),
+            )
+            swapped = max(cursor.rowcount, 0)
+            await conn.execute("DELETE FROM fact_embeddings WHERE model = ?", (staging,))
+        return swapped

@@ -470,6 +470,39 @@ class FtsIndex:
         index.reload()
         return _all_ids(index)
 
+    def committed_at(self) -> float | None:
+        """When the files last took a commit (tantivy rewrites meta.json with each), as a POSIX time;
+        None when there is no index yet. Survives a restart, unlike the committer's own clock."""
+        try:
+            return (self.path / "meta.json").stat().st_mtime
+        except OSError:
+            return None
+
+    def disk_usage(self) -> int:
+        """Bytes the index's files take: the live folder, and a rebuild's folder while there is one."""
+        total = 0
+        for folder in (self.path, self.building_path):
+            total += _folder_bytes(folder)
+        return total
+
+
+def _folder_bytes(folder: Path) -> int:
+    """The size of every file under `folder` (0 when it is not there; a file that vanishes meanwhile counts 0)."""
+    total = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                total += _folder_bytes(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+    return total
+
 
 def _all_ids(index: tantivy.Index) -> set[int]:
     searcher = index.searcher()

@@ -75,6 +75,9 @@ class TurnIndexSource:
             self._store, TURNS.name, f"SELECT COUNT(*) FROM turns WHERE id > ? AND {self._INDEXABLE}", watermark
         )
 
+    async def indexable_count(self) -> tuple[int, int]:
+        return await _count(self._store, f"SELECT COUNT(*), MAX(id) FROM turns WHERE {self._INDEXABLE}")
+
 
 def _doc(row: tuple[int, str, str, str]) -> dict[str, Any]:
     return {"id": row[0], "place": row[1], "author": row[2], "content": row[3]}
@@ -137,6 +140,16 @@ class FactIndexSource:
         return await _backlog(
             self._store, FACTS.name, f"SELECT COUNT(*) FROM facts WHERE id > ? AND {self._INDEXABLE}", watermark
         )
+
+    async def indexable_count(self) -> tuple[int, int]:
+        return await _count(self._store, f"SELECT COUNT(*), MAX(id) FROM facts WHERE {self._INDEXABLE}")
+
+
+async def _count(store: Store, query: str) -> tuple[int, int]:
+    """(rows, the highest id among them), in one snapshot, read apart from the shared reader: it scans
+    the whole table (about 60 ms at 100k turns)."""
+    row = await store.read_one_apart(query)
+    return (int(row[0]), int(row[1] or 0)) if row else (0, 0)
 
 
 async def _backlog(store: Store, name: str, count_after: str, watermark: int) -> tuple[int, int]:

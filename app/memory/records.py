@@ -70,6 +70,13 @@ class IndexHealth:
     # process writes this index; this one only reads it); "starting"; "closed".
     state: str = "ready"
     locked_attempts: int = 0  # while locked: how many tries in a row the lock has refused
+    last_commit_at: datetime | None = None  # when a commit last landed (this process, or the writer's)
+    # Since when SQL has held documents the index lacks (None: caught up as far as the committer knows).
+    backlog_since: datetime | None = None
+    # The last time a lock or a refused file held commits up (the antivirus race) and then let go:
+    # how many tries it refused before one landed, and when that was.
+    recovered_after: int = 0
+    recovered_at: datetime | None = None
 
     def state_line(self) -> str:
         """The state in a few words, e.g. "locked, retrying (attempt 3), last error: ..."."""

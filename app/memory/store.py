@@ -413,6 +413,30 @@ class Store:
         )
         return [(int(r[0]), int(r[1])) for r in rows]
 
+    async def read_one_apart(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """A long read (a count over every turn) on a read-only connection of its own, in a worker
+        thread: it does not hold up the reads that share the reader connection (a reply's)."""
+        (rows,) = await self.read_all_apart([(sql, params)])
+        return rows[0] if rows else None
+
+    async def read_all_apart(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """Several reads in one snapshot, like `read_one_apart`: the rows of each statement, in order."""
+
+        def run() -> list[list[tuple[Any, ...]]]:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+            try:
+                conn.execute("BEGIN")
+                out = [[tuple(row) for row in conn.execute(sql, params)] for sql, params in statements]
+                conn.execute("COMMIT")
+                return out
+            finally:
+                conn.close()
+
+        try:
+            return await asyncio.to_thread(run)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: {exc}") from exc
+
 
 class _Transaction:
     """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception.

@@ -92,6 +92,10 @@ class IndexHealthReport:
     awaiting_purge: int = 0  # removed documents whose words stay in the index files until the next compaction
     state: str = "ready"  # ready / locked / rebuilding / reader / starting (IndexHealth.state)
     locked_attempts: int = 0  # while locked: the tries the lock has refused in a row
+    last_commit_at: datetime | None = None  # when a commit last landed
+    backlog_since: datetime | None = None  # since when the index has lacked something SQL has (None: caught up)
+    recovered_after: int = 0  # the last time refusals held commits up: how many tries they refused...
+    recovered_at: datetime | None = None  # ...and when a commit landed again
     at: datetime = field(default_factory=_now)
 
 

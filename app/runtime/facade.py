@@ -18,6 +18,7 @@ from typing import Protocol
 from app.runtime.events import ConnectionState, GuildInfo, RuntimeEvent
 from app.runtime.views import (
     FORGET_UNDO_SECONDS,
+    EmbeddingStatusView,
     Explanation,
     FactDetail,
     FactView,
@@ -218,13 +219,21 @@ class ControlsApi(Protocol):
 
 
 class IndexesApi(Protocol):
-    """The search indexes: health, and a rebuild with progress (cancel it by cancelling its task)."""
+    """The search indexes: health, and a rebuild with progress; the embeddings: coverage, and a re-embed
+    with progress. Cancel a rebuild or a re-embed by cancelling its task: what answered before answers
+    exactly as before."""
 
     async def status(self) -> list[IndexStatusView]: ...
 
     async def rebuild(self, progress: Callable[[Progress], None] | None = None) -> dict[str, int]: ...
 
     async def catch_up(self, timeout: float = 60.0) -> None: ...
+
+    async def embeddings(self) -> EmbeddingStatusView: ...
+
+    async def reembed(
+        self, progress: Callable[[Progress], None] | None = None, *, initiator: object | None = None
+    ) -> int: ...
 
 
 class FamiliarFacade(Protocol):

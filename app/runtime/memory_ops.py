@@ -55,6 +55,10 @@ class IndexStatus:
     health: IndexHealth
     to_add: int  # documents past the watermark still to be indexed
     to_remove: int  # documents waiting to be removed (forgotten or redacted)
+    indexed: int | None = None  # documents the index holds now (None: it cannot be read now)
+    source_rows: int | None = None  # documents SQL has for it
+    size_bytes: int | None = None  # its files on disk
+    written_here: bool = True  # this process writes the index (False: another Familiar process does)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +244,18 @@ class MemoryOps:
                 health = await committer.status()
                 to_add, to_remove = await committer.backlog(health.watermark)
                 pending = max(health.pending, to_add + to_remove)
-                out.append(IndexStatus(replace(health, pending=pending), to_add=to_add, to_remove=to_remove))
+                committed = health.last_commit_at or await committer.last_commit_at()
+                out.append(
+                    IndexStatus(
+                        replace(health, pending=pending, last_commit_at=committed),
+                        to_add=to_add,
+                        to_remove=to_remove,
+                        indexed=await committer.document_count(),
+                        source_rows=await committer.source_rows(),
+                        size_bytes=await committer.disk_bytes(),
+                        written_here=committer.owns_index,
+                    )
+                )
         return out
 
     async def rebuild_indexes(

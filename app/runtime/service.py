@@ -129,7 +129,15 @@ class Familiar:
             self.set_paused,
             lambda: self.learning.names,
         )
-        self.indexes = IndexesService(self.memory_ops, history)
+        self.indexes = IndexesService(
+            self.memory_ops,
+            history,
+            embedder=lambda: self.embedder,
+            embeddings=self.embeddings,
+            backend=lambda: self.settings.providers.embedding.backend,
+            workers=lambda: self.learning.names,
+            changes=self.changes,
+        )
 
     # -- the parts the settings decide -----------------------------------------------------------
     @property

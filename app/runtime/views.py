@@ -17,6 +17,7 @@ FactStatus = Literal["pending", "active", "rejected", "archived", "forgotten"]
 FactType = Literal["episodic", "semantic", "procedural"]
 PauseKind = Literal["learning", "recall"]
 IndexState = Literal["ok", "catching_up", "failing"]  # green / amber / red
+EmbeddingState = Literal["ok", "catching_up", "failing", "off"]  # green / amber / red / grey
 FORGET_UNDO_SECONDS = 10.0
 """How long a forget from the window can be undone before it is applied (the Undo notice stays as long)."""
 
@@ -400,6 +401,57 @@ class IndexStatusView:
     )
     locked_attempts: int  # while locked: how many times opening it has been tried
     state_line: str  # the state in a few words, e.g. "locked, retrying (attempt 3), last error: ..."
+    indexed: int | None = None  # documents the index holds now (None: it cannot be read now)
+    source_rows: int | None = None  # documents SQL has for it: what it holds once caught up
+    backlog_since: datetime | None = None  # the oldest change it lacks is at most this old (None: caught up)
+    last_commit_at: datetime | None = None  # when a commit last landed
+    size_bytes: int | None = None  # its files on disk (a rebuild's folder beside it included)
+    # The last time a lock or a refused file (the antivirus race) held commits up, then let go:
+    recovered_after: int = 0  # how many tries it refused before one landed
+    recovered_at: datetime | None = None  # when one landed
+    written_here: bool = True  # this process writes the index (False: another Familiar process does)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingModelView:
+    """The vectors one embedding model left in history.db."""
+
+    model: str  # e.g. "hash:256", "fastembed:sentence-transformers/all-MiniLM-L6-v2"
+    vectors: int
+    current: int  # how many current facts they cover
+    size_bytes: int
+    last_written_at: datetime | None
+    active: bool  # the model the settings use now: the only one reads use
+    reembedding: bool = False  # the new vectors of a re-embed that is running or was interrupted
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingStatusView:
+    """The fact_embeddings side-index: coverage of the active model, and every model's vectors."""
+
+    backend: str  # off / hash / fastembed
+    model: str | None  # the active embedder's name; None when embeddings are off
+    state: EmbeddingState
+    state_line: str  # the state in a few words
+    worker_enabled: bool  # the fact_embedding worker is among [providers.memory] projectors
+    facts: int  # current facts (what the active model should cover)
+    covered: int  # of them, those with a vector of the active model
+    oldest_missing_at: datetime | None  # when the oldest fact still without a vector was recorded
+    last_written_at: datetime | None  # when a vector of the active model was last written
+    size_bytes: int  # every model's vectors in history.db
+    unused_vectors: int  # vectors of models reads do not use (a model mismatch after a backend change)
+    models: tuple[EmbeddingModelView, ...]
+
+    @property
+    def missing(self) -> int:
+        return self.facts - self.covered if self.model is not None else 0
+
+    @property
+    def coverage(self) -> float | None:
+        """Covered share of current facts (None when off; 1.0 with no facts)."""
+        if self.model is None:
+            return None
+        return 1.0 if self.facts == 0 else self.covered / self.facts
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
+from app.ui.panes.index import IndexPane
 from app.ui.panes.memory import MemoryPane
 from app.ui.panes.timeline import TimelinePane
 from app.ui.progress import StatusProgress
@@ -46,6 +47,7 @@ PANES: tuple[type[Pane], ...] = (
     ChatPane,
     MemoryPane,
     TimelinePane,
+    IndexPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
 

@@ -26,6 +26,8 @@ NOTICE_TEXT = "#f5f5f5"
 NOTICE_ACTION = "#8ab4f8"
 DIFF_ADDED = "#e6f4ea"
 DIFF_REMOVED = "#fce8e6"
+OK_BACKGROUND = "#e6f4ea"
+QUIET_BACKGROUND = "#f0f0f0"
 
 STATE_COLOURS: dict[ConnectionState, str] = {
     ConnectionState.STOPPED: "#9e9e9e",

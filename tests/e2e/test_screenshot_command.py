@@ -64,7 +64,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("pane", ["dashboard", "chat", "memory"])
+@pytest.mark.parametrize("pane", pane_names())
 def test_a_screenshot_of_each_pane_over_real_data(home: Path, pane: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out = ARTIFACTS / f"screenshot_{pane}.png"
@@ -120,6 +120,7 @@ def test_an_unknown_pane_is_refused_listing_the_names(home: Path, tmp_path: Path
     done = familiar_command(home, "screenshot", "--pane", "timeline-of-doom", "--out", str(out))
     assert done.returncode == 2
     names = ", ".join(pane_names())
+    assert names.startswith("dashboard, chat")
     assert done.stderr.strip() == f"error: there is no pane 'timeline-of-doom'; choose one of: {names}"
     assert not out.exists()
     done = familiar_command(home, "--pane", "nowhere", probe=True)
