@@ -27,6 +27,7 @@ from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
+from app.ui.panes.pending import PendingPane
 from app.ui.progress import StatusProgress
 from app.ui.theme import NAVIGATION_STYLE
 from app.ui.undo import UndoCentre
@@ -41,6 +42,7 @@ DEFAULT_SIZE = QSize(1100, 700)
 PANES: tuple[type[Pane], ...] = (
     DashboardPane,
     ChatPane,
+    PendingPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
 
@@ -82,6 +84,8 @@ class MainWindow(QMainWindow):
             facade=facade, bridge=self.bridge, undo=self.undo, status=self.status_progress, window=self
         )
         self.panes: list[Pane] = [pane_class(context) for pane_class in PANES]
+        for each in self.panes:
+            each.navigate_requested.connect(self._on_pane_navigate_requested)
 
         self.dashboard = self.pane_of(DashboardPane)
         self.dashboard.settings_requested.connect(self.open_settings)
@@ -149,6 +153,9 @@ class MainWindow(QMainWindow):
             if name in (each.name, each.title):
                 return each
         raise KeyError(name)
+
+    def _on_pane_navigate_requested(self, name: str, target: object) -> None:
+        self.show_pane(name).focus_on(target)
 
     @property
     def current_pane(self) -> Pane:

@@ -25,6 +25,10 @@ NOTICE_TEXT = "#f5f5f5"
 NOTICE_ACTION = "#8ab4f8"
 DIFF_ADDED = "#e6f4ea"
 DIFF_REMOVED = "#fce8e6"
+# Text on the diff backgrounds: set with them, so a diff stays readable on a dark palette too.
+DIFF_ADDED_TEXT = "#0b5a22"
+DIFF_REMOVED_TEXT = "#9b1c14"
+CONFLICT_TEXT = "#3d2a00"  # dark text on the amber hint background
 
 STATE_COLOURS: dict[ConnectionState, str] = {
     ConnectionState.STOPPED: "#9e9e9e",
@@ -64,6 +68,11 @@ NOTICE_STYLE = (
     f" #notice QPushButton:hover {{ text-decoration: underline; }}"
 )
 STATE_MESSAGE_STYLE = f"color: {MUTED_GREY};"
+CONFLICT_STYLE = (
+    f"#conflict {{ background-color: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER}; border-radius: 4px; }}"
+    f" #conflict QLabel {{ color: {CONFLICT_TEXT}; }}"
+)
+CAUGHT_UP_STYLE = f"color: {OK_GREEN};"
 
 
 def dot_style(colour: str, size: int) -> str:
@@ -111,3 +120,11 @@ def small_label(text: str) -> QLabel:
     label.setWordWrap(True)
     label.setStyleSheet(STATE_MESSAGE_STYLE)
     return label
+
+
+def scaled_font(font: QFont, factor: float, *, bold: bool = False) -> QFont:
+    """`font` scaled by `factor` (e.g. a fact's text, large enough to read at a glance)."""
+    scaled = QFont(font)
+    scaled.setPointSizeF(font.pointSizeF() * factor)
+    scaled.setBold(bold)
+    return scaled

@@ -1,0 +1,87 @@
+"""Draws a pending-queue row on two lines: the fact's text, larger, then what it is (type, confidence,
+importance, who it is about, where it was said, how long ago) in a muted line; the mark box on the left.
+Reads the row's record from the model (memory only)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPalette
+from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
+
+from app.runtime.views import PendingItem
+from app.ui.models.pending_model import ChangedRole, meta_line
+from app.ui.models.roles import RecordRole
+from app.ui.theme import AMBER, scaled_font
+
+TITLE_SCALE = 1.1
+META_SCALE = 0.9
+PADDING = 7
+CHANGED_WORDS = "changed meanwhile"
+
+
+class PendingItemDelegate(QStyledItemDelegate):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        item = index.data(RecordRole)
+        if not isinstance(item, PendingItem):
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        opt.text = ""
+        widget = opt.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        area: QRect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget)
+        area = area.adjusted(4, PADDING - 2, -6, -(PADDING - 2))
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        group = (
+            QPalette.ColorGroup.Active if opt.state & QStyle.StateFlag.State_Active else QPalette.ColorGroup.Inactive
+        )
+        text_colour = opt.palette.color(
+            group, QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        )
+        muted = QColor(text_colour)
+        muted.setAlphaF(0.72 if selected else 0.62)
+
+        title_font = scaled_font(opt.font, TITLE_SCALE)
+        meta_font = scaled_font(opt.font, META_SCALE)
+        title_metrics = QFontMetrics(title_font)
+        meta_metrics = QFontMetrics(meta_font)
+        painter.save()
+        try:
+            painter.setFont(title_font)
+            painter.setPen(text_colour)
+            title_rect = QRect(area.left(), area.top(), area.width(), title_metrics.height())
+            title = " ".join(item.fact.content.split())
+            painter.drawText(
+                title_rect,
+                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                title_metrics.elidedText(title, Qt.TextElideMode.ElideRight, area.width()),
+            )
+            painter.setFont(meta_font)
+            meta_rect = QRect(area.left(), title_rect.bottom() + 3, area.width(), meta_metrics.height())
+            meta = meta_line(item)
+            if index.data(ChangedRole):
+                painter.setPen(text_colour if selected else QColor(AMBER))
+                flag = f"{CHANGED_WORDS} · "
+                painter.drawText(meta_rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), flag)
+                offset = meta_metrics.horizontalAdvance(flag)
+                meta_rect = meta_rect.adjusted(offset, 0, 0, 0)
+            painter.setPen(muted)
+            painter.drawText(
+                meta_rect,
+                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                meta_metrics.elidedText(meta, Qt.TextElideMode.ElideRight, max(0, meta_rect.width())),
+            )
+        finally:
+            painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, _index: QModelIndex | QPersistentModelIndex) -> QSize:
+        title = QFontMetrics(scaled_font(option.font, TITLE_SCALE)).height()
+        meta = QFontMetrics(scaled_font(option.font, META_SCALE)).height()
+        return QSize(200, title + meta + 3 + 2 * PADDING)
