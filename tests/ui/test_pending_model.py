@@ -91,7 +91,7 @@ def test_rows_show_names_places_and_the_changed_flag() -> None:
     assert model.index(0, SAID_IN).data() == "Lantern Club #general"
     assert model.index(0, 0).data(RecordRole) == item(1)
     line = meta_line(item(1), now=NOW)
-    assert line == "semantic · 80% sure · importance 5 · alice · Lantern Club #general · 2 days ago"
+    assert line == "alice · Lantern Club #general · 2 days ago · semantic · 80% sure · importance 5"
     assert "snoozed until" in meta_line(item(2, snoozed=True), now=NOW)
     assert model.index(0, 0).data(ChangedRole) is False
     model.set_changed(1, True)

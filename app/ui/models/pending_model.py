@@ -44,15 +44,16 @@ def confidence_text(item: PendingItem) -> str:
 
 
 def meta_line(item: PendingItem, *, now: datetime | None = None) -> str:
-    """The second line of a row: type, confidence, importance, who it is about, where, how long ago."""
+    """The line under a row's text: who it is about, where it was said, how long ago, type, confidence,
+    importance (and its snooze, if snoozed)."""
     fact = item.fact
     parts = [
-        fact.type,
-        f"{confidence_text(item)} sure",
-        f"importance {fact.importance}",
         subjects_text(item),
         said_in_text(item),
         age(fact.created_at, now=now),
+        fact.type,
+        f"{confidence_text(item)} sure",
+        f"importance {fact.importance}",
     ]
     moment = now or datetime.now(UTC)
     if fact.snoozed(moment) and fact.snoozed_until is not None:

@@ -76,7 +76,10 @@ HINT = (
     "d forget · z undo · ? all keys"
 )
 CAUGHT_UP = "All caught up"
-NOTHING_WAITS = "Nothing waits for your decision. New things the familiar wants to remember appear here."
+NOTHING_WAITS = (
+    "Nothing waits for your decision. New things the familiar wants to remember appear here.\n"
+    "Decided one too many? z brings the last decision back."
+)
 
 Kind = Literal["accept", "reject", "snooze", "edit"]
 VERBS: dict[Kind, tuple[str, str]] = {  # (operation, past tense for a batch's label)
@@ -202,6 +205,7 @@ class PendingPane(Pane):
         self.list_view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.list_view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.list_view.setMinimumWidth(260)
+        self.list_view.setAlternatingRowColors(True)
         self.list_view.selectionModel().currentChanged.connect(self._on_list_current_changed)
         self.list_view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
 
@@ -340,8 +344,8 @@ class PendingPane(Pane):
         self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(left)
         self.splitter.addWidget(right)
-        self.splitter.setStretchFactor(0, 2)
-        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 1)
 
         self.caught_up = QWidget()
         self.caught_up.setObjectName("caught-up")

@@ -210,7 +210,8 @@ class PendingDetail(QWidget):
             )
             parts.append(
                 f"<p><b>{html.escape(source.author.name)}</b>"
-                f' <span style="color:{muted}">in {where} · {when}</span><br>{text}</p>'
+                f' <span style="color:{muted}">in {where} · {when}</span></p>'
+                f'<p style="margin-left:16px; margin-top:2px">{text}</p>'
             )
         parts.append(f"<h3>Already known ({len(item.related)})</h3>")
         if not item.related:
@@ -227,13 +228,13 @@ class PendingDetail(QWidget):
         words = RELATION_WORDS.get(related.relation, related.relation)
         since = short_when(fact.created_at, now=now)
         about = ", ".join(s.name for s in fact.subjects)
-        detail = f"fact {fact.id} · {STATUS_WORDS.get(fact.status, fact.status)} since {since}"
+        detail = f"fact {fact.id} · known since {since}"
         if about:
             detail += f" · about {html.escape(about)}"
         return (
-            f'<p><b>{words}</b> <span style="color:{muted}">{detail}</span><br>'
-            f"{html.escape(fact.content)}<br>"
-            f'<span style="color:{muted}">Word diff:</span> {diff_html(related.diff)}</p>'
+            f'<p><b>{words}</b> <span style="color:{muted}">{detail}</span></p>'
+            f'<p style="margin-left:16px; margin-top:2px">{html.escape(fact.content)}<br>'
+            f'<span style="color:{muted}">Changes:</span> {diff_html(related.diff)}</p>'
         )
 
     # -- editing in place ----------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""Draws a pending-queue row on two lines: the fact's text, larger, then what it is (type, confidence,
-importance, who it is about, where it was said, how long ago) in a muted line; the mark box on the left.
-Reads the row's record from the model (memory only)."""
+"""Draws a pending-queue row: the fact's text, larger, on up to two lines, then who it is about, where it
+was said, how long ago and what it is (type, confidence, importance) in a muted line; the mark box on the
+left. Reads the row's record from the model (memory only)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QTextLayout, QTextOption
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from app.runtime.views import PendingItem
@@ -14,9 +14,35 @@ from app.ui.models.roles import RecordRole
 from app.ui.theme import AMBER, scaled_font
 
 TITLE_SCALE = 1.1
+TITLE_LINES = 2
 META_SCALE = 0.9
 PADDING = 7
 CHANGED_WORDS = "changed meanwhile"
+
+
+def wrapped_lines(text: str, font: QFont, width: int, lines: int) -> list[str]:
+    """`text` wrapped at word boundaries into at most `lines` lines of `width` pixels, the last one elided."""
+    metrics = QFontMetrics(font)
+    layout = QTextLayout(text, font)
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    layout.setTextOption(option)
+    out: list[str] = []
+    layout.beginLayout()
+    try:
+        while len(out) < lines:
+            line = layout.createLine()
+            if not line.isValid():
+                break
+            line.setLineWidth(max(1, width))
+            start, length = line.textStart(), line.textLength()
+            if len(out) == lines - 1:
+                out.append(metrics.elidedText(text[start:], Qt.TextElideMode.ElideRight, max(1, width)))
+                break
+            out.append(text[start : start + length].rstrip())
+    finally:
+        layout.endLayout()
+    return out
 
 
 class PendingItemDelegate(QStyledItemDelegate):
@@ -56,15 +82,17 @@ class PendingItemDelegate(QStyledItemDelegate):
         try:
             painter.setFont(title_font)
             painter.setPen(text_colour)
-            title_rect = QRect(area.left(), area.top(), area.width(), title_metrics.height())
             title = " ".join(item.fact.content.split())
-            painter.drawText(
-                title_rect,
-                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                title_metrics.elidedText(title, Qt.TextElideMode.ElideRight, area.width()),
-            )
+            top = area.top()
+            for line in wrapped_lines(title, title_font, area.width(), TITLE_LINES):
+                painter.drawText(
+                    QRect(area.left(), top, area.width(), title_metrics.height()),
+                    int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                    line,
+                )
+                top += title_metrics.lineSpacing()
             painter.setFont(meta_font)
-            meta_rect = QRect(area.left(), title_rect.bottom() + 3, area.width(), meta_metrics.height())
+            meta_rect = QRect(area.left(), top + 3, area.width(), meta_metrics.height())
             meta = meta_line(item)
             if index.data(ChangedRole):
                 painter.setPen(text_colour if selected else QColor(AMBER))
@@ -82,6 +110,6 @@ class PendingItemDelegate(QStyledItemDelegate):
             painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, _index: QModelIndex | QPersistentModelIndex) -> QSize:
-        title = QFontMetrics(scaled_font(option.font, TITLE_SCALE)).height()
+        title = QFontMetrics(scaled_font(option.font, TITLE_SCALE)).lineSpacing() * TITLE_LINES
         meta = QFontMetrics(scaled_font(option.font, META_SCALE)).height()
         return QSize(200, title + meta + 3 + 2 * PADDING)
