@@ -11,12 +11,16 @@ Scenarios (`--scenario`, several allowed; default: import):
   import  (a) 100,000 turns bulk-imported by the running runtime (History.append_turns in batches, as a
           backfill does), with the window up: SQL, the turn index's group commits and the change
           broadcast all run beside the heartbeat.
-To add one (the pane helpers: (b) the timeline's world-time slider dragged across 100,000 facts,
-(c) 1,000 pending items triaged by keys), write `async def scenario(ctx: Ctx) -> str` that drives
+  triage  (c) `--pending` (1,000) pending items triaged by keys in the pending queue pane: a, r and s
+          (then d in its menu: 1 day) sent as key events in turn, each as soon as the one before has
+          settled (as fast as a person could go); the queue is fetched 200 at a time as it runs low.
+          Also prints the time from a key to its decision being stored.
+To add one (the pane helpers: (b) the timeline's world-time slider dragged across 100,000 facts),
+write `async def scenario(ctx: Ctx) -> str` that drives
 `ctx.window` / `ctx.familiar` and returns a one-line note of what it did, and register it in SCENARIOS
 below. `ctx.build_facts(n)` and `ctx.build_pending(n)` seed facts for them.
 
-    python -m bench.bench_ui_stall [--turns 100000] [--batch 1000] [--scenario import]
+    python -m bench.bench_ui_stall [--turns 100000] [--batch 1000] [--pending 1000] [--scenario import|triage]
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ os.environ.setdefault("QT_API", "pyside6")
 
 import qasync
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from app.config.paths import FamiliarPaths, ensure_familiar
@@ -46,6 +51,7 @@ from app.memory.facts import NewFact
 from app.memory.records import NewTurn
 from app.runtime.service import Familiar
 from app.ui.main_window import MainWindow
+from app.ui.panes.pending import PendingPane
 from bench._familiar_data import T0, World, open_familiar, pct
 
 HEARTBEAT_MS = 5
@@ -175,8 +181,58 @@ async def scenario_import(ctx: Ctx) -> str:
     )
 
 
+async def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll `condition` on the loop (every millisecond or so) until it holds."""
+    deadline = time.perf_counter() + timeout
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{what} did not happen within {timeout:g} s")
+        await asyncio.sleep(0.001)
+
+
+TRIAGE_KEYS = (Qt.Key.Key_A, Qt.Key.Key_R, Qt.Key.Key_S)
+
+
+async def scenario_triage(ctx: Ctx) -> str:
+    """(c) The pending queue triaged by keys, one decision after the other (see the module docstring)."""
+    window = ctx.window
+    pane = window.show_pane("pending")
+    assert isinstance(pane, PendingPane)
+    await wait_until(lambda: pane.is_loaded, 60, "the pending pane's first load")
+    window.activateWindow()
+    pane.list_view.setFocus()
+    total = pane.pending_count
+    latencies: list[float] = []
+    counts = dict.fromkeys(("a", "r", "s"), 0)
+    started = time.perf_counter()
+    decided = 0
+    while pane.model.rowCount() > 0:
+        key = TRIAGE_KEYS[decided % len(TRIAGE_KEYS)]
+        window.activateWindow()  # a menu closed offscreen leaves itself the active window
+        pressed = time.perf_counter()
+        QTest.keyClick(QApplication.focusWidget() or pane.list_view, key)
+        if key == Qt.Key.Key_S:
+            await wait_until(pane.snooze_menu.isVisible, 10, "the snooze menu")
+            QTest.keyClick(pane.snooze_menu, Qt.Key.Key_D)
+        await wait_until(lambda: not pane.deciding, 30, "a decision")
+        latencies.append((time.perf_counter() - pressed) * 1000)
+        counts["asr"[TRIAGE_KEYS.index(key)]] += 1
+        decided += 1
+        if pane.model.rowCount() == 0:
+            await wait_until(lambda: pane.is_loaded and not pane.settling, 60, "the queue's refill")
+    elapsed = time.perf_counter() - started
+    await wait_until(lambda: not pane.settling, 30, "the last recount")
+    return (
+        f"{decided:,} of {total:,} pending items decided by keys in {elapsed:.1f} s "
+        f"({counts['a']} accepted, {counts['r']} rejected, {counts['s']} snoozed); key to stored: "
+        f"median {statistics.median(latencies):.1f} ms, p95 {pct(latencies, 0.95):.1f} ms; "
+        f"counter at the end: {pane.counter.text()!r}, caught up: {pane.is_caught_up}"
+    )
+
+
 SCENARIOS: dict[str, Scenario] = {
     "import": scenario_import,
+    "triage": scenario_triage,
 }
 
 
@@ -210,6 +266,9 @@ async def run(args: argparse.Namespace) -> list[str]:
             ctx = Ctx(window=window, familiar=familiar, args=args)
             if "import" in args.scenario:
                 ctx.prepared["import"] = invent_turns(ctx.world, args.turns, args.batch)
+            if "triage" in args.scenario:
+                await ctx.build_pending(args.pending)
+                await familiar.changes.check()
             if not args.collect_prepared:
                 # 100k invented turns are ~1M live objects that are the bench's, not the window's: left to
                 # the collector, each full collection scans them (measured: 80-110 ms pauses, which the
@@ -231,6 +290,7 @@ def main() -> None:
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: import")
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--pending", type=int, default=1_000, help="pending items for the triage scenario")
     parser.add_argument("--baseline-seconds", type=float, default=3.0)
     parser.add_argument(
         "--collect-prepared",

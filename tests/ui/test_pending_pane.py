@@ -540,3 +540,24 @@ def test_the_focused_fact_decided_elsewhere_leaves_with_a_notice(
     assert texts(pane) == queue[1:]
     assert current_text(pane) == queue[1]
     assert pane.counter.text() == "5 pending, 1 snoozed"
+
+
+def test_a_reload_running_beside_decisions_does_not_bring_them_back(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, windows: Windows
+) -> None:
+    seeded(qtbot, real_familiar)
+    pane = windows.open()
+    queue = texts(pane)
+    # A reload reads the queue (as for a change from elsewhere) ...
+    since = pane._generation
+    read = run(real_familiar.memory.pending())
+    # ... three decisions land while it reads ...
+    for _ in range(3):
+        press(qtbot, pane, Qt.Key.Key_A)
+    assert texts(pane) == queue[3:]
+    # ... then it is applied: what the decisions changed stays as the pane has it.
+    pane._apply(read, since)
+    idle(qtbot, pane)
+    assert texts(pane) == queue[3:]
+    assert current_text(pane) == queue[3]
+    assert pane.counter.text() == "3 pending, 1 snoozed"  # recounted: the read counted them as pending

@@ -177,9 +177,16 @@ class PendingModel(RecordTableModel[PendingItem]):
                     continue
                 if self.record(row) != item:
                     self.replace_record(item)
+            run: list[PendingItem] = []  # new items at consecutive places go in with one signal
             for position, item in enumerate(desired):
                 if self.row_of(item.fact.id) is None:
-                    self._insert(position, (item,))
+                    run.append(item)
+                    continue
+                if run:
+                    self._insert(position - len(run), run)
+                    run = []
+            if run:
+                self._insert(len(desired) - len(run), run)
         live = set(self.ids())
         self._marked &= live
         self._changed &= live

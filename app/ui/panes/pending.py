@@ -30,11 +30,13 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QListView,
     QMenu,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QStackedWidget,
     QToolButton,
@@ -88,6 +90,13 @@ VERBS: dict[Kind, tuple[str, str]] = {  # (operation, past tense for a batch's l
     "snooze": ("snooze", "Snoozed"),
     "edit": ("edit and accept", "Edited"),
 }
+
+
+def fixed_size_for(label: QLabel, longest: str) -> None:
+    """Give a label that changes often a fixed size (room for `longest`), so a new text repaints it
+    without re-laying out the window around it."""
+    metrics = label.fontMetrics()
+    label.setFixedSize(metrics.horizontalAdvance(longest) + 8, metrics.height() + 4)
 
 
 def counter_text(pending: int, snoozed: int, selected: int = 0) -> str:
@@ -182,13 +191,16 @@ class PendingPane(Pane):
         self._show_snoozed = False
         self._conflicts: dict[int, str] = {}  # fact id -> the "changed meanwhile" note
         self._in_flight: set[int] = set()  # taken out, decision not settled yet
-        self._decided = 0  # decisions settled; a load that overlapped one loads again
+        # Facts this pane's decisions (or their undo) settled, by generation: a load that ran meanwhile
+        # read them before or after, so for them the model, not the load, is right.
+        self._generation = 0
+        self._touched: dict[int, int] = {}
         self._serial = asyncio.Lock()  # decisions and undo run in the order their keys were pressed
         self._wanted: int | None = None  # a fact another pane asked to show, once loaded
         self._snooze_target: PendingItem | None = None
         self.sheet: ShortcutSheet | None = None
-        # The counter moves at once with each decision, then is recounted from the store shortly after
-        # (a load running beside a decision may have counted it already).
+        # The counter moves with each decision; a load reads it from the store. A load that ran beside a
+        # decision may have counted it already: then the counts are read again, once nothing overlaps.
         self._recount_timer = QTimer(self)
         self._recount_timer.setSingleShot(True)
         self._recount_timer.setInterval(RECOUNT_MS)
@@ -279,6 +291,7 @@ class PendingPane(Pane):
         self.counter = QLabel(counter_text(0, 0))
         self.counter.setObjectName("pending-counter")
         self.counter.setFont(scaled_font(self.font(), 1.1, bold=True))
+        fixed_size_for(self.counter, counter_text(99_999, 99_999, 9_999))
         self.show_snoozed_box = QCheckBox("Sho&w snoozed")
         self.show_snoozed_box.setToolTip("Also list the snoozed items (their snooze shows on each)")
         self.show_snoozed_box.toggled.connect(self._on_show_snoozed_toggled)
@@ -317,6 +330,7 @@ class PendingPane(Pane):
         selection_layout = QHBoxLayout(self.selection_bar)
         selection_layout.setContentsMargins(0, 0, 0, 0)
         self.selection_label = QLabel()
+        fixed_size_for(self.selection_label, "9,999 selected")
         self.accept_marked_button = QPushButton("Accept selected")
         self.accept_marked_button.clicked.connect(self.accept_marked)
         self.reject_marked_button = QPushButton("Reject selected")
@@ -335,11 +349,17 @@ class PendingPane(Pane):
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addWidget(self.list_view, 1)
         left_layout.addWidget(self.selection_bar)
+        # In a scroll area: what changes from item to item is laid out there, not across the window, and a
+        # long item scrolls.
+        self.detail_scroll = QScrollArea()
+        self.detail_scroll.setWidget(self.detail)
+        self.detail_scroll.setWidgetResizable(True)
+        self.detail_scroll.setFrameShape(QFrame.Shape.NoFrame)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.addLayout(bar)
-        right_layout.addWidget(self.detail, 1)
+        right_layout.addWidget(self.detail_scroll, 1)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(left)
@@ -388,6 +408,11 @@ class PendingPane(Pane):
         return self.views.currentWidget() is self.caught_up
 
     @property
+    def deciding(self) -> bool:
+        """Decisions taken out of the queue whose facade call has not finished yet."""
+        return bool(self._in_flight) or self._serial.locked()
+
+    @property
     def settling(self) -> bool:
         """Decisions taken out of the queue not finished yet, or the counter not recounted after them."""
         return (
@@ -409,19 +434,30 @@ class PendingPane(Pane):
         return self._conflicts.get(fact_id)
 
     async def load(self) -> bool:
-        decided = self._decided
+        since = self._generation
         queue = await self.facade.memory.pending(include_snoozed=self._show_snoozed, limit=PAGE)
-        self._apply(queue)
-        if self._decided != decided:
-            self.refresh()  # a decision settled while this read ran: read again, once it is over
+        self._apply(queue, since)
         return True
 
-    def _apply(self, queue: PendingQueue) -> None:
+    def _touch(self, *fact_ids: int) -> None:
+        self._generation += 1
+        for fact_id in fact_ids:
+            self._touched[fact_id] = self._generation
+
+    def _apply(self, queue: PendingQueue, since: int) -> None:
+        """Bring in a queue read from the store (begun at generation `since`), keeping what this pane's
+        own decisions changed meanwhile as the model has it."""
         keep = self.current_item()
         row = self.current_row()
         order = self.model.order_key(keep.fact.id) if keep is not None else 0
-        self.model.merge([i for i in queue.items if i.fact.id not in self._in_flight])
+        recent = {fact_id for fact_id, generation in self._touched.items() if generation > since}
+        desired = [i for i in queue.items if i.fact.id not in self._in_flight and i.fact.id not in recent]
+        desired += [self.model.item(r) for fact_id in recent if (r := self.model.row_of(fact_id)) is not None]
+        self.model.merge(desired)
+        self._touched = {f: g for f, g in self._touched.items() if g > since}
         self._pending, self._snoozed = queue.pending, queue.snoozed
+        if recent:
+            self._recount_timer.start()  # the counts were read before some of those decisions
         for fact_id in [f for f in self._conflicts if self.model.row_of(f) is None]:
             del self._conflicts[fact_id]
         wanted = self._wanted
@@ -606,7 +642,7 @@ class PendingPane(Pane):
                     self._sync()
         finally:
             self._in_flight.difference_update(ids)
-            self._decided += 1
+            self._touch(*ids)
         self._refill()
 
     async def _failed(self, item: PendingItem, order: int, error: FamiliarError) -> None:
@@ -632,6 +668,7 @@ class PendingPane(Pane):
             self._sync()
             return
         now_item = replace(item, fact=current)
+        self._touch(current.id)
         row = self.model.put(now_item, order_key=order)
         self._conflicts[current.id] = note
         self.model.set_changed(current.id, True)
@@ -657,6 +694,7 @@ class PendingPane(Pane):
             if self.model.row_of(head.id) is None or head.id == item.fact.id:
                 return  # held by a forget waiting out its undo window (or beyond the page): not a decision
             self.model.take([head.id])  # the reload put the newer version at the end: it goes where the old one was
+            self._touch(head.id)
             self.model.put(replace(item, fact=head), order_key=order)
             self._conflicts[head.id] = conflict_text(head)
             self.model.set_changed(head.id, True)
@@ -672,6 +710,7 @@ class PendingPane(Pane):
         self._pending += _waiting(after, now) - _waiting(before, now)
         self._snoozed += _snoozed(after, now) - _snoozed(before, now)
         row = self.current_row()
+        self._touch(before.id, after.id)
         if after.id != before.id:
             self.model.take([before.id])
         belongs = is_open(after) and (self._show_snoozed or not after.snoozed(now))
@@ -683,9 +722,7 @@ class PendingPane(Pane):
             self.model.take([after.id])
             if not self.list_view.currentIndex().isValid():
                 self._select(row)
-        self._decided += 1
         self._sync()
-        self._recount_timer.start()
 
     def _on_recount_timer_timeout(self) -> None:
         if not isValid(self.counter):
@@ -697,6 +734,7 @@ class PendingPane(Pane):
 
     @async_slot()
     async def _recount(self) -> None:
+        since = self._generation
         try:
             queue = await self.facade.memory.pending(limit=1, with_related=False)
         except FamiliarError as error:
@@ -704,8 +742,11 @@ class PendingPane(Pane):
         else:
             if not isValid(self.counter):
                 return  # the window closed meanwhile
-            self._pending, self._snoozed = queue.pending, queue.snoozed
-            self._sync()
+            if self._generation != since or self._in_flight:
+                self._recount_timer.start()  # a decision overlapped this count: count again after
+            else:
+                self._pending, self._snoozed = queue.pending, queue.snoozed
+                self._sync()
         finally:
             self._recount_task = None
 

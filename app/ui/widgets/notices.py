@@ -32,8 +32,7 @@ class Notice(QFrame):
 
     def __init__(self, text: str, *, action_text: str | None, duration_ms: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("notice")
-        self.setStyleSheet(NOTICE_STYLE)
+        self.setObjectName("notice")  # styled by the area's stylesheet (one sheet, not one per notice)
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.setFixedWidth(NOTICE_WIDTH)
         self.label = QLabel(single_line(text))
@@ -91,6 +90,9 @@ class NoticeArea(QWidget):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, False)
+        # Set once here for every notice: a stylesheet per notice costs its parsing and polish each time
+        # one is shown (measured: most of the window's stalls while deciding the pending queue by keys).
+        self.setStyleSheet(NOTICE_STYLE)
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(8)
@@ -148,12 +150,10 @@ class NoticeArea(QWidget):
             notice.setFixedHeight(height)
             heights.append(height)
         total = sum(heights) + self._layout.spacing() * max(0, len(heights) - 1)
-        self.setGeometry(
-            max(0, parent.width() - NOTICE_WIDTH - MARGIN),
-            max(0, parent.height() - total - BOTTOM_MARGIN),
-            NOTICE_WIDTH,
-            total,
-        )
+        # A fixed size: a notice coming or going then re-lays out this area only, not the whole window
+        # (Qt passes a size change of a child up to its parent's layout unless the child's size is fixed).
+        self.setFixedSize(NOTICE_WIDTH, max(1, total))
+        self.move(max(0, parent.width() - NOTICE_WIDTH - MARGIN), max(0, parent.height() - total - BOTTOM_MARGIN))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.parentWidget() and event.type() == QEvent.Type.Resize:

@@ -83,6 +83,7 @@ class PendingDetail(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._item: PendingItem | None = None
+        self._conflict: str | None = None
 
         self.conflict = QFrame()
         self.conflict.setObjectName("conflict")
@@ -165,9 +166,12 @@ class PendingDetail(QWidget):
 
     def show_item(self, item: PendingItem | None, *, conflict: str | None = None) -> None:
         """Show `item` (None: nothing focused); `conflict` is the "changed meanwhile" note, if any."""
+        if item == self._item and conflict == self._conflict and item is not None:
+            return  # the same again (the focus moved back onto it): nothing to redraw
         if self.editing and (item is None or self._item is None or item.fact.id != self._item.fact.id):
             self.end_edit()
         self._item = item
+        self._conflict = conflict
         self.conflict.setVisible(conflict is not None)
         self.conflict_label.setText(conflict or "")
         if item is None:

@@ -45,9 +45,24 @@ def wrapped_lines(text: str, font: QFont, width: int, lines: int) -> list[str]:
     return out
 
 
+CACHE_ROWS = 512
+
+
 class PendingItemDelegate(QStyledItemDelegate):
+    """Keeps each row's laid-out lines (per text, width and font) so a repaint only draws."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._lines: dict[tuple[str, int, str], list[str]] = {}
+
+    def _title_lines(self, text: str, font: QFont, width: int) -> list[str]:
+        key = (text, width, font.key())
+        lines = self._lines.get(key)
+        if lines is None:
+            if len(self._lines) >= CACHE_ROWS:
+                self._lines.clear()
+            lines = self._lines[key] = wrapped_lines(text, font, width, TITLE_LINES)
+        return lines
 
     def paint(
         self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
@@ -84,7 +99,7 @@ class PendingItemDelegate(QStyledItemDelegate):
             painter.setPen(text_colour)
             title = " ".join(item.fact.content.split())
             top = area.top()
-            for line in wrapped_lines(title, title_font, area.width(), TITLE_LINES):
+            for line in self._title_lines(title, title_font, area.width()):
                 painter.drawText(
                     QRect(area.left(), top, area.width(), title_metrics.height()),
                     int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
