@@ -28,6 +28,7 @@ from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
 from app.ui.panes.pending import PendingPane
+from app.ui.panes.people import PeoplePane
 from app.ui.progress import StatusProgress
 from app.ui.theme import NAVIGATION_STYLE
 from app.ui.undo import UndoCentre
@@ -43,6 +44,7 @@ PANES: tuple[type[Pane], ...] = (
     DashboardPane,
     ChatPane,
     PendingPane,
+    PeoplePane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
 

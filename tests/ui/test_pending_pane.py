@@ -5,13 +5,12 @@ place, a revision conflict shown as such, all caught up, forget with the preview
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
 
 from app.memory.facts import NewFact
@@ -60,7 +59,8 @@ class Windows:
 
     def open(self) -> PendingPane:
         window = MainWindow(self.facade)
-        self.qtbot.addWidget(window)
+        # Shut down (cancel what its handlers still run) before pytest-qt closes and deletes it.
+        self.qtbot.addWidget(window, before_close_func=self._shut)
         window.resize(1100, 700)
         self.opened.append(window)
         with self.qtbot.waitActive(window, timeout=WAIT_MS):
@@ -76,14 +76,15 @@ class Windows:
     def window(self) -> MainWindow:
         return self.opened[-1]
 
+    def _shut(self, window: QWidget) -> None:
+        assert isinstance(window, MainWindow)
+        task = asyncio.ensure_future(window.shutdown())
+        self.qtbot.waitUntil(task.done, timeout=WAIT_MS)
+
 
 @pytest.fixture
-def windows(qtbot: QtBot, memory_facade: FakeFacade) -> Iterator[Windows]:
-    made = Windows(qtbot, memory_facade)
-    yield made
-    for window in made.opened:
-        task = asyncio.ensure_future(window.shutdown())
-        qtbot.waitUntil(task.done, timeout=WAIT_MS)
+def windows(qtbot: QtBot, memory_facade: FakeFacade) -> Windows:
+    return Windows(qtbot, memory_facade)
 
 
 def press(
