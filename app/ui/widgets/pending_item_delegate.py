@@ -54,6 +54,26 @@ class PendingItemDelegate(QStyledItemDelegate):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._lines: dict[tuple[str, int, str], list[str]] = {}
+        self._elided: dict[tuple[str, int, str], str] = {}
+        self._fonts: dict[str, tuple[QFont, QFont, QFontMetrics, QFontMetrics]] = {}
+
+    def _fonts_for(self, base: QFont) -> tuple[QFont, QFont, QFontMetrics, QFontMetrics]:
+        """The title and meta fonts (and their metrics) for the view's font, made once."""
+        key = base.key()
+        fonts = self._fonts.get(key)
+        if fonts is None:
+            title, meta = scaled_font(base, TITLE_SCALE), scaled_font(base, META_SCALE)
+            fonts = self._fonts[key] = (title, meta, QFontMetrics(title), QFontMetrics(meta))
+        return fonts
+
+    def _elide(self, text: str, metrics: QFontMetrics, font: QFont, width: int) -> str:
+        key = (text, width, font.key())
+        elided = self._elided.get(key)
+        if elided is None:
+            if len(self._elided) >= CACHE_ROWS:
+                self._elided.clear()
+            elided = self._elided[key] = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(0, width))
+        return elided
 
     def _title_lines(self, text: str, font: QFont, width: int) -> list[str]:
         key = (text, width, font.key())
@@ -89,10 +109,7 @@ class PendingItemDelegate(QStyledItemDelegate):
         muted = QColor(text_colour)
         muted.setAlphaF(0.72 if selected else 0.62)
 
-        title_font = scaled_font(opt.font, TITLE_SCALE)
-        meta_font = scaled_font(opt.font, META_SCALE)
-        title_metrics = QFontMetrics(title_font)
-        meta_metrics = QFontMetrics(meta_font)
+        title_font, meta_font, title_metrics, meta_metrics = self._fonts_for(opt.font)
         painter.save()
         try:
             painter.setFont(title_font)
@@ -119,12 +136,11 @@ class PendingItemDelegate(QStyledItemDelegate):
             painter.drawText(
                 meta_rect,
                 int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                meta_metrics.elidedText(meta, Qt.TextElideMode.ElideRight, max(0, meta_rect.width())),
+                self._elide(meta, meta_metrics, meta_font, meta_rect.width()),
             )
         finally:
             painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, _index: QModelIndex | QPersistentModelIndex) -> QSize:
-        title = QFontMetrics(scaled_font(option.font, TITLE_SCALE)).lineSpacing() * TITLE_LINES
-        meta = QFontMetrics(scaled_font(option.font, META_SCALE)).height()
-        return QSize(200, title + meta + 3 + 2 * PADDING)
+        _title_font, _meta_font, title_metrics, meta_metrics = self._fonts_for(option.font)
+        return QSize(200, title_metrics.lineSpacing() * TITLE_LINES + meta_metrics.height() + 3 + 2 * PADDING)
