@@ -206,6 +206,17 @@ def test_o_on_a_snoozed_fact_shows_the_snoozed_in_the_queue(
     assert pending.show_snoozed_box.isChecked()
 
 
+def test_the_familiars_own_name_fits_in_a_small_window(qtbot: QtBot, real_familiar: Familiar, windows: Windows) -> None:
+    seeded(qtbot, real_familiar)
+    pane = windows.open()
+    windows.window.resize(900, 600)
+    settle(qtbot)
+    view = pane.people_view
+    wisp = view.fontMetrics().horizontalAdvance("Wisp (this familiar)")
+    assert view.columnWidth(0) >= wisp + 8  # not elided to "Wisp (this ..."
+    assert view.viewport().width() >= sum(view.columnWidth(c) for c in range(3))  # nor scrolled sideways
+
+
 def test_nobody_yet(qtbot: QtBot, real_familiar: Familiar, windows: Windows) -> None:
     pane = windows.open()
     assert pane.state is PaneState.EMPTY

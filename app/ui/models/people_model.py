@@ -19,7 +19,7 @@ class PeopleModel(RecordTableModel[PersonView]):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(
             (
-                Column("Name", person_name, tooltip=lambda p: p.person.key),
+                Column("Name", person_name, tooltip=lambda p: f"{person_name(p)} ({p.person.key})"),
                 Column(
                     "Facts",
                     lambda p: f"{p.current_facts:,}",

@@ -208,7 +208,9 @@ class PeoplePane(Pane):
         splitter.addWidget(self.detail)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 3)
-        splitter.setSizes([230, 770])
+        # Wide enough for a name as long as "Wisp (this familiar)" beside its counts, at 900 px too.
+        left.setMinimumWidth(self.fontMetrics().horizontalAdvance("Wisp (this familiar)  Facts  Last seen") + 24)
+        splitter.setSizes([270, 730])
         self.set_body(splitter)
         for first, second in (
             (self.filter, self.people_view),
