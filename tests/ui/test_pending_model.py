@@ -6,11 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QListView
 from pytestqt.modeltest import ModelTester
+from pytestqt.qtbot import QtBot
 
 from app.runtime.views import FactView, PendingItem, PersonRef, PlaceRef, SourceMessage
 from app.ui.models.pending_model import ABOUT, SAID_IN, ChangedRole, PendingModel, meta_line
 from app.ui.models.roles import RecordRole
+from app.ui.widgets.pending_item_delegate import PendingItemDelegate
 from tests.ui.support import QT_STRICT
 
 pytestmark = QT_STRICT
@@ -96,3 +99,39 @@ def test_rows_show_names_places_and_the_changed_flag() -> None:
     assert model.index(0, 0).data(ChangedRole) is False
     model.set_changed(1, True)
     assert model.index(0, 0).data(ChangedRole) is True
+
+
+def test_rows_are_drawn_once_then_copied_and_look_the_same(qtbot: QtBot) -> None:
+    """A decision moves every row below it up one: those rows are copied from their images, not drawn
+    again (bench/bench_ui_stall.py --scenario triage), and a copy looks exactly like a fresh drawing."""
+    model = PendingModel()
+    model.set_records([item(i) for i in range(1, 41)])
+    view = QListView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    delegate = PendingItemDelegate(view)
+    view.setItemDelegate(delegate)
+    view.setUniformItemSizes(True)
+    view.setAlternatingRowColors(True)
+    view.resize(420, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    view.setCurrentIndex(model.index(0, 0))
+
+    first = view.viewport().grab().toImage()
+    drawn = delegate.drawn
+    assert drawn >= 5  # a screenful
+    assert view.viewport().grab().toImage() == first
+    assert delegate.drawn == drawn  # a repaint copies
+
+    fresh = PendingItemDelegate(view)
+    view.setItemDelegate(fresh)
+    assert view.viewport().grab().toImage() == first  # drawn afresh: the same pixels
+    view.setItemDelegate(delegate)
+
+    for _ in range(2):  # two decisions: each row is back in its row's shade after the second
+        model.take([model.item(0).fact.id])
+        view.setCurrentIndex(model.index(0, 0))
+        before = delegate.drawn
+        view.viewport().grab()
+    assert delegate.drawn - before <= 3  # the row now on top (selected) and the one coming into view

@@ -1,11 +1,19 @@
 """Draws a pending-queue row: the fact's text, larger, on up to two lines, then who it is about, where it
 was said, how long ago and what it is (type, confidence, importance) in a muted line; the mark box on the
-left. Reads the row's record from the model (memory only)."""
+left. Reads the row's record from the model (memory only).
+
+Each row is drawn once into an image kept for what it shows (text, state, size, palette) and then only
+copied: a decision moves every row below it up one, and redrawing their text was most of what a key
+press cost the window (bench/bench_ui_stall.py --scenario triage).
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QTextLayout, QTextOption
+from collections import OrderedDict
+from collections.abc import Hashable
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPixmap, QTextLayout, QTextOption
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from app.runtime.views import PendingItem
@@ -46,6 +54,7 @@ def wrapped_lines(text: str, font: QFont, width: int, lines: int) -> list[str]:
 
 
 CACHE_ROWS = 512
+CACHE_IMAGES = 96  # a screenful of rows, each in both alternate shades and a few states
 
 
 class PendingItemDelegate(QStyledItemDelegate):
@@ -56,6 +65,8 @@ class PendingItemDelegate(QStyledItemDelegate):
         self._lines: dict[tuple[str, int, str], list[str]] = {}
         self._elided: dict[tuple[str, int, str], str] = {}
         self._fonts: dict[str, tuple[QFont, QFont, QFontMetrics, QFontMetrics]] = {}
+        self._images: OrderedDict[Hashable, QPixmap] = OrderedDict()
+        self.drawn = 0  # rows drawn afresh (not copied from an image), for the tests
 
     def _fonts_for(self, base: QFont) -> tuple[QFont, QFont, QFontMetrics, QFontMetrics]:
         """The title and meta fonts (and their metrics) for the view's font, made once."""
@@ -94,6 +105,36 @@ class PendingItemDelegate(QStyledItemDelegate):
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         opt.text = ""
+        changed = bool(index.data(ChangedRole))
+        meta = meta_line(item)
+        size = opt.rect.size()
+        ratio = painter.device().devicePixelRatioF() if painter.device() is not None else 1.0
+        key = (
+            item.fact.id, item.fact.revision, item.fact.content, meta, changed, int(opt.state.value),
+            int(opt.features.value), int(opt.checkState.value), size.width(), size.height(),
+            opt.palette.cacheKey(), opt.font.key(), ratio,
+        )  # fmt: skip
+        image = self._images.get(key)
+        if image is None:
+            image = QPixmap(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
+            image.setDevicePixelRatio(ratio)
+            image.fill(Qt.GlobalColor.transparent)  # over the row's background, which the view paints
+            opt.rect = QRect(QPoint(0, 0), size)
+            inner = QPainter(image)
+            try:
+                inner.setRenderHints(painter.renderHints())
+                self._draw(inner, opt, item, meta, changed)
+            finally:
+                inner.end()
+            if len(self._images) >= CACHE_IMAGES:
+                self._images.popitem(last=False)
+            self._images[key] = image
+        else:
+            self._images.move_to_end(key)
+        painter.drawPixmap(option.rect.topLeft(), image)
+
+    def _draw(self, painter: QPainter, opt: QStyleOptionViewItem, item: PendingItem, meta: str, changed: bool) -> None:
+        self.drawn += 1
         widget = opt.widget
         style = widget.style() if widget is not None else QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
@@ -125,8 +166,7 @@ class PendingItemDelegate(QStyledItemDelegate):
                 top += title_metrics.lineSpacing()
             painter.setFont(meta_font)
             meta_rect = QRect(area.left(), top + 3, area.width(), meta_metrics.height())
-            meta = meta_line(item)
-            if index.data(ChangedRole):
+            if changed:
                 painter.setPen(text_colour if selected else QColor(AMBER))
                 flag = f"{CHANGED_WORDS} · "
                 painter.drawText(meta_rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), flag)
