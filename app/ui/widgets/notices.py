@@ -97,6 +97,8 @@ class NoticeArea(QWidget):
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(8)
         self._notices: list[Notice] = []
+        self._heights: dict[Notice, int] = {}  # a notice's text does not change: measured once
+        self._adding = False
         parent.installEventFilter(self)
         self._place()
         self.hide()
@@ -119,8 +121,12 @@ class NoticeArea(QWidget):
         notice.dismissed.connect(lambda: self._forget(notice))
         self._notices.append(notice)
         self._layout.addWidget(notice)
-        while len(self.notices()) > MAX_NOTICES:  # the oldest make room; their actions stay on Ctrl+Z
-            self.notices()[0].dismiss()
+        self._adding = True  # one placing for the whole change, below
+        try:
+            while len(self.notices()) > MAX_NOTICES:  # the oldest make room; their actions stay on Ctrl+Z
+                self.notices()[0].dismiss()
+        finally:
+            self._adding = False
         self.show()
         self.raise_()
         self._place()
@@ -136,7 +142,7 @@ class NoticeArea(QWidget):
             self._layout.removeWidget(notice)
         if not self._notices:
             self.hide()
-        else:
+        elif not self._adding:
             self._place()
 
     def _place(self) -> None:
@@ -145,9 +151,13 @@ class NoticeArea(QWidget):
         if parent is None:
             return
         heights = []
-        for notice in self.notices():
-            height = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
-            notice.setFixedHeight(height)
+        showing = self.notices()
+        self._heights = {n: h for n, h in self._heights.items() if n in showing}
+        for notice in showing:
+            height = self._heights.get(notice)
+            if height is None:
+                height = self._heights[notice] = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
+                notice.setFixedHeight(height)
             heights.append(height)
         total = sum(heights) + self._layout.spacing() * max(0, len(heights) - 1)
         # A fixed size: a notice coming or going then re-lays out this area only, not the whole window
