@@ -319,6 +319,13 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
         "bob: owns Pepper, a fourteen-year-old cat; shops at the harbour market.",
         made.active["pepper_age"],
     )
+    # A dossier for a DM (recalled only there), beside the server's.
+    await projections.save_dossier(
+        _key(BOB),
+        BOB_DM,
+        "bob (in DMs): trusts Wisp with secrets; is planning something for carol.",
+        made.pending["surprise"],
+    )
     await familiar.controls.pause("learning", HOME_PLACE)
     familiar.home.joinpath("lorebook.toml").write_text(LORE, encoding="utf-8")
     await history.catch_up()

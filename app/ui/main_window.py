@@ -29,6 +29,8 @@ from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
 from app.ui.panes.index import IndexPane
 from app.ui.panes.memory import MemoryPane
+from app.ui.panes.pending import PendingPane
+from app.ui.panes.people import PeoplePane
 from app.ui.panes.timeline import TimelinePane
 from app.ui.progress import StatusProgress
 from app.ui.theme import NAVIGATION_STYLE
@@ -45,8 +47,10 @@ DEFAULT_SIZE = QSize(1100, 700)
 PANES: tuple[type[Pane], ...] = (
     DashboardPane,
     ChatPane,
-    MemoryPane,
+    PendingPane,
+    PeoplePane,
     TimelinePane,
+    MemoryPane,
     IndexPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
@@ -90,6 +94,8 @@ class MainWindow(QMainWindow):
             facade=facade, bridge=self.bridge, undo=self.undo, status=self.status_progress, window=self
         )
         self.panes: list[Pane] = [pane_class(context) for pane_class in PANES]
+        for each in self.panes:
+            each.navigate_requested.connect(self._on_pane_navigate_requested)
 
         self.dashboard = self.pane_of(DashboardPane)
         self.dashboard.settings_requested.connect(self.open_settings)
@@ -161,6 +167,9 @@ class MainWindow(QMainWindow):
             if name in (each.name, each.title):
                 return each
         raise KeyError(name)
+
+    def _on_pane_navigate_requested(self, name: str, target: object) -> None:
+        self.show_pane(name).focus_on(target)
 
     @property
     def current_pane(self) -> Pane:

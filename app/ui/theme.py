@@ -28,6 +28,10 @@ DIFF_ADDED = "#e6f4ea"
 DIFF_REMOVED = "#fce8e6"
 OK_BACKGROUND = "#e6f4ea"
 QUIET_BACKGROUND = "#f0f0f0"
+# Text on the diff backgrounds: set with them, so a diff stays readable on a dark palette too.
+DIFF_ADDED_TEXT = "#0b5a22"
+DIFF_REMOVED_TEXT = "#9b1c14"
+CONFLICT_TEXT = "#3d2a00"  # dark text on the amber hint background
 
 STATE_COLOURS: dict[ConnectionState, str] = {
     ConnectionState.STOPPED: "#9e9e9e",
@@ -74,6 +78,11 @@ PAUSE_LIGHT_STYLE = (
     f" #pauseLight:focus {{ border: 1px solid {AMBER}; }}"
 )
 SWITCH_HINT_STYLE = f"color: {AMBER};"
+CONFLICT_STYLE = (
+    f"#conflict {{ background-color: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER}; border-radius: 4px; }}"
+    f" #conflict QLabel {{ color: {CONFLICT_TEXT}; }}"
+)
+CAUGHT_UP_STYLE = f"color: {OK_GREEN};"
 
 
 def dot_style(colour: str, size: int) -> str:
@@ -140,8 +149,6 @@ TIMELINE_ROW_SELECTED = "#dde6f6"
 TIMELINE_TRACK = "#d4d8df"
 TIMELINE_PLACEHOLDER = "#eceef2"
 TIMELINE_TEXT = "#1f1f1f"
-DIFF_ADDED_TEXT = "#137333"
-DIFF_REMOVED_TEXT = "#a50e0e"
 TIMELINE_CHIP_STYLE = "border-radius: 8px; padding: 1px 8px; color: white; background-color: {colour};"
 
 
@@ -153,3 +160,11 @@ def status_colour(status: str) -> QColor:
 def status_chip_style(status: str) -> str:
     """A small rounded label in the status's colour."""
     return TIMELINE_CHIP_STYLE.format(colour=TIMELINE_STATUS_COLOURS.get(status, MUTED_GREY))
+
+
+def scaled_font(font: QFont, factor: float, *, bold: bool = False) -> QFont:
+    """`font` scaled by `factor` (e.g. a fact's text, large enough to read at a glance)."""
+    scaled = QFont(font)
+    scaled.setPointSizeF(font.pointSizeF() * factor)
+    scaled.setBold(bold)
+    return scaled

@@ -143,6 +143,9 @@ class Pane(QWidget):
     empty_text: ClassVar[str] = "Nothing here yet."
 
     loaded = Signal()
+    navigate_requested = Signal(str, object)
+    """(pane name, target): ask the window to show another pane on something (e.g. a fact id); the
+    window calls that pane's `focus_on(target)`."""
 
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -196,6 +199,10 @@ class Pane(QWidget):
     async def load(self) -> bool:
         """Fetch through the facade and fill the models; return whether there is anything to show."""
         return True
+
+    def focus_on(self, _target: object) -> None:
+        """Show a target another pane asked this one to show (see `navigate_requested`); by default nothing."""
+        return None
 
     def set_empty_action(self, text: str, slot: Callable[[], object]) -> None:
         """A button under the empty state's text (e.g. "Open Settings…")."""

@@ -32,8 +32,7 @@ class Notice(QFrame):
 
     def __init__(self, text: str, *, action_text: str | None, duration_ms: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("notice")
-        self.setStyleSheet(NOTICE_STYLE)
+        self.setObjectName("notice")  # styled by the area's stylesheet (one sheet, not one per notice)
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.setFixedWidth(NOTICE_WIDTH)
         self.label = QLabel(single_line(text))
@@ -91,10 +90,15 @@ class NoticeArea(QWidget):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, False)
+        # Set once here for every notice: a stylesheet per notice costs its parsing and polish each time
+        # one is shown (measured: most of the window's stalls while deciding the pending queue by keys).
+        self.setStyleSheet(NOTICE_STYLE)
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(8)
         self._notices: list[Notice] = []
+        self._heights: dict[Notice, int] = {}  # a notice's text does not change: measured once
+        self._adding = False
         parent.installEventFilter(self)
         self._place()
         self.hide()
@@ -117,8 +121,12 @@ class NoticeArea(QWidget):
         notice.dismissed.connect(lambda: self._forget(notice))
         self._notices.append(notice)
         self._layout.addWidget(notice)
-        while len(self.notices()) > MAX_NOTICES:  # the oldest make room; their actions stay on Ctrl+Z
-            self.notices()[0].dismiss()
+        self._adding = True  # one placing for the whole change, below
+        try:
+            while len(self.notices()) > MAX_NOTICES:  # the oldest make room; their actions stay on Ctrl+Z
+                self.notices()[0].dismiss()
+        finally:
+            self._adding = False
         self.show()
         self.raise_()
         self._place()
@@ -134,7 +142,7 @@ class NoticeArea(QWidget):
             self._layout.removeWidget(notice)
         if not self._notices:
             self.hide()
-        else:
+        elif not self._adding:
             self._place()
 
     def _place(self) -> None:
@@ -143,17 +151,19 @@ class NoticeArea(QWidget):
         if parent is None:
             return
         heights = []
-        for notice in self.notices():
-            height = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
-            notice.setFixedHeight(height)
+        showing = self.notices()
+        self._heights = {n: h for n, h in self._heights.items() if n in showing}
+        for notice in showing:
+            height = self._heights.get(notice)
+            if height is None:
+                height = self._heights[notice] = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
+                notice.setFixedHeight(height)
             heights.append(height)
         total = sum(heights) + self._layout.spacing() * max(0, len(heights) - 1)
-        self.setGeometry(
-            max(0, parent.width() - NOTICE_WIDTH - MARGIN),
-            max(0, parent.height() - total - BOTTOM_MARGIN),
-            NOTICE_WIDTH,
-            total,
-        )
+        # A fixed size: a notice coming or going then re-lays out this area only, not the whole window
+        # (Qt passes a size change of a child up to its parent's layout unless the child's size is fixed).
+        self.setFixedSize(NOTICE_WIDTH, max(1, total))
+        self.move(max(0, parent.width() - NOTICE_WIDTH - MARGIN), max(0, parent.height() - total - BOTTOM_MARGIN))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.parentWidget() and event.type() == QEvent.Type.Resize:

@@ -1,0 +1,200 @@
+"""Draws a pending-queue row: the fact's text, larger, on up to two lines, then who it is about, where it
+was said, how long ago and what it is (type, confidence, importance) in a muted line; the mark box on the
+left. Reads the row's record from the model (memory only).
+
+Each row is drawn once into an image kept for what it shows (text, state, size, palette) and then only
+copied: a decision moves every row below it up one, and redrawing their text was most of what a key
+press cost the window (bench/bench_ui_stall.py --scenario triage).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Hashable
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPixmap, QTextLayout, QTextOption
+from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
+
+from app.runtime.views import PendingItem
+from app.ui.models.pending_model import ChangedRole, meta_line
+from app.ui.models.roles import RecordRole
+from app.ui.theme import AMBER, scaled_font
+
+TITLE_SCALE = 1.1
+TITLE_LINES = 2
+META_SCALE = 0.9
+PADDING = 7
+CHANGED_WORDS = "changed meanwhile"
+
+
+def wrapped_lines(text: str, font: QFont, width: int, lines: int) -> list[str]:
+    """`text` wrapped at word boundaries into at most `lines` lines of `width` pixels, the last one elided."""
+    metrics = QFontMetrics(font)
+    layout = QTextLayout(text, font)
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    layout.setTextOption(option)
+    out: list[str] = []
+    layout.beginLayout()
+    try:
+        while len(out) < lines:
+            line = layout.createLine()
+            if not line.isValid():
+                break
+            line.setLineWidth(max(1, width))
+            start, length = line.textStart(), line.textLength()
+            if len(out) == lines - 1:
+                out.append(metrics.elidedText(text[start:], Qt.TextElideMode.ElideRight, max(1, width)))
+                break
+            out.append(text[start : start + length].rstrip())
+    finally:
+        layout.endLayout()
+    return out
+
+
+CACHE_ROWS = 512
+CACHE_IMAGES = 96  # a screenful of rows, each in both alternate shades and a few states
+
+
+class PendingItemDelegate(QStyledItemDelegate):
+    """Keeps each row's laid-out lines (per text, width and font) so a repaint only draws."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._lines: dict[tuple[str, int, str], list[str]] = {}
+        self._elided: dict[tuple[str, int, str], str] = {}
+        self._fonts: dict[str, tuple[QFont, QFont, QFontMetrics, QFontMetrics]] = {}
+        self._images: OrderedDict[Hashable, QPixmap] = OrderedDict()
+        self._metas: dict[Hashable, str] = {}
+        self.drawn = 0  # rows drawn afresh (not copied from an image), for the tests
+
+    def _fonts_for(self, base: QFont) -> tuple[QFont, QFont, QFontMetrics, QFontMetrics]:
+        """The title and meta fonts (and their metrics) for the view's font, made once."""
+        key = base.key()
+        fonts = self._fonts.get(key)
+        if fonts is None:
+            title, meta = scaled_font(base, TITLE_SCALE), scaled_font(base, META_SCALE)
+            fonts = self._fonts[key] = (title, meta, QFontMetrics(title), QFontMetrics(meta))
+        return fonts
+
+    def _elide(self, text: str, metrics: QFontMetrics, font: QFont, width: int) -> str:
+        key = (text, width, font.key())
+        elided = self._elided.get(key)
+        if elided is None:
+            if len(self._elided) >= CACHE_ROWS:
+                self._elided.clear()
+            elided = self._elided[key] = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(0, width))
+        return elided
+
+    def _meta(self, item: PendingItem) -> str:
+        """The row's muted line, made again when the fact changes and once a minute ("4 h ago")."""
+        fact = item.fact
+        key = (fact.id, fact.revision, fact.snoozed_until, int(time.monotonic() // 60))
+        meta = self._metas.get(key)
+        if meta is None:
+            if len(self._metas) >= CACHE_ROWS:
+                self._metas.clear()
+            meta = self._metas[key] = meta_line(item)
+        return meta
+
+    def _title_lines(self, text: str, font: QFont, width: int) -> list[str]:
+        key = (text, width, font.key())
+        lines = self._lines.get(key)
+        if lines is None:
+            if len(self._lines) >= CACHE_ROWS:
+                self._lines.clear()
+            lines = self._lines[key] = wrapped_lines(text, font, width, TITLE_LINES)
+        return lines
+
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        item = index.data(RecordRole)
+        if not isinstance(item, PendingItem):
+            super().paint(painter, option, index)
+            return
+        # The key is made from what the view and the model say, so a copy costs no style work.
+        changed = bool(index.data(ChangedRole))
+        meta = self._meta(item)
+        size = option.rect.size()
+        ratio = painter.device().devicePixelRatioF() if painter.device() is not None else 1.0
+        key = (
+            item.fact.id, item.fact.revision, item.fact.content, meta, changed, option.state.value,
+            option.features.value, index.data(Qt.ItemDataRole.CheckStateRole), size.width(), size.height(),
+            option.palette.cacheKey(), option.font.key(), ratio,
+        )  # fmt: skip
+        image = self._images.get(key)
+        if image is None:
+            opt = QStyleOptionViewItem(option)
+            self.initStyleOption(opt, index)
+            opt.text = ""
+            image = QPixmap(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
+            image.setDevicePixelRatio(ratio)
+            image.fill(Qt.GlobalColor.transparent)  # over the row's background, which the view paints
+            opt.rect = QRect(QPoint(0, 0), size)
+            inner = QPainter(image)
+            try:
+                inner.setRenderHints(painter.renderHints())
+                self._draw(inner, opt, item, meta, changed)
+            finally:
+                inner.end()
+            if len(self._images) >= CACHE_IMAGES:
+                self._images.popitem(last=False)
+            self._images[key] = image
+        else:
+            self._images.move_to_end(key)
+        painter.drawPixmap(option.rect.topLeft(), image)
+
+    def _draw(self, painter: QPainter, opt: QStyleOptionViewItem, item: PendingItem, meta: str, changed: bool) -> None:
+        self.drawn += 1
+        widget = opt.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        area: QRect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget)
+        area = area.adjusted(4, PADDING - 2, -6, -(PADDING - 2))
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        group = (
+            QPalette.ColorGroup.Active if opt.state & QStyle.StateFlag.State_Active else QPalette.ColorGroup.Inactive
+        )
+        text_colour = opt.palette.color(
+            group, QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        )
+        muted = QColor(text_colour)
+        muted.setAlphaF(0.72 if selected else 0.62)
+
+        title_font, meta_font, title_metrics, meta_metrics = self._fonts_for(opt.font)
+        painter.save()
+        try:
+            painter.setFont(title_font)
+            painter.setPen(text_colour)
+            title = " ".join(item.fact.content.split())
+            top = area.top()
+            for line in self._title_lines(title, title_font, area.width()):
+                painter.drawText(
+                    QRect(area.left(), top, area.width(), title_metrics.height()),
+                    int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                    line,
+                )
+                top += title_metrics.lineSpacing()
+            painter.setFont(meta_font)
+            meta_rect = QRect(area.left(), top + 3, area.width(), meta_metrics.height())
+            if changed:
+                painter.setPen(text_colour if selected else QColor(AMBER))
+                flag = f"{CHANGED_WORDS} · "
+                painter.drawText(meta_rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), flag)
+                offset = meta_metrics.horizontalAdvance(flag)
+                meta_rect = meta_rect.adjusted(offset, 0, 0, 0)
+            painter.setPen(muted)
+            painter.drawText(
+                meta_rect,
+                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                self._elide(meta, meta_metrics, meta_font, meta_rect.width()),
+            )
+        finally:
+            painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, _index: QModelIndex | QPersistentModelIndex) -> QSize:
+        _title_font, _meta_font, title_metrics, meta_metrics = self._fonts_for(option.font)
+        return QSize(200, title_metrics.lineSpacing() * TITLE_LINES + meta_metrics.height() + 3 + 2 * PADDING)
