@@ -81,6 +81,7 @@ from typing import ClassVar
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
+from shiboken6 import isValid
 
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, MemoryChanged
@@ -252,9 +253,11 @@ class Pane(QWidget):
                 if not self._again:
                     break
         finally:
-            self._load_task = None
-            self._ever_loaded = True
-            self.loaded.emit()
+            # A pane deleted while it loaded (its window closed; the load cancelled) has no signal left.
+            if isValid(self):
+                self._load_task = None
+                self._ever_loaded = True
+                self.loaded.emit()
 
     async def _load_once(self) -> None:
         if not self._ever_loaded:
