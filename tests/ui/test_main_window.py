@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from app.runtime.events import ConnectionChanged, ConnectionState, LatencyMeasured
+from app.runtime.service import Familiar
 from app.ui.async_slot import running_slots
 from app.ui.main_window import MainWindow
 from tests.ui.fake_facade import FakeFacade
@@ -76,22 +78,20 @@ def test_file_menu_has_settings_and_quit(qtbot: QtBot, facade: FakeFacade) -> No
     assert window.settings_dialog is dialog  # raised again, not a second dialog
 
 
-def test_first_run_opens_settings_and_saving_updates_the_dashboard(qtbot: QtBot) -> None:
-    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"))
+def test_first_run_opens_the_welcome_instead_of_settings(qtbot: QtBot, real_familiar: Familiar) -> None:
+    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"), backing=real_familiar)
     window = make_window(qtbot, facade)
     assert not window.dashboard.setup_hint.isHidden()
 
     assert window.maybe_show_first_run()
-    dialog = window.settings_dialog
+    settle(qtbot)
+    dialog = window.welcome_dialog
     assert dialog is not None
     assert dialog.isVisible()
+    assert window.settings_dialog is None
+    assert window.open_welcome() is dialog  # raised again, not a second one
 
-    dialog.bot_token.setText("token")
-    dialog.base_url.setText("http://127.0.0.1:11434/v1")
-    dialog.buttons.accepted.emit()
-    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=WAIT_MS)
-
-    assert window.dashboard.setup_hint.isHidden()
+    facade.status = replace(facade.status, configured=True, missing=())
     assert not window.maybe_show_first_run()
 
 
