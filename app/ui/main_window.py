@@ -186,6 +186,7 @@ class MainWindow(QMainWindow):
             dialog.deleteLater()
         dialog = SettingsDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
+        dialog.welcome_requested.connect(self.open_welcome)
         self._settings_dialog = dialog
         dialog.show()
         return dialog

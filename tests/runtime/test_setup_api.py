@@ -7,13 +7,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-import keyring
 import pytest
 import pytest_asyncio
-from keyring.backend import KeyringBackend
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
@@ -29,17 +27,6 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
 SAMPLES = Path(__file__).parent / "samples"
 NO_DISCORD = "http://127.0.0.1:9/api"
-
-
-@pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    previous: KeyringBackend = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    try:
-        yield backend
-    finally:
-        keyring.set_keyring(previous)
 
 
 @pytest_asyncio.fixture

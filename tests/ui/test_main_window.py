@@ -59,8 +59,8 @@ def test_status_bar_follows_the_connection(qtbot: QtBot, facade: FakeFacade) -> 
     assert window.latency_label.text() == "Latency: —"
 
 
-def test_file_menu_has_settings_and_quit(qtbot: QtBot, facade: FakeFacade) -> None:
-    window = make_window(qtbot, facade)
+def test_file_menu_has_settings_and_quit(qtbot: QtBot, memory_facade: FakeFacade) -> None:
+    window = make_window(qtbot, memory_facade)
     assert [action.text() for action in window.menuBar().actions()] == ["&File", "&Edit"]
     edit = [action.text() for action in window.edit_menu.actions()]
     assert edit == ["&Undo", "&Redo"]
@@ -76,6 +76,7 @@ def test_file_menu_has_settings_and_quit(qtbot: QtBot, facade: FakeFacade) -> No
     assert not dialog.isModal()
     window.settings_action.trigger()
     assert window.settings_dialog is dialog  # raised again, not a second dialog
+    settle(qtbot)
 
 
 def test_first_run_opens_the_welcome_instead_of_settings(qtbot: QtBot, real_familiar: Familiar) -> None:
@@ -95,19 +96,21 @@ def test_first_run_opens_the_welcome_instead_of_settings(qtbot: QtBot, real_fami
     assert not window.maybe_show_first_run()
 
 
-def test_the_set_up_hint_button_opens_settings(qtbot: QtBot) -> None:
-    facade = FakeFacade(configured=False, missing=("bot token",))
+def test_the_set_up_hint_button_opens_settings(qtbot: QtBot, real_familiar: Familiar) -> None:
+    facade = FakeFacade(configured=False, missing=("bot token",), backing=real_familiar)
     window = make_window(qtbot, facade)
 
     qtbot.mouseClick(window.dashboard.open_settings_button, Qt.MouseButton.LeftButton)
+    settle(qtbot)
 
     assert window.settings_dialog is not None
     assert window.settings_dialog.isVisible()
 
 
-def test_close_does_not_block_and_emits_closed(qtbot: QtBot, facade: FakeFacade) -> None:
-    window = make_window(qtbot, facade)
+def test_close_does_not_block_and_emits_closed(qtbot: QtBot, memory_facade: FakeFacade) -> None:
+    window = make_window(qtbot, memory_facade)
     window.open_settings()
+    settle(qtbot)
 
     with qtbot.waitSignal(window.closed, timeout=1_000):
         window.quit_action.trigger()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -90,7 +91,8 @@ class WelcomeDialog(QDialog):
         self._view: SettingsView | None = None
         self._card: Path | None = None
         self._last_check: tuple[str, DiscordCheck] | None = None
-        self.ops = Operations(show_error=self._show_error, clear_error=self._clear_error, parent=self)
+        # Not a Qt child: a load still running when the dialog is deleted must not find its Operations gone.
+        self.ops = Operations(show_error=self._show_error, clear_error=self._clear_error)
         self.setWindowTitle("Welcome to Familiar")
         self.setMinimumWidth(560)
 
@@ -259,7 +261,7 @@ class WelcomeDialog(QDialog):
     async def load(self) -> None:
         """Fill the fields with the values in force (called once when the dialog is built)."""
         outcome = await self.ops.run("read the settings", self._facade.setup.current, busy=self._busy_widgets)
-        if isinstance(outcome, Succeeded):
+        if isinstance(outcome, Succeeded) and shiboken6.isValid(self):  # closed meanwhile: nothing to fill
             self._fill(outcome.value)
 
     def _fill(self, view: SettingsView) -> None:
