@@ -255,3 +255,43 @@ def test_a_file_that_is_not_a_card_is_one_line_and_changes_nothing(qtbot: QtBot,
     assert dialog.name_field.text() == "Wisp"
     click(qtbot, dialog.next_button)
     assert live.paths.character_toml.read_bytes() == before
+
+
+def test_values_the_environment_sets_are_read_only_and_are_the_ones_used(
+    qtbot: QtBot, run: Run[Any], tmp_path: Path
+) -> None:
+    discord = FakeDiscord(token=TOKEN, bot_name="Wisp")
+    llm = FakeLLM(models=("env-model",))
+    run(discord.start())
+    run(llm.start())
+    paths = FamiliarPaths(root=tmp_path / "home", name="default")
+    write_character_toml(paths, discord.api_base, discord.gateway_url, "")
+    env = {"DISCORD_TOKEN": TOKEN, "FAMILIAR_LLM_BASE_URL": llm.base_url}
+    familiar = run(Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False), env=env))
+    dialog = WelcomeDialog(familiar)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    try:
+        settle(qtbot)
+        click(qtbot, dialog.skip_button)
+        assert dialog.token_field.isReadOnly()
+        assert dialog.token_field.placeholderText() == "set by DISCORD_TOKEN"
+        click(qtbot, dialog.check_button)
+        assert dialog.verdict_label.text() == "OK: this is the bot Wisp.", "the environment's token was checked"
+        click(qtbot, dialog.next_button)
+        assert "discord_token" not in paths.secrets_file.read_text(encoding="utf-8")
+
+        assert dialog.url_field.isReadOnly()
+        assert dialog.url_field.text() == llm.base_url
+        assert not dialog.preset_combo.isEnabled()
+        click(qtbot, dialog.models_button)
+        assert dialog.model_combo.currentText() == "env-model"
+        assert dialog.llm_result.text().startswith(f"1 model listed. OK: model 'env-model' at {llm.base_url}")
+        click(qtbot, dialog.next_button)
+        qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=WAIT_MS)
+        settings = tomllib.loads(paths.character_toml.read_text(encoding="utf-8"))
+        assert settings["llm"] == {**settings["llm"], "base_url": "", "model": "env-model"}, "the URL is not saved"
+    finally:
+        run(familiar.close())
+        run(llm.close())
+        run(discord.close())
