@@ -8,13 +8,16 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import keyring
 import pytest
 import pytest_asyncio
+from keyring.backend import KeyringBackend
 
 from app.config.paths import FamiliarPaths, ensure_familiar
 from app.config.secrets import SecretStore
 from app.runtime.service import Familiar
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.keyring_backend import MemoryKeyring
 from tests.fakes.llm_server import FakeLLM
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -124,3 +127,15 @@ def _fail_on_logged_errors(request: pytest.FixtureRequest) -> Iterator[None]:
     messages = [f"{r.name}: {r.getMessage()}" for r in recorder.records]
     unexpected = [m for m in messages if not any(p.search(m) for p in expected)]
     assert not unexpected, f"errors were logged: {unexpected}"
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    """An OS keyring that keeps passwords in memory, installed the keyring library's way for one test."""
+    previous: KeyringBackend = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)

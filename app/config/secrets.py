@@ -28,6 +28,12 @@ from app.config.settings import Secrets
 _log = logging.getLogger(__name__)
 _SERVICE = "familiar"
 _KEYS = ("discord_token", "llm_api_key", "llm_background_api_key", "tombstone_key")
+SECRET_ENVIRONMENT: dict[str, str] = {
+    "discord_token": "DISCORD_TOKEN",
+    "llm_api_key": "FAMILIAR_LLM_API_KEY",
+    "llm_background_api_key": "FAMILIAR_LLM_BACKGROUND_API_KEY",
+}
+"""The environment variable that gives each secret (when set and not blank), before any saved one."""
 
 
 def _keyring_usable() -> bool:
@@ -153,10 +159,27 @@ class SecretStore:
         """Secrets with the environment (DISCORD_TOKEN, FAMILIAR_LLM_API_KEY,
         FAMILIAR_LLM_BACKGROUND_API_KEY) taking precedence."""
         environ = os.environ if env is None else env
-        token = environ.get("DISCORD_TOKEN", "").strip() or self.get("discord_token")
-        api_key = environ.get("FAMILIAR_LLM_API_KEY", "").strip() or self.get("llm_api_key")
-        background = environ.get("FAMILIAR_LLM_BACKGROUND_API_KEY", "").strip() or self.get("llm_background_api_key")
-        return Secrets(discord_token=token, llm_api_key=api_key, llm_background_api_key=background)
+        return Secrets(
+            **{key: environ.get(variable, "").strip() or self.get(key) for key, variable in SECRET_ENVIRONMENT.items()}
+        )
+
+    def saved_in(self, key: str) -> str | None:
+        """Where the saved value of `key` is: "keyring", "file" (the secrets file), or None when none is
+        saved. Blocking (keyring calls). A keyring that cannot be read counts as holding nothing."""
+        if key not in _KEYS:
+            raise KeyError(key)
+        if self._use_keyring:
+            try:
+                if keyring.get_password(_SERVICE, self._account(key)):
+                    return "keyring"
+            except keyring.errors.KeyringError as exc:
+                _log.warning("keyring read failed (%s)", exc)
+        return "file" if self._read_file().get(key) else None
+
+    @property
+    def fallback_file(self) -> Path:
+        """The secrets file used when there is no OS keyring (or it refused a write)."""
+        return self._file
 
 
 def _quote(text: str) -> str:

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
@@ -386,7 +387,7 @@ def config_error_at(path: Path, dotted: str, problem: str) -> ConfigError:
     return ConfigError(path, _line_of(text, dotted), dotted, problem)
 
 
-def load_settings(path: Path) -> Settings:
+def _read_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -394,27 +395,62 @@ def load_settings(path: Path) -> Settings:
     except OSError as exc:
         raise ConfigError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
     try:
-        text = raw.decode("utf-8-sig")  # a BOM (Windows editors) is fine
+        return raw.decode("utf-8-sig")  # a BOM (Windows editors) is fine
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(path, line, None, "not valid UTF-8") from None
-    return parse_settings(text, path)
 
 
-def apply_environment(settings: Settings, env: dict[str, str] | None = None) -> Settings:
-    """Apply the documented environment overrides (FAMILIAR_DISCORD_*, FAMILIAR_LLM_*)."""
+def load_settings(path: Path) -> Settings:
+    return parse_settings(_read_text(path), path)
+
+
+ENVIRONMENT_OVERRIDES: dict[str, str] = {
+    "discord.api_base": "FAMILIAR_DISCORD_API_BASE",
+    "discord.gateway_url": "FAMILIAR_DISCORD_GATEWAY_URL",
+    "llm.base_url": "FAMILIAR_LLM_BASE_URL",
+    "llm.model": "FAMILIAR_LLM_MODEL",
+}
+"""character.toml keys an environment variable overrides (when set and not blank): the one list that
+`apply_environment` applies and Settings shows as "set by <variable>"."""
+
+
+def environment_override(dotted: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The variable overriding the key `dotted` in `env` (default: the process's), or None."""
     environ = os.environ if env is None else env
-    discord = settings.discord
-    llm = settings.llm
-    if environ.get("FAMILIAR_DISCORD_API_BASE"):
-        discord = dataclasses.replace(discord, api_base=environ["FAMILIAR_DISCORD_API_BASE"])
-    if environ.get("FAMILIAR_DISCORD_GATEWAY_URL"):
-        discord = dataclasses.replace(discord, gateway_url=environ["FAMILIAR_DISCORD_GATEWAY_URL"])
-    if environ.get("FAMILIAR_LLM_BASE_URL"):
-        llm = dataclasses.replace(llm, base_url=environ["FAMILIAR_LLM_BASE_URL"])
-    if environ.get("FAMILIAR_LLM_MODEL"):
-        llm = dataclasses.replace(llm, model=environ["FAMILIAR_LLM_MODEL"])
-    return dataclasses.replace(settings, discord=discord, llm=llm)
+    variable = ENVIRONMENT_OVERRIDES.get(dotted)
+    return variable if variable is not None and environ.get(variable) else None
+
+
+def apply_environment(settings: Settings, env: Mapping[str, str] | None = None) -> Settings:
+    """Apply the documented environment overrides (ENVIRONMENT_OVERRIDES)."""
+    environ = os.environ if env is None else env
+    for dotted, variable in ENVIRONMENT_OVERRIDES.items():
+        value = environ.get(variable)
+        if value:
+            section_name, key = dotted.split(".")
+            section = dataclasses.replace(getattr(settings, section_name), **{key: value})
+            settings = dataclasses.replace(settings, **{section_name: section})
+    return settings
+
+
+def keys_in_file(path: Path) -> frozenset[str]:
+    """The dotted keys character.toml at `path` sets itself (the others have their defaults).
+    Blocking file I/O. Raises ConfigError like `load_settings`."""
+    settings_text = _read_text(path)
+    parse_settings(settings_text, path)
+    found: set[str] = set()
+
+    def walk(table: Mapping[str, Any], prefix: str) -> None:
+        for key, value in table.items():
+            dotted = f"{prefix}{key}"
+            if isinstance(value, dict):
+                walk(value, dotted + ".")
+            else:
+                found.add(dotted)
+
+    walk(tomllib.loads(settings_text), "")
+    return frozenset(found)
 
 
 def iter_options(cls: type[Any] = Settings, prefix: str = "") -> list[tuple[str, str]]:
@@ -433,6 +469,7 @@ def iter_options(cls: type[Any] = Settings, prefix: str = "") -> list[tuple[str,
 
 
 __all__ = [
+    "ENVIRONMENT_OVERRIDES",
     "BackgroundLLMSection",
     "BudgetSection",
     "BudgetTier",
@@ -451,7 +488,9 @@ __all__ = [
     "Settings",
     "apply_environment",
     "config_error_at",
+    "environment_override",
     "iter_options",
+    "keys_in_file",
     "load_settings",
     "parse_settings",
 ]

@@ -42,12 +42,14 @@ import tomllib
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 from tomlkit.items import Table
 
+from app.config.editing import set_values
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, create_familiar, familiar_exists, template_dir
 from app.config.settings import load_settings, parse_settings
@@ -56,6 +58,7 @@ from app.runtime.context.lorebook_doc import NEW_FILE_HEADER, LorebookDocument
 from app.runtime.context.lorebook_formats import LorebookFormatError, export_lorebook, import_lorebook
 from app.runtime.errors import FamiliarError
 from app.runtime.png_text import SIGNATURE, TEXT_CHUNKS, Chunk, PngError, placeholder, read_chunks, text_of, with_text
+from app.runtime.setup_views import CardApplied, CardPreview
 
 _log = logging.getLogger(__name__)
 
@@ -608,6 +611,71 @@ def _write_atomically(target: Path, payload: bytes) -> None:
         raise CardError(f"{target}: cannot be written: {exc.strerror or exc}") from None
 
 
+# -- a card into the familiar that is open ---------------------------------------------------------------
+def preview_card(path: Path) -> CardPreview:
+    """What the card at `path` would bring, read but not applied. Raises CardError. Blocking."""
+    card = read_card(path)
+    data = card.data
+    book = data.get("character_book")
+    entries = book.get("entries") if isinstance(book, dict) else None
+    description = " ".join(_clean(_text(data, "description")).split())
+    return CardPreview(
+        path=path,
+        name=_clean(card.name),
+        source=card.source,
+        description=description if len(description) <= 240 else description[:239].rstrip() + "…",
+        lore_entries=len(entries) if isinstance(entries, list) else 0,
+        has_greeting=bool(_text(data, "first_mes").strip()),
+        has_image=card.image is not None,
+    )
+
+
+def apply_card_to_familiar(path: Path, paths: FamiliarPaths) -> CardApplied:
+    """Make the familiar at `paths` the card's character: its persona (character.md), name and greeting
+    (character.toml, whose other settings stay as they are), lorebook, card.json and avatar.png.
+
+    Everything is read and checked before anything is written. A replaced file that is neither the
+    template's nor already the card's is first kept beside it as `<file>.before-card-<UTC time>`.
+    Raises CardError (a bad card, a file that cannot be written) or ConfigError. Blocking file I/O.
+    """
+    card = read_card(path)
+    try:
+        files, lore = _familiar_files(card, paths)
+    except CardError as exc:
+        raise CardError(f"{path}: {exc}") from None
+    del files["character.toml"]  # the template's: only the name and greeting change in the familiar's own
+    values = {"familiar.display_name": _clean(card.name), "familiar.greeting": _clean(_text(card.data, "first_mes"))}
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    replaced: list[tuple[Path, bytes]] = []
+    for filename in ("character.md", "lorebook.toml", CARD_FILE, IMAGE_FILE):
+        current = paths.folder / filename
+        try:
+            old = current.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise CardError(f"{current}: cannot be read: {exc.strerror or exc}") from None
+        template = template_dir() / filename
+        if old == files.get(filename) or (template.is_file() and template.read_bytes() == old):
+            continue
+        replaced.append((current.with_name(f"{filename}.before-card-{stamp}"), old))
+    set_values(paths.character_toml, values)  # checked before it is written; a ConfigError changes nothing
+    for backup, old in replaced:
+        _write_atomically(backup, old)
+    for filename, content in files.items():
+        _write_atomically(paths.folder / filename, content)
+    if IMAGE_FILE not in files:
+        (paths.folder / IMAGE_FILE).unlink(missing_ok=True)  # the previous card's picture is not this one's
+    _log.info("familiar %s became a card's character (%d lore entries)", paths.name, lore)
+    return CardApplied(
+        display_name=values["familiar.display_name"],
+        source=card.source,
+        lore_entries=lore,
+        has_greeting=bool(values["familiar.greeting"].strip()),
+        kept=tuple(backup for backup, _old in replaced),
+    )
+
+
 __all__ = [
     "CARD_FILE",
     "IMAGE_FILE",
@@ -617,6 +685,7 @@ __all__ = [
     "CardExport",
     "CardImport",
     "CardNameError",
+    "apply_card_to_familiar",
     "check_card",
     "create_familiar_from_card",
     "familiar_card",
@@ -624,6 +693,7 @@ __all__ = [
     "normalise",
     "parse_card",
     "parse_persona",
+    "preview_card",
     "read_card",
     "render_persona",
     "write_card",

@@ -2,7 +2,8 @@
 
 `FamiliarFacade` is the familiar itself (status, start / stop, local chat, settings, events); its
 typed sub-APIs are `memory` (facts, the queue, decisions and their undo, forgetting, people),
-`controls` (pause switches, workers) and `indexes` (health, rebuild), plus `explain(turn_id)`.
+`controls` (pause switches, workers), `indexes` (health, rebuild) and `setup` (settings in force and
+their sources, token and endpoint checks, saving), plus `explain(turn_id)`.
 They return view records (app/runtime/views.py) with names resolved. Every write takes an optional
 `initiator`, an opaque token carried on the MemoryChanged it publishes.
 """
@@ -16,6 +17,15 @@ from pathlib import Path
 from typing import Protocol
 
 from app.runtime.events import ConnectionState, GuildInfo, RuntimeEvent
+from app.runtime.setup_views import (
+    CardApplied,
+    CardPreview,
+    DiscordCheck,
+    ModelList,
+    SettingsUpdate,
+    SettingsView,
+    Which,
+)
 from app.runtime.views import (
     FORGET_UNDO_SECONDS,
     EmbeddingStatusView,
@@ -236,6 +246,31 @@ class IndexesApi(Protocol):
     ) -> int: ...
 
 
+class SetupApi(Protocol):
+    """Setting the familiar up (the welcome flow, Settings): values in force and their sources, checks of
+    a bot token and of an LLM endpoint, saving (in force at once), a character card made into it."""
+
+    async def current(self) -> SettingsView: ...
+
+    async def check_discord(self, token: str | None = None) -> DiscordCheck:
+        """None checks the token in force; an environment token is always the one checked."""
+        ...
+
+    async def list_models(self, draft: SettingsUpdate | None = None, which: Which = "replies") -> ModelList:
+        """The models of the endpoint that would be used: the draft's values, unless the environment sets them."""
+        ...
+
+    async def test_endpoint(self, draft: SettingsUpdate | None = None, which: Which = "replies") -> str: ...
+
+    async def save(self, update: SettingsUpdate) -> SettingsView:
+        """Checked first (FamiliarError, nothing written), then in force at once everywhere."""
+        ...
+
+    async def preview_card(self, path: Path) -> CardPreview: ...
+
+    async def apply_card(self, path: Path) -> CardApplied: ...
+
+
 class FamiliarFacade(Protocol):
     """Everything a pane or a CLI command can do. All I/O is async; `get_*` never does I/O."""
 
@@ -258,6 +293,9 @@ class FamiliarFacade(Protocol):
 
     @property
     def indexes(self) -> IndexesApi: ...
+
+    @property
+    def setup(self) -> SetupApi: ...
 
     async def explain(self, turn_id: int) -> Explanation:
         """What went into the reply that produced this turn; FamiliarError when it is not a reply."""

@@ -37,6 +37,7 @@ __all__ = ["ChatMessage", "LLMClient", "LLMEndpoint", "LLMError", "strip_reasoni
 _MAX_BACKOFF = 30.0
 _MAX_RETRY_AFTER = 30.0
 _DETAIL_LIMIT = 200
+MODEL_LIST_TIMEOUT = 15.0
 
 
 class ChatMessage(TypedDict):
@@ -464,3 +465,54 @@ class LLMClient:
         if failure.status == 408:
             return LLMError(f"The LLM endpoint {url} timed out the request (408) after {tries}. Is the model loaded?")
         return LLMError(f"The LLM endpoint {url} answered with an error {failure.status} after {tries}.{said}")
+
+    async def list_models(self, *, timeout: float = MODEL_LIST_TIMEOUT) -> tuple[str, ...]:
+        """The ids of the models the endpoint serves (`GET {base_url}/models`), sorted, without retries;
+        no model needs to be set. Raises LLMError (one line, naming the endpoint)."""
+        url = self._url
+        if not url:
+            raise LLMError("Set the LLM endpoint first.")
+        if not url.lower().startswith(("http://", "https://")):
+            raise LLMError(
+                f"The LLM endpoint '{url}' is not a web address. "
+                "It must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)."
+            )
+        client = openai.AsyncOpenAI(
+            base_url=url, api_key=self._endpoint.api_key or "not-needed", timeout=timeout, max_retries=0
+        )
+        try:
+            async with asyncio.timeout(timeout):
+                return tuple(sorted({model.id async for model in client.models.list()}, key=str.lower))
+        except (TimeoutError, openai.APITimeoutError):
+            raise LLMError(f"The LLM endpoint {url} did not list its models within {timeout:g} s.") from None
+        except openai.APIConnectionError as exc:
+            reason = _connection_reason(exc)
+            hint = "Check the address." if reason == "host not found" else "Is the server running?"
+            raise LLMError(f"Cannot reach the LLM endpoint {url} ({reason}). {hint}") from None
+        except openai.APIStatusError as exc:
+            raise self._model_list_error(exc) from None
+        except (json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError, TypeError, AttributeError):
+            # A body that is not a JSON page (an HTML page, a bare string) breaks inside the openai client.
+            raise LLMError(
+                f"The LLM endpoint {url} sent a model list that is not OpenAI-style. "
+                "Check that the URL is an OpenAI-compatible API (it usually ends in /v1)."
+            ) from None
+        except openai.OpenAIError as exc:
+            raise LLMError(f"The LLM endpoint {url} could not list its models: {_one_line(str(exc))}") from None
+        finally:
+            await client.close()
+
+    def _model_list_error(self, exc: openai.APIStatusError) -> LLMError:
+        url = self._url
+        detail = _error_detail(exc)
+        said = f" The server said: {detail}" if detail else ""
+        if exc.status_code == 401:
+            return LLMError(f"The LLM endpoint {url} rejected the API key (401). Check the key.")
+        if exc.status_code == 403:
+            return LLMError(f"The LLM endpoint {url} refused access (403). Check the API key.{said}")
+        if exc.status_code == 404:
+            return LLMError(
+                f"The LLM endpoint {url} has no model list (404). Check the URL (it usually ends in /v1),"
+                " or type the model name."
+            )
+        return LLMError(f"The LLM endpoint {url} answered with an error {exc.status_code}.{said}")

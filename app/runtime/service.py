@@ -13,7 +13,6 @@ from pathlib import Path
 
 import discord
 
-from app.config.editing import set_values
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, list_familiars
 from app.config.secrets import SecretStore
@@ -47,6 +46,8 @@ from app.runtime.places import PlaceNamer
 from app.runtime.projectors.base import ProjectorDeps
 from app.runtime.projectors.runner import ProjectorRunner
 from app.runtime.retrieval import Retriever
+from app.runtime.setup_api import SetupService
+from app.runtime.setup_views import SettingsUpdate
 from app.runtime.view_builder import ViewBuilder
 from app.runtime.views import Explanation
 from app.runtime.wiring import Loaded, Parts, Shared, build_parts, load_familiar
@@ -138,6 +139,7 @@ class Familiar:
             workers=lambda: self.learning.names,
             changes=self.changes,
         )
+        self.setup = SetupService(loaded.paths, secret_store, env, lambda: self._parts.loaded, self.reconfigure)
 
     # -- the parts the settings decide -----------------------------------------------------------
     @property
@@ -581,24 +583,10 @@ class Familiar:
     async def save_credentials(
         self, *, bot_token: str | None, llm_base_url: str | None, llm_api_key: str | None, llm_model: str | None
     ) -> None:
-        values: dict[str, str] = {}
-        if llm_base_url is not None:
-            url = llm_base_url.strip()
-            if url and not url.startswith(("http://", "https://")):
-                raise FamiliarError(f"The LLM endpoint must start with http:// or https:// (got '{url}').")
-            values["llm.base_url"] = url
-        if llm_model is not None:
-            values["llm.model"] = llm_model.strip()
-        if values:
-            try:
-                set_values(self._paths.character_toml, values)
-            except ConfigError as exc:
-                raise FamiliarError(str(exc)) from exc
-        if bot_token is not None:
-            self._secret_store.set("discord_token", bot_token.strip())
-        if llm_api_key is not None:
-            self._secret_store.set("llm_api_key", llm_api_key.strip())
-        await self.reconfigure()
+        update = SettingsUpdate(
+            bot_token=bot_token, llm_base_url=llm_base_url, llm_api_key=llm_api_key, llm_model=llm_model
+        )
+        await self.setup.save(update)
 
     async def test_llm_endpoint(self) -> str:
         return await self._parts.reply_llm.check()

@@ -23,6 +23,7 @@ from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import cancel_running_slots
 from app.ui.bridge import RuntimeBridge
 from app.ui.dialogs.settings_dialog import SettingsDialog
+from app.ui.dialogs.welcome_dialog import WelcomeDialog
 from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self._facade = facade
         self._settings_dialog: SettingsDialog | None = None
+        self._welcome_dialog: WelcomeDialog | None = None
         self._shown_once = False
         self.setWindowTitle(f"Familiar — {facade.familiar_name}")
         self.setWindowIcon(app_icon())
@@ -197,15 +199,36 @@ class MainWindow(QMainWindow):
             dialog.deleteLater()
         dialog = SettingsDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
+        dialog.welcome_requested.connect(self.open_welcome)
         self._settings_dialog = dialog
         dialog.show()
         return dialog
 
+    @property
+    def welcome_dialog(self) -> WelcomeDialog | None:
+        return self._welcome_dialog
+
+    def open_welcome(self) -> WelcomeDialog:
+        """Show the welcome flow (non-modal); raise it if it is already open."""
+        dialog = self._welcome_dialog
+        if dialog is not None and dialog.isVisible():
+            dialog.raise_()
+            dialog.activateWindow()
+            return dialog
+        if dialog is not None:
+            dialog.deleteLater()
+        dialog = WelcomeDialog(self._facade, self)
+        dialog.saved.connect(self.dashboard.refresh_status)
+        dialog.chat_requested.connect(lambda: self.show_pane("chat"))
+        self._welcome_dialog = dialog
+        dialog.show()
+        return dialog
+
     def maybe_show_first_run(self) -> bool:
-        """Open Settings when the familiar is not configured yet; returns whether it did."""
+        """Open the welcome flow when the familiar is not configured yet; returns whether it did."""
         if self._facade.get_status().configured:
             return False
-        self.open_settings()
+        self.open_welcome()
         return True
 
     # -- lifetime ----------------------------------------------------------------------------------
@@ -217,8 +240,9 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         super().closeEvent(event)
         if event.isAccepted():
-            if self._settings_dialog is not None:
-                self._settings_dialog.close()  # an open child dialog would outlive the window
+            for child in (self._settings_dialog, self._welcome_dialog):
+                if child is not None:
+                    child.close()  # an open child dialog would outlive the window
             self.closed.emit()
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:

@@ -45,6 +45,12 @@ INTENT_GUILD_MESSAGES = 1 << 9
 INTENT_DIRECT_MESSAGES = 1 << 12
 INTENT_MESSAGE_CONTENT = 1 << 15
 
+# Application flags: a privileged intent switched on in the Developer Portal, for a bot in fewer than
+# 100 servers (https://discord.com/developers/docs/resources/application#application-object-application-flags).
+APP_FLAG_PRESENCE_LIMITED = 1 << 13
+APP_FLAG_GUILD_MEMBERS_LIMITED = 1 << 15
+APP_FLAG_MESSAGE_CONTENT_LIMITED = 1 << 19
+
 VIEW_CHANNEL = 1 << 10
 READ_MESSAGE_HISTORY = 1 << 16
 
@@ -95,8 +101,8 @@ def build_current_user(user: JSON) -> JSON:
     return {**user, "verified": True, "mfa_enabled": False, "email": None, "locale": "en-US", "flags": 0}
 
 
-def build_application(bot: JSON, owner: JSON) -> JSON:
-    """``GET /oauth2/applications/@me``."""
+def build_application(bot: JSON, owner: JSON, flags: int = 0) -> JSON:
+    """``GET /oauth2/applications/@me``; ``flags`` carries the privileged intents switched on."""
     return {
         "id": bot["id"],
         "name": bot["username"],
@@ -106,7 +112,7 @@ def build_application(bot: JSON, owner: JSON) -> JSON:
         "bot_require_code_grant": False,
         "owner": owner,
         "verify_key": "0" * 64,
-        "flags": 0,
+        "flags": flags,
         "team": None,
         "bot": bot,
     }
@@ -438,6 +444,9 @@ class FakeDiscord:
             | (INTENT_GUILD_MEMBERS if allow_members else 0)
             | (INTENT_GUILD_PRESENCES if allow_presences else 0)
         )
+        # None: the application's flags say which privileged intents are allowed, as on Discord; an int is
+        # sent as it is (a Discord-compatible server whose flags do not follow its intents).
+        self.application_flags: int | None = None
         self.posted: list[PostedMessage] = []
         self.bot_edits: list[PostedMessage] = []  # PATCHes of the bot's own messages
         self.bot_deletes: list[int] = []  # ids of messages the bot DELETEd
@@ -986,7 +995,15 @@ class FakeDiscord:
         return self._json(user)
 
     async def _get_application(self, request: web.Request) -> web.Response:
-        return self._json(build_application(self._users[self.bot_id], self._owner_payload()))
+        flags = self.application_flags
+        if flags is None:
+            allowed = self.allowed_privileged
+            flags = (
+                (APP_FLAG_MESSAGE_CONTENT_LIMITED if allowed & INTENT_MESSAGE_CONTENT else 0)
+                | (APP_FLAG_GUILD_MEMBERS_LIMITED if allowed & INTENT_GUILD_MEMBERS else 0)
+                | (APP_FLAG_PRESENCE_LIMITED if allowed & INTENT_GUILD_PRESENCES else 0)
+            )
+        return self._json(build_application(self._users[self.bot_id], self._owner_payload(), flags))
 
     async def _create_dm(self, request: web.Request) -> web.Response:
         user_id = int((await request.json())["recipient_id"])

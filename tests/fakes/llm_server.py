@@ -93,7 +93,10 @@ class FakeLLM:
     """A fake OpenAI-compatible server on 127.0.0.1 with scripted behaviour.
 
     api_key: when set, every request must carry "Authorization: Bearer <api_key>" (else 401).
-    models: when set, a chat request for any other model gets an OpenAI-style 404.
+    models: when set, a chat request for any other model gets an OpenAI-style 404; GET /v1/models lists
+    them (else one, "fake-model").
+    models_status / models_body: script GET /v1/models (an error status, or a raw body such as garbage);
+    `model_list_requests` records the headers of each one.
     """
 
     def __init__(self, *, api_key: str | None = None, models: tuple[str, ...] | None = None) -> None:
@@ -101,6 +104,9 @@ class FakeLLM:
         self.models = models
         self.default_reply: Callable[[list[dict[str, Any]]], str] = echo_reply
         self.requests: list[RecordedRequest] = []
+        self.model_list_requests: list[dict[str, str]] = []
+        self.models_status: int | None = None
+        self.models_body: str | None = None
         self.unhandled: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -194,8 +200,15 @@ class FakeLLM:
         )
 
     async def _list_models(self, request: web.Request) -> web.Response:
+        self.model_list_requests.append(dict(request.headers))
         if not self._authorized(request):
             return self._unauthorized()
+        if self.models_body is not None:
+            return web.Response(status=self.models_status or 200, text=self.models_body, content_type="text/html")
+        if self.models_status is not None:
+            error_type, code = _ERROR_TYPES.get(self.models_status, ("server_error", None))
+            body = _error_body(f"Scripted error {self.models_status}.", error_type, code)
+            return web.json_response(body, status=self.models_status)
         names = self.models if self.models is not None else ("fake-model",)
         data = [{"id": name, "object": "model", "created": self._created, "owned_by": "fake"} for name in names]
         return web.json_response({"object": "list", "data": data})

@@ -610,3 +610,29 @@ async def test_hooks_see_a_post_before_it_is_answered_and_a_history_page_before_
         assert [m.content async for m in channel.history(limit=1, before=discord.Object(first + 1))] == ["first"]
         await client.wait_event("raw_message_delete", lambda e: e.message_id == first)
     assert seen == [("post", "hello"), ("history", (GENERAL, [first]))]
+
+
+@pytest.mark.parametrize(("allow", "expected"), [(True, True), (False, False)])
+async def test_application_flags_say_whether_the_message_content_intent_is_allowed(
+    allow: bool,
+    expected: bool,
+) -> None:
+    async with serve(allow_message_content=allow) as fake:
+        client = RecordingClient()
+        try:
+            await client.login(fake.token)
+            info = await client.application_info()  # the real client's own reading of the flags
+        finally:
+            await client.close()
+        assert info.id == BOT_ID
+        assert info.flags.gateway_message_content_limited is expected
+        assert info.flags.gateway_message_content is False
+        assert info.flags.gateway_guild_members_limited is False
+
+        fake.application_flags = 0  # a compatible server whose flags do not follow its intents
+        client = RecordingClient()
+        try:
+            await client.login(fake.token)
+            assert (await client.application_info()).flags.value == 0
+        finally:
+            await client.close()

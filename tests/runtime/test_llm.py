@@ -623,3 +623,69 @@ async def test_fake_closes_while_a_request_hangs(make_client: MakeClient) -> Non
 async def test_fake_wait_for_requests_times_out(fake: FakeLLM) -> None:
     with pytest.raises(AssertionError, match="expected 1"):
         await fake.wait_for_requests(1, timeout=0.05)
+
+
+# -- the model list ---------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_list_models_lists_the_endpoints_models_sorted_with_the_key(
+    fake: FakeLLM, make_client: MakeClient
+) -> None:
+    client = make_client(model="")  # no model needed to ask which there are
+
+    assert await client.list_models() == ("other", "tiny")
+    assert [headers["Authorization"] for headers in fake.model_list_requests] == ["Bearer sk-test"]
+    assert fake.requests == [], "listing models sends no chat request"
+
+
+@pytest.mark.asyncio
+async def test_list_models_with_a_wrong_key_says_so(fake: FakeLLM, make_client: MakeClient) -> None:
+    client = make_client(api_key="sk-wrong")
+
+    with pytest.raises(LLMError) as raised:
+        await client.list_models()
+    assert (
+        assert_one_line(raised.value) == f"The LLM endpoint {fake.base_url} rejected the API key (401). Check the key."
+    )
+
+
+@pytest.mark.asyncio
+async def test_list_models_of_an_endpoint_that_is_down_says_it_cannot_reach_it(make_client: MakeClient) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    client = make_client(url)
+
+    with pytest.raises(LLMError) as raised:
+        await client.list_models()
+    assert assert_one_line(raised.value) == (
+        f"Cannot reach the LLM endpoint {url} (connection refused). Is the server running?"
+    )
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("status", "body", "says"),
+    [
+        (404, None, "has no model list (404). Check the URL (it usually ends in /v1), or type the model name."),
+        (500, None, "answered with an error 500. The server said: Scripted error 500."),
+        (200, "<html>hello</html>", "sent a model list that is not OpenAI-style."),
+        (200, '{"data": 3}', "sent a model list that is not OpenAI-style."),
+    ],
+)
+async def test_list_models_explains_what_went_wrong(
+    fake: FakeLLM, make_client: MakeClient, status: int, body: str | None, says: str
+) -> None:
+    fake.models_status, fake.models_body = status, body
+    client = make_client()
+
+    with pytest.raises(LLMError) as raised:
+        await client.list_models()
+    assert says in assert_one_line(raised.value)
+
+
+@pytest.mark.asyncio
+async def test_list_models_refuses_what_is_not_a_web_address(make_client: MakeClient) -> None:
+    with pytest.raises(LLMError, match="is not a web address"):
+        await make_client("localhost:11434").list_models()
+    with pytest.raises(LLMError, match="Set the LLM endpoint first"):
+        await make_client(" ").list_models()

@@ -2,7 +2,7 @@
 
 The connection, the local chat and the settings are scripted here. The memory sub-APIs are not faked:
 built with `backing=` a real Familiar over a store in a tmp folder (the `memory_facade` fixture), the
-fake hands out that familiar's own `memory`, `controls`, `indexes` and `explain`, and passes on its
+fake hands out that familiar's own `memory`, `controls`, `indexes`, `setup` and `explain`, and passes on its
 MemoryChanged and IndexHealthReport events. Without one, `controls` is `FakeControls` (the window's
 pause light asks it at start: nothing paused until a test pauses something).
 """
@@ -31,7 +31,16 @@ from app.runtime.events import (
     MemoryChanged,
     RuntimeEvent,
 )
-from app.runtime.facade import ChatLine, ControlsApi, FamiliarFacade, IndexesApi, MemoryApi, StatusSnapshot, TurnHit
+from app.runtime.facade import (
+    ChatLine,
+    ControlsApi,
+    FamiliarFacade,
+    IndexesApi,
+    MemoryApi,
+    SetupApi,
+    StatusSnapshot,
+    TurnHit,
+)
 from app.runtime.service import Familiar
 from app.runtime.views import Explanation, PauseKind, PauseView, WorkersView
 
@@ -198,6 +207,10 @@ class FakeFacade:
     @property
     def indexes(self) -> IndexesApi:
         return self._real().indexes
+
+    @property
+    def setup(self) -> SetupApi:
+        return self._real().setup
 
     async def explain(self, turn_id: int) -> Explanation:
         self.calls.append(Call("explain", {"turn_id": turn_id}))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from app.runtime.events import ConnectionChanged, ConnectionState, LatencyMeasured
+from app.runtime.service import Familiar
 from app.ui.async_slot import running_slots
 from app.ui.main_window import PANES, MainWindow
 from tests.ui.fake_facade import FakeFacade
@@ -58,8 +60,8 @@ def test_status_bar_follows_the_connection(qtbot: QtBot, facade: FakeFacade) -> 
     assert window.latency_label.text() == "Latency: —"
 
 
-def test_file_menu_has_settings_and_quit(qtbot: QtBot, facade: FakeFacade) -> None:
-    window = make_window(qtbot, facade)
+def test_file_menu_has_settings_and_quit(qtbot: QtBot, memory_facade: FakeFacade) -> None:
+    window = make_window(qtbot, memory_facade)
     assert [action.text() for action in window.menuBar().actions()] == ["&File", "&Edit"]
     edit = [action.text() for action in window.edit_menu.actions()]
     assert edit == ["&Undo", "&Redo"]
@@ -75,40 +77,41 @@ def test_file_menu_has_settings_and_quit(qtbot: QtBot, facade: FakeFacade) -> No
     assert not dialog.isModal()
     window.settings_action.trigger()
     assert window.settings_dialog is dialog  # raised again, not a second dialog
+    settle(qtbot)
 
 
-def test_first_run_opens_settings_and_saving_updates_the_dashboard(qtbot: QtBot) -> None:
-    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"))
+def test_first_run_opens_the_welcome_instead_of_settings(qtbot: QtBot, real_familiar: Familiar) -> None:
+    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"), backing=real_familiar)
     window = make_window(qtbot, facade)
     assert not window.dashboard.setup_hint.isHidden()
 
     assert window.maybe_show_first_run()
-    dialog = window.settings_dialog
+    settle(qtbot)
+    dialog = window.welcome_dialog
     assert dialog is not None
     assert dialog.isVisible()
+    assert window.settings_dialog is None
+    assert window.open_welcome() is dialog  # raised again, not a second one
 
-    dialog.bot_token.setText("token")
-    dialog.base_url.setText("http://127.0.0.1:11434/v1")
-    dialog.buttons.accepted.emit()
-    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=WAIT_MS)
-
-    assert window.dashboard.setup_hint.isHidden()
+    facade.status = replace(facade.status, configured=True, missing=())
     assert not window.maybe_show_first_run()
 
 
-def test_the_set_up_hint_button_opens_settings(qtbot: QtBot) -> None:
-    facade = FakeFacade(configured=False, missing=("bot token",))
+def test_the_set_up_hint_button_opens_settings(qtbot: QtBot, real_familiar: Familiar) -> None:
+    facade = FakeFacade(configured=False, missing=("bot token",), backing=real_familiar)
     window = make_window(qtbot, facade)
 
     qtbot.mouseClick(window.dashboard.open_settings_button, Qt.MouseButton.LeftButton)
+    settle(qtbot)
 
     assert window.settings_dialog is not None
     assert window.settings_dialog.isVisible()
 
 
-def test_close_does_not_block_and_emits_closed(qtbot: QtBot, facade: FakeFacade) -> None:
-    window = make_window(qtbot, facade)
+def test_close_does_not_block_and_emits_closed(qtbot: QtBot, memory_facade: FakeFacade) -> None:
+    window = make_window(qtbot, memory_facade)
     window.open_settings()
+    settle(qtbot)
 
     with qtbot.waitSignal(window.closed, timeout=1_000):
         window.quit_action.trigger()

@@ -115,22 +115,23 @@ def test_dashboard_needing_attention_screenshot(qtbot: QtBot) -> None:
     assert not window.dashboard.setup_hint.isHidden()
 
 
-def test_settings_dialog_screenshot(qtbot: QtBot) -> None:
-    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"))
+def test_settings_dialog_screenshot(qtbot: QtBot, real_familiar: Familiar) -> None:
+    """Settings over a real, unconfigured familiar: each value in force with where it comes from."""
+    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"), backing=real_familiar)
     window = MainWindow(facade)
     qtbot.addWidget(window)
     window.show()
     dialog = window.open_settings()
+    settle(qtbot)
     dialog.bot_token.setText("MTIz.not.a.real.token")
     dialog.model.setText("llama3.1:8b")
-    dialog.test_button.click()
-    settle(qtbot)
     qtbot.waitExposed(dialog)
 
     path = grab(dialog, "settings_dialog.png")
 
     assert path.stat().st_size > MIN_PNG_BYTES // 2
-    assert dialog.test_result.text() == facade.endpoint_result
+    assert dialog.sources["bot_token"].text() == "not set"
+    assert dialog.sources["display_name"].text() == "from character.toml"
 
 
 def test_undo_notices_screenshot(qtbot: QtBot, run: Run[Any], real_familiar: Familiar) -> None:
