@@ -21,11 +21,14 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.console import error, output
 from app.runtime.errors import FamiliarError
-from app.runtime.events import Activity, ConnectionChanged, FailureReported, GuildsChanged, RuntimeEvent
+from app.runtime.event_log import EventLog
 from app.runtime.service import Familiar
+from app.runtime.wording import for_terminal
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
+
+    from app.logs import LogSetup
 
 _log = logging.getLogger("familiar")
 _STARTED = time.perf_counter()
@@ -116,18 +119,21 @@ def _exit_now(why: str) -> None:
 
 
 # -- headless ------------------------------------------------------------------------------------
-def _log_event(event: RuntimeEvent) -> None:
-    if isinstance(event, ConnectionChanged):
-        _log.info("connection: %s %s", event.state.value, event.detail)
-    elif isinstance(event, GuildsChanged):
-        _log.info("guilds: %s", ", ".join(g.name for g in event.guilds) or "none")
-    elif isinstance(event, Activity):
-        _log.info("%s %s %s", event.kind.value, event.where, event.summary)
-    elif isinstance(event, FailureReported):
-        _log.error("%s", event.message)
+class _Terminal:
+    """Headless mode's error lines: worded for a terminal (character.toml, environment variables, not the
+    window's Settings), and each printed once (not again when the console already showed it)."""
+
+    def __init__(self, paths: FamiliarPaths, logs: LogSetup | None) -> None:
+        self._toml = paths.character_toml
+        self._logs = logs
+
+    def error(self, message: str) -> None:
+        if self._logs is not None and self._logs.shown(message):
+            return
+        error(for_terminal(message, self._toml))
 
 
-async def _headless(paths: FamiliarPaths) -> int:
+async def _headless(paths: FamiliarPaths, logs: LogSetup | None) -> int:
     problem = _check_data_root(paths)
     if problem:
         error(problem)
@@ -139,9 +145,10 @@ async def _headless(paths: FamiliarPaths) -> int:
             return EXIT_OK
         if isinstance(familiar, int):
             return familiar
-        familiar.subscribe(_log_event)
+        events = EventLog(starting=True)
+        familiar.subscribe(events)
         try:
-            return await _serve(familiar, paths, stop)
+            return await _serve(familiar, paths, stop, events, _Terminal(paths, logs))
         finally:
             await familiar.close()
 
@@ -164,7 +171,9 @@ async def _until_stopped(work: Coroutine[Any, Any, _T], stop: asyncio.Event) -> 
     return task.result()  # it finished while being cancelled
 
 
-async def _serve(familiar: Familiar, paths: FamiliarPaths, stop: asyncio.Event) -> int:
+async def _serve(
+    familiar: Familiar, paths: FamiliarPaths, stop: asyncio.Event, events: EventLog, terminal: _Terminal
+) -> int:
     async def go_live() -> bool:
         # Without a window nobody would see a dead endpoint until the first reply fails: check it
         # once before going live, and refuse to start without it.
@@ -178,20 +187,21 @@ async def _serve(familiar: Familiar, paths: FamiliarPaths, stop: asyncio.Event) 
             _log.info("stopping")
             return EXIT_OK
     except FamiliarError as exc:
-        error(str(exc))
+        terminal.error(str(exc))  # the failure that stopped the start, printed once as the command's error
         return EXIT_FAILURE
+    events.starting = False
     _log.info("familiar '%s' is running; press Ctrl-C to stop", paths.name)
     ended = await _until_stopped(familiar.wait_closed(), stop)
     if ended is not None:
-        error(familiar.get_status().last_error or str(ended))
+        terminal.error(familiar.get_status().last_error or str(ended))
         return EXIT_FAILURE
     _log.info("stopping")
     return EXIT_OK
 
 
-def run_headless(paths: FamiliarPaths) -> int:
+def run_headless(paths: FamiliarPaths, logs: LogSetup | None = None) -> int:
     try:
-        return asyncio.run(_headless(paths))
+        return asyncio.run(_headless(paths, logs))
     except KeyboardInterrupt:
         return EXIT_OK
 
@@ -265,6 +275,7 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
                 error(problem or "Familiar could not start.")
                 await _until_stopped(show_startup_error(problem or "Familiar could not start."), stop)
                 return
+            familiar.subscribe(EventLog())  # the same event lines as headless mode, in the log file
             try:
                 await familiar.start_learning()
                 familiar.start_watching()

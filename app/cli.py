@@ -30,7 +30,8 @@ from app.config.paths import (
     list_familiars,
     require_familiar,
 )
-from app.console import EscapingFormatter, error, escape, output, output_json
+from app.console import error, escape, output, output_json
+from app.logs import configure_logging
 from app.runtime.errors import FamiliarError
 from app.runtime.memory_ops import RebuildProgress
 from app.runtime.service import Familiar
@@ -241,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_self_test()
     window = args.command is None or (args.command == "run" and not args.headless)
+    # Terminal output is the command's answer; everything logged goes to the log file (app/logs.py).
+    logs = configure_logging("window" if window else "headless" if args.command == "run" else "command")
     if window:
         from app.platform_check import window_problem  # before anything loads Qt, or creates a familiar
 
@@ -264,18 +267,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if window:
         from app.bootstrap import run_window  # imports Qt only when a window is wanted
 
-        _configure_logging(logging.WARNING)  # the window shows the rest; warnings still reach a terminal, escaped
         return run_window(paths, pane=args.pane)
     if args.command == "screenshot":
         from app.bootstrap import run_screenshot
 
-        _configure_logging(logging.WARNING)
         return run_screenshot(paths, args.pane, args.out, args.size)
-    _configure_logging()
     if args.command == "run":
         from app.bootstrap import run_headless
 
-        return run_headless(paths)
+        return run_headless(paths, logs)
     if args.command == "lore":
         return _lore(paths, args)
     if args.command == "card":
@@ -283,15 +283,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     action = getattr(args, f"{args.command}_command", None)
     handler = _COMMANDS[(args.command, action)]
     return asyncio.run(_with_familiar(paths, args, handler))
-
-
-def _configure_logging(level: int = logging.INFO) -> None:
-    # Log lines carry Discord text (who said what, server names): escaped, one line per record.
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler])
-    logging.getLogger("discord").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 Handler = Callable[[Familiar, argparse.Namespace], Awaitable[tuple[Any, str]]]

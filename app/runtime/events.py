@@ -66,6 +66,7 @@ class Activity:
     where: str
     summary: str
     at: datetime = field(default_factory=_now)
+    message_id: int | None = None  # the Discord message it is about (logs name it instead of its text)
 
 
 @dataclass(frozen=True, slots=True)
