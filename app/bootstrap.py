@@ -5,30 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
-from app.config.secrets import SecretStore
 from app.console import error, output
 from app.runtime.errors import FamiliarError
 from app.runtime.event_log import EventLog
-from app.runtime.service import Familiar
 from app.runtime.wording import for_terminal
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
 
     from app.logs import LogSetup
+    from app.runtime.service import Familiar
 
 _log = logging.getLogger("familiar")
 _STARTED = time.perf_counter()
@@ -53,6 +53,10 @@ def _check_data_root(paths: FamiliarPaths) -> str | None:
 
 
 async def _open(paths: FamiliarPaths) -> Familiar:
+    # Imported here, not at the top: the window is shown before the store, the index and the clients load.
+    from app.config.secrets import SecretStore
+    from app.runtime.service import Familiar
+
     return await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file))
 
 
@@ -153,7 +157,7 @@ async def _headless(paths: FamiliarPaths, logs: LogSetup | None) -> int:
             await familiar.close()
 
 
-async def _until_stopped(work: Coroutine[Any, Any, _T], stop: asyncio.Event) -> _T | None:
+async def _until_stopped(work: Awaitable[_T], stop: asyncio.Event) -> _T | None:
     """The result of `work`, or None when a stop was asked for first (the work is then cancelled)."""
     task = asyncio.ensure_future(work)
     stopped = asyncio.ensure_future(stop.wait())
@@ -236,10 +240,17 @@ def _unknown_pane(pane: str | None) -> str | None:
 
 
 def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
+    """The window: shown first (on a DeferredFacade, its panes loading), then the familiar opens behind it.
+
+    Cold start: everything the window does not need to draw (the store, the search index, the Discord and
+    LLM clients, the embedding model) is imported and opened after its first paint, the runtime's modules
+    on a worker thread so the window stays responsive meanwhile.
+    """
     app = _qt_app()
     import qasync
     from PySide6.QtCore import QTimer
 
+    from app.runtime.deferred import DeferredFacade
     from app.ui.dialogs.startup_error import show_startup_error
     from app.ui.main_window import MainWindow
 
@@ -260,48 +271,81 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
         with StopSignals(stop.set), contextlib.ExitStack() as cleanup:
             cleanup.callback(waker.stop)
             problem = _check_data_root(paths)
-            familiar: Familiar | None = None
-            if problem is None:
-                try:
-                    familiar = await _until_stopped(_open(paths), stop)
-                except ConfigError as exc:
-                    problem, exit_code = str(exc), EXIT_CONFIG
-                except FamiliarError as exc:
-                    problem, exit_code = str(exc), EXIT_FAILURE
-                if familiar is None and stop.is_set():
-                    return
-            if familiar is None:
-                exit_code = exit_code or EXIT_FAILURE
-                error(problem or "Familiar could not start.")
-                await _until_stopped(show_startup_error(problem or "Familiar could not start."), stop)
+            if problem is not None:
+                exit_code = EXIT_FAILURE
+                error(problem)
+                await _until_stopped(show_startup_error(problem), stop)
                 return
-            familiar.subscribe(EventLog())  # the same event lines as headless mode, in the log file
-            try:
-                await familiar.start_learning()
-                familiar.start_watching()
-                window = MainWindow(familiar, pane=pane)
-            except BaseException:
-                await familiar.close()
-                raise
+            facade = DeferredFacade(paths.name, paths.folder)
+            window = MainWindow(facade, pane=pane)
             window.destroyed.connect(stop.set)
             app.lastWindowClosed.connect(stop.set)
+            painted = window.first_paint()
             window.show()
-            if probe:
-                output(
-                    f"window shown after {time.perf_counter() - _STARTED:.3f} s on the {window.current_pane.name} pane"
-                )
-                stop.set()
-            else:
-                window.maybe_show_first_run()
+            familiar: Familiar | None = None
             try:
+                if probe:
+                    await _until_stopped(painted, stop)
+                    output(
+                        f"window shown after {_since_start():.3f} s on the {window.current_pane.name} pane;"
+                        f" peak memory {_peak_memory_mb():.1f} MB"
+                    )
+                try:
+                    familiar = await _until_stopped(_open_behind_window(paths), stop)
+                except (ConfigError, FamiliarError) as exc:
+                    exit_code = EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_FAILURE
+                    facade.fail(str(exc))
+                    error(str(exc))
+                    await _until_stopped(show_startup_error(str(exc)), stop)
+                    return
+                if familiar is None:  # stopped while it opened
+                    return
+                facade.go_live(familiar)
+                window.familiar_ready()
+                if probe:
+                    output(f"familiar open after {_since_start():.3f} s")
+                    stop.set()
+                else:
+                    window.maybe_show_first_run()
                 await stop.wait()
             finally:
                 await window.shutdown()
-                await familiar.close()
+                if familiar is not None:
+                    await familiar.close()
                 window.deleteLater()
 
     qasync.run(main())
     return exit_code
+
+
+def _since_start() -> float:
+    return time.perf_counter() - _STARTED
+
+
+def _peak_memory_mb() -> float:
+    """The process's peak resident memory so far (0 where the platform does not say: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return 0.0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB elsewhere
+
+
+async def _open_behind_window(paths: FamiliarPaths) -> Familiar:
+    """Open the familiar for the window and start its background work; the window is already shown."""
+    # The runtime's imports (store, index, clients) take most of a cold start: on a worker thread, the
+    # window keeps painting meanwhile.
+    await asyncio.to_thread(importlib.import_module, "app.runtime.service")
+    familiar = await _open(paths)
+    familiar.subscribe(EventLog())  # the same event lines as headless mode, in the log file
+    try:
+        await familiar.start_learning()
+        familiar.start_watching()
+    except BaseException:
+        await familiar.close()
+        raise
+    return familiar
 
 
 def run_screenshot(paths: FamiliarPaths, pane: str, out: Path, size: tuple[int, int]) -> int:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from app import __version__
 from app.bootstrap import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, open_or_explain
@@ -33,9 +33,11 @@ from app.config.paths import (
 from app.console import error, escape, output, output_json
 from app.logs import configure_logging
 from app.runtime.errors import FamiliarError
-from app.runtime.memory_ops import RebuildProgress
-from app.runtime.service import Familiar
-from app.runtime.views import Explanation, FactView, TombstoneView
+
+if TYPE_CHECKING:  # the window's start imports this module: nothing here may load the store or the clients
+    from app.runtime.memory_ops import RebuildProgress
+    from app.runtime.service import Familiar
+    from app.runtime.views import Explanation, FactView, TombstoneView
 
 _log = logging.getLogger("familiar")
 
@@ -285,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return asyncio.run(_with_familiar(paths, args, handler))
 
 
-Handler = Callable[[Familiar, argparse.Namespace], Awaitable[tuple[Any, str]]]
+Handler: TypeAlias = "Callable[[Familiar, argparse.Namespace], Awaitable[tuple[Any, str]]]"
 
 
 async def _with_familiar(paths: FamiliarPaths, args: argparse.Namespace, handler: Handler) -> int:

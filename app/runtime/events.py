@@ -16,6 +16,7 @@ def _now() -> datetime:
 
 
 class ConnectionState(enum.StrEnum):
+    STARTING = "starting"  # the window is up and the familiar is still opening (app/runtime/deferred.py)
     STOPPED = "stopped"
     CONNECTING = "connecting"
     CONNECTED = "connected"

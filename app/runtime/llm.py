@@ -18,19 +18,14 @@ import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
-
-import openai
-from openai.types.chat import (
-    ChatCompletion,
-    ChatCompletionAssistantMessageParam,
-    ChatCompletionMessageParam,
-    ChatCompletionSystemMessageParam,
-    ChatCompletionUserMessageParam,
-)
+from typing import TYPE_CHECKING, Literal, TypedDict, cast
 
 from app.config.settings import LLMSection, Secrets
 from app.runtime.errors import FamiliarError
+
+if TYPE_CHECKING:  # the openai package loads on the first request (importing it takes about half a second)
+    import openai
+    from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = ["ChatMessage", "LLMClient", "LLMEndpoint", "LLMError", "strip_reasoning"]
 
@@ -202,15 +197,9 @@ def _to_openai(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessagePar
     out: list[ChatCompletionMessageParam] = []
     for message in messages:
         role = message["role"]
-        content = message["content"]
-        if role == "system":
-            out.append(ChatCompletionSystemMessageParam(role="system", content=content))
-        elif role == "user":
-            out.append(ChatCompletionUserMessageParam(role="user", content=content))
-        elif role == "assistant":
-            out.append(ChatCompletionAssistantMessageParam(role="assistant", content=content))
-        else:  # pragma: no cover - guarded by the type
+        if role not in ("system", "user", "assistant"):  # pragma: no cover - guarded by the type
             raise ValueError(f"unknown chat role {role!r}")
+        out.append(cast("ChatCompletionMessageParam", {"role": role, "content": message["content"]}))
     return out
 
 
@@ -282,6 +271,8 @@ class LLMClient:
     # -- internals ---------------------------------------------------------------------------
 
     def _openai(self) -> openai.AsyncOpenAI:
+        import openai  # on first use (see the imports)
+
         if self._closed:
             raise LLMError("The LLM connection is closed; restart the familiar to use it again.")
         missing = self._endpoint.missing()
@@ -337,6 +328,8 @@ class LLMClient:
         max_tokens: int,
         temperature: float,
     ) -> _Answer:
+        import openai  # loaded by _openai() already
+
         url = self._url
         try:
             # The openai timeout bounds each phase; this one bounds the whole attempt.
@@ -371,6 +364,8 @@ class LLMClient:
         )
 
     def _parse(self, completion: object) -> _Answer:
+        from openai.types.chat import ChatCompletion  # loaded by _openai() already
+
         if not isinstance(completion, ChatCompletion):
             raise self._not_openai()
         try:

@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import discord
+from typing import TYPE_CHECKING
 
 from app.config.editing import set_values
 from app.config.errors import ConfigError
@@ -42,7 +41,6 @@ from app.runtime.context.layers import (
 )
 from app.runtime.context.lorebook import LoreProblem, describe_disabled
 from app.runtime.controls_api import ControlsService
-from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ConnectionState, FailureReported, GuildsChanged, IndexHealthReport, RuntimeEvent
 from app.runtime.explain import explain
@@ -60,6 +58,11 @@ from app.runtime.projectors.runner import ProjectorRunner
 from app.runtime.retrieval import Retriever
 from app.runtime.view_builder import ViewBuilder
 from app.runtime.views import Explanation
+
+if TYPE_CHECKING:  # discord.py loads with the adapter, on Start: not for the window, the CLI or the store
+    import discord
+
+    from app.runtime.discord_client import DiscordAdapter
 
 SELF_KEY = "familiar:self"
 
@@ -357,6 +360,8 @@ class Familiar:
             raise self._fail(f"No {' and no '.join(missing)} yet: set them in Settings.")
         if self._discord is not None:
             return
+        from app.runtime.discord_client import DiscordAdapter
+
         adapter = DiscordAdapter(self._loaded.settings.discord, self._loaded.secrets.discord_token, self, self.publish)
         self._discord = adapter
         try:

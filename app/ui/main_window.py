@@ -11,10 +11,11 @@ closed (the `closed` signal, or QApplication.lastWindowClosed) awaits `shutdown(
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TypeVar
 
-from PySide6.QtCore import QSize, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QMainWindow, QStackedWidget, QWidget
 
@@ -56,6 +57,21 @@ def check_pane_name(name: str) -> str:
     if name not in pane_names():
         raise ValueError(f"there is no pane '{name}'; choose one of: {', '.join(pane_names())}")
     return name
+
+
+class _FirstPaint(QObject):
+    """Completes a future at the first paint event of the object it filters, then removes itself."""
+
+    def __init__(self, done: asyncio.Future[None], parent: QObject) -> None:
+        super().__init__(parent)
+        self._done = done
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint and not self._done.done():
+            self._done.set_result(None)
+            watched.removeEventFilter(self)
+            self.deleteLater()
+        return False
 
 
 class MainWindow(QMainWindow):
@@ -179,6 +195,21 @@ class MainWindow(QMainWindow):
         self._settings_dialog = dialog
         dialog.show()
         return dialog
+
+    # -- start-up ------------------------------------------------------------------------------------
+    def first_paint(self) -> asyncio.Future[None]:
+        """Done once the window has painted for the first time (call before show())."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        watcher = _FirstPaint(done, self)
+        self.installEventFilter(watcher)
+        return done
+
+    def familiar_ready(self) -> None:
+        """The facade has become live (it was a DeferredFacade while the familiar opened): show its status."""
+        status = self._facade.get_status()
+        self.connection_indicator.set_state(status.state)
+        self.latency_label.setText(latency_text(status.latency_ms))
+        self.dashboard.refresh_status()
 
     def maybe_show_first_run(self) -> bool:
         """Open Settings when the familiar is not configured yet; returns whether it did."""

@@ -27,6 +27,7 @@ DIFF_ADDED = "#e6f4ea"
 DIFF_REMOVED = "#fce8e6"
 
 STATE_COLOURS: dict[ConnectionState, str] = {
+    ConnectionState.STARTING: "#9e9e9e",
     ConnectionState.STOPPED: "#9e9e9e",
     ConnectionState.CONNECTING: "#f0a202",
     ConnectionState.RECONNECTING: "#f0a202",
@@ -35,6 +36,7 @@ STATE_COLOURS: dict[ConnectionState, str] = {
 }
 
 STATE_WORDS: dict[ConnectionState, str] = {
+    ConnectionState.STARTING: "Starting…",
     ConnectionState.STOPPED: "Stopped",
     ConnectionState.CONNECTING: "Connecting…",
     ConnectionState.RECONNECTING: "Reconnecting…",

@@ -115,6 +115,8 @@ def test_an_unknown_pane_is_refused_listing_the_names(home: Path, tmp_path: Path
 def test_familiar_pane_opens_the_window_on_that_pane(home: Path) -> None:
     done = familiar_command(home, "--pane", "chat", probe=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith("on the chat pane")
+    shown, opened = done.stdout.splitlines()
+    assert " on the chat pane; peak memory " in shown
+    assert opened.startswith("familiar open after")  # the probe waits for the familiar behind the window
     done = familiar_command(home, probe=True)
-    assert done.stdout.strip().endswith("on the dashboard pane")
+    assert " on the dashboard pane; " in done.stdout.splitlines()[0]
