@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
@@ -250,9 +250,13 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
     import qasync
     from PySide6.QtCore import QTimer
 
+    from app.config.ui_prefs import UiPreferencesFile, ui_file
     from app.runtime.deferred import DeferredFacade
     from app.ui.dialogs.startup_error import show_startup_error
     from app.ui.main_window import MainWindow
+    from app.ui.single_instance import SingleInstance, ask_first_instance, instance_key
+    from app.ui.theme import ThemeController
+    from app.ui.tray import TrayIcon
 
     problem = _unknown_pane(pane)
     if problem is not None:
@@ -268,7 +272,8 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
         waker = QTimer()
         waker.timeout.connect(lambda: None)
         waker.start(SIGNAL_WAKE_MS)
-        with StopSignals(stop.set), contextlib.ExitStack() as cleanup:
+        async with contextlib.AsyncExitStack() as cleanup:
+            cleanup.enter_context(StopSignals(stop.set))
             cleanup.callback(waker.stop)
             problem = _check_data_root(paths)
             if problem is not None:
@@ -276,10 +281,29 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
                 error(problem)
                 await _until_stopped(show_startup_error(problem), stop)
                 return
+            # One window per familiar: a second launch brings this one forward instead of opening the store twice.
+            instance = SingleInstance(paths.folder, instance_key(paths.root, paths.name))
+            claim = instance.claim()
+            if claim == "running":
+                if ask_first_instance(instance.key, pane):
+                    output(f"Familiar '{paths.name}' is already open: its window was brought forward.")
+                    return
+                exit_code = EXIT_FAILURE
+                error(
+                    f"Familiar '{paths.name}' is already running (process {instance.owner_pid() or '?'}) but its"
+                    " window does not answer; stop that process, then start Familiar again"
+                )
+                return
+            cleanup.callback(instance.release)
+            prefs = UiPreferencesFile(ui_file())
+            theme = ThemeController(app, _theme_choice(prefs.prefs.theme))
             facade = DeferredFacade(paths.name, paths.folder)
-            window = MainWindow(facade, pane=pane)
+            window = MainWindow(facade, pane=pane, prefs=prefs, theme=theme, tray=TrayIcon(paths.name), root=paths.root)
+            instance.activated.connect(lambda asked: window.bring_forward(asked or None))
             window.destroyed.connect(stop.set)
-            app.lastWindowClosed.connect(stop.set)
+            window.closed.connect(stop.set)  # a close to the tray is no close: the familiar keeps running
+            if prefs.problem:
+                window.notices.show_message(prefs.problem)
             painted = window.first_paint()
             window.show()
             familiar: Familiar | None = None
@@ -302,6 +326,9 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
                     return
                 facade.go_live(familiar)
                 window.familiar_ready()
+                # What Start and the first reply need, loaded now on a worker thread rather than then on this one.
+                warming = asyncio.ensure_future(asyncio.to_thread(_warm_imports))
+                cleanup.push_async_callback(_settle, warming)
                 if probe:
                     output(f"familiar open after {_since_start():.3f} s")
                     stop.set()
@@ -316,6 +343,23 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
 
     qasync.run(main())
     return exit_code
+
+
+def _theme_choice(value: str) -> Literal["system", "light", "dark"]:
+    return "light" if value == "light" else "dark" if value == "dark" else "system"
+
+
+def _warm_imports() -> None:
+    for module in ("openai", "app.runtime.discord_client"):
+        try:
+            importlib.import_module(module)
+        except ImportError:  # pragma: no cover - an installation problem: the first use will say it
+            _log.warning("could not load %s ahead of its first use", module, exc_info=True)
+
+
+async def _settle(task: asyncio.Future[None]) -> None:
+    with contextlib.suppress(Exception):
+        await task
 
 
 def _since_start() -> float:
@@ -349,11 +393,16 @@ async def _open_behind_window(paths: FamiliarPaths) -> Familiar:
 
 
 def run_screenshot(paths: FamiliarPaths, pane: str, out: Path, size: tuple[int, int]) -> int:
-    """`familiar screenshot`: the window offscreen on `pane` over this familiar's data, as a PNG."""
-    _qt_app(offscreen=True)
+    """`familiar screenshot`: the window offscreen on `pane` over this familiar's data, as a PNG (in the
+    theme chosen in ui.toml)."""
+    app = _qt_app(offscreen=True)
     import qasync
 
+    from app.config.ui_prefs import UiPreferencesFile, ui_file
     from app.ui.screenshot import save_screenshot
+    from app.ui.theme import ThemeController
+
+    ThemeController(app, _theme_choice(UiPreferencesFile(ui_file()).prefs.theme))
 
     problem = _unknown_pane(pane)
     if problem is not None:

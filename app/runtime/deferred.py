@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -169,6 +169,9 @@ class DeferredFacade:
 
     async def test_llm_endpoint(self) -> str:
         return cast(str, await self._call("test_llm_endpoint")())
+
+    async def diagnostics(self, extra_versions: Mapping[str, str] | None = None) -> str:
+        return cast(str, await self._call("diagnostics")(extra_versions))
 
     def __getattr__(self, name: str) -> Any:
         """Anything else the live familiar offers (a method added to the facade later): an async call

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -629,6 +629,12 @@ class Familiar:
 
     async def test_llm_endpoint(self) -> str:
         return await self._llm.check()
+
+    async def diagnostics(self, extra_versions: Mapping[str, str] | None = None) -> str:
+        """Versions, settings without secrets, index status, the last errors: for a bug report (no secret)."""
+        from app.runtime.diagnostics import familiar_report
+
+        return await familiar_report(self, self._loaded.secrets, extra_versions)
 
 
 def _chat_line(turn: Turn) -> ChatLine:

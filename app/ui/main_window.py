@@ -13,30 +13,44 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import TypeVar
 
 from PySide6.QtCore import QEvent, QObject, QSize, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QMainWindow, QStackedWidget, QWidget
+from PySide6.QtWidgets import (
+    QBoxLayout,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QMainWindow,
+    QStackedWidget,
+    QWidget,
+)
 
+from app.config.ui_prefs import UiPreferencesFile
 from app.runtime.events import ConnectionChanged, ConnectionState
 from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import cancel_running_slots
 from app.ui.bridge import RuntimeBridge
+from app.ui.desktop import Desktop
+from app.ui.dialogs.familiars import Launcher, launch_familiar
 from app.ui.dialogs.settings_dialog import SettingsDialog
+from app.ui.dialogs.window_prefs import WindowPreferencesBox
 from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
 from app.ui.progress import StatusProgress
-from app.ui.theme import NAVIGATION_STYLE
+from app.ui.theme import NAVIGATION_WIDTH, ThemeController, navigation_style
+from app.ui.tray import TrayIcon
 from app.ui.undo import UndoCentre
 from app.ui.widgets.connection_indicator import ConnectionIndicator
 from app.ui.widgets.notices import NoticeArea
 
 _log = logging.getLogger(__name__)
 
-NAVIGATION_WIDTH = 170
 DEFAULT_SIZE = QSize(1100, 700)
 
 PANES: tuple[type[Pane], ...] = (
@@ -74,12 +88,35 @@ class _FirstPaint(QObject):
         return False
 
 
+def _add_section(dialog: QDialog, section: QWidget) -> None:
+    """Add a section to a dialog laid out top to bottom, above its last row (the buttons)."""
+    layout = dialog.layout()
+    if isinstance(layout, QBoxLayout):
+        layout.insertWidget(max(0, layout.count() - 1), section)
+    elif layout is not None:
+        layout.addWidget(section)
+
+
 class MainWindow(QMainWindow):
-    """Emits `closed` once the window has been closed (File > Quit or the title bar)."""
+    """Emits `closed` once the window has been closed for real (File > Quit, the tray's Quit, or the title bar
+    when it does not close to the tray)."""
 
     closed = Signal()
 
-    def __init__(self, facade: FamiliarFacade, parent: QWidget | None = None, *, pane: str | None = None) -> None:
+    def __init__(
+        self,
+        facade: FamiliarFacade,
+        parent: QWidget | None = None,
+        *,
+        pane: str | None = None,
+        prefs: UiPreferencesFile | None = None,
+        theme: ThemeController | None = None,
+        tray: TrayIcon | None = None,
+        root: Path | None = None,
+        launcher: Launcher = launch_familiar,
+    ) -> None:
+        """`prefs`: the window preferences (ui.toml; None: defaults, not saved); `theme`: the application's
+        theme; `tray`: the tray icon (None: none); `root`: the data root (File > Open / New familiar)."""
         super().__init__(parent)
         self._facade = facade
         self._settings_dialog: SettingsDialog | None = None
@@ -106,7 +143,7 @@ class MainWindow(QMainWindow):
         self.navigation = QListWidget()
         self.navigation.setFixedWidth(NAVIGATION_WIDTH)
         self.navigation.setObjectName("navigation")
-        self.navigation.setStyleSheet(NAVIGATION_STYLE)
+        self.navigation.setStyleSheet(navigation_style())
         self.stack = QStackedWidget()
         for each in self.panes:
             self.navigation.addItem(each.title)
@@ -121,6 +158,9 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.stack, 1)
         self.notices.raise_()
 
+        self.desktop = Desktop(
+            self, facade, prefs=prefs or UiPreferencesFile(None), theme=theme, tray=tray, root=root, launcher=launcher
+        )
         self._build_menu()
 
         status = facade.get_status()
@@ -133,11 +173,12 @@ class MainWindow(QMainWindow):
         self.statusBar().setContentsMargins(8, 0, 8, 0)
         self.bridge.connection_changed.connect(self._on_bridge_connection_changed)
         self.bridge.latency_measured.connect(self._on_bridge_latency_measured)
-        if pane is not None:
-            self.show_pane(pane)
+        self.desktop.restore_placement(pane)
 
     def _build_menu(self) -> None:
         self.file_menu = file_menu = self.menuBar().addMenu("&File")
+        self.desktop.add_familiar_actions(file_menu)
+        file_menu.addSeparator()
         self.settings_action = QAction("&Settings…", self)
         self.settings_action.setShortcut(QKeySequence.StandardKey.Preferences)
         self.settings_action.triggered.connect(self.open_settings)
@@ -145,11 +186,14 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self.quit_action = QAction("&Quit", self)
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        self.quit_action.triggered.connect(self.close)
+        self.quit_action.setToolTip("Stop the familiar and close the window")
+        self.quit_action.triggered.connect(self.quit)
         file_menu.addAction(self.quit_action)
         self.edit_menu = edit_menu = self.menuBar().addMenu("&Edit")
         edit_menu.addAction(self.undo.undo_action)
         edit_menu.addAction(self.undo.redo_action)
+        self.help_menu = self.menuBar().addMenu("&Help")
+        self.desktop.add_help_menu(self.help_menu)
 
     # -- panes -------------------------------------------------------------------------------------
     def pane_of(self, pane_class: type[P]) -> P:
@@ -192,6 +236,14 @@ class MainWindow(QMainWindow):
             dialog.deleteLater()
         dialog = SettingsDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
+        _add_section(
+            dialog,
+            WindowPreferencesBox(
+                self.desktop.prefs,
+                self.desktop.theme,
+                tray_available=self.desktop.tray is not None and self.desktop.tray.available,
+            ),
+        )
         self._settings_dialog = dialog
         dialog.show()
         return dialog
@@ -210,6 +262,7 @@ class MainWindow(QMainWindow):
         self.connection_indicator.set_state(status.state)
         self.latency_label.setText(latency_text(status.latency_ms))
         self.dashboard.refresh_status()
+        self.desktop.familiar_ready()
 
     def maybe_show_first_run(self) -> bool:
         """Open Settings when the familiar is not configured yet; returns whether it did."""
@@ -219,16 +272,34 @@ class MainWindow(QMainWindow):
         return True
 
     # -- lifetime ----------------------------------------------------------------------------------
+    def quit(self) -> None:
+        """Close for real: the familiar stops (File > Quit, the tray's Quit)."""
+        self.desktop.quit()
+
+    def bring_forward(self, pane: str | None = None) -> None:
+        """Show and raise the window (from the tray, or for a second launch of this familiar)."""
+        self.desktop.bring_forward(pane)
+
     async def shutdown(self) -> None:
         """Stop listening to the runtime and cancel handlers still in flight. The bootstrap then stops the facade."""
+        self.desktop.shutdown()
         self.bridge.close()
         await cancel_running_slots()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.desktop.closes_to_tray():
+            event.ignore()  # the familiar keeps running; the tray brings the window back
+            self.desktop.hide_to_tray()
+            return
+        if self.isVisible():
+            self.desktop.save_placement()
         super().closeEvent(event)
         if event.isAccepted():
             if self._settings_dialog is not None:
                 self._settings_dialog.close()  # an open child dialog would outlive the window
+            for dialog in list(self.desktop.dialogs):
+                if isinstance(dialog, QWidget):
+                    dialog.close()
             self.closed.emit()
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:

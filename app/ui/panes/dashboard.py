@@ -24,7 +24,7 @@ from app.ui.models import activity_model, guilds_model
 from app.ui.models.activity_model import ActivityLogModel
 from app.ui.models.guilds_model import GuildsModel
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.theme import SETUP_HINT_STYLE, section_label
+from app.ui.theme import SPACE_L, SPACE_M, section_label, setup_hint_style
 from app.ui.widgets.connection_indicator import ConnectionIndicator
 from app.ui.widgets.placeholder_table import PlaceholderTableView
 
@@ -66,7 +66,7 @@ class DashboardPane(Pane):
 
         self.setup_hint = QFrame()
         self.setup_hint.setObjectName("setupHint")
-        self.setup_hint.setStyleSheet(SETUP_HINT_STYLE)
+        self.setup_hint.setStyleSheet(setup_hint_style())
         self.setup_hint_label = QLabel()
         self.setup_hint_label.setWordWrap(True)
         self.open_settings_button = QPushButton("Open Settings…")
@@ -85,7 +85,7 @@ class DashboardPane(Pane):
         self.start_button.clicked.connect(self._on_start_clicked)
         self.stop_button.clicked.connect(self._on_stop_clicked)
         status_row = QHBoxLayout()
-        status_row.setSpacing(16)
+        status_row.setSpacing(SPACE_L)
         status_row.addWidget(self.state_indicator)
         status_row.addWidget(self.latency_label)
         status_row.addStretch(1)
@@ -122,7 +122,7 @@ class DashboardPane(Pane):
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(10)
+        layout.setSpacing(SPACE_M)
         layout.addWidget(self.setup_hint)
         layout.addLayout(status_row)
         layout.addWidget(splitter, 1)

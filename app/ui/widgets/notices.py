@@ -13,7 +13,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.ui.error_text import single_line
-from app.ui.theme import NOTICE_STYLE
+from app.ui.theme import notice_style
 
 UNDO_NOTICE_MS = 8_000
 """An Undo notice stays at least this long (longer when the action's undo window is longer)."""
@@ -33,7 +33,7 @@ class Notice(QFrame):
     def __init__(self, text: str, *, action_text: str | None, duration_ms: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("notice")
-        self.setStyleSheet(NOTICE_STYLE)
+        self.setStyleSheet(notice_style())
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.setFixedWidth(NOTICE_WIDTH)
         self.label = QLabel(single_line(text))
