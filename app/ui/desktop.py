@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import shiboken6
 from PySide6.QtCore import QByteArray, QObject, Qt, QUrl
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QApplication, QMenu
@@ -208,7 +209,9 @@ class Desktop(QObject):
             window.notices.show_notice(text, action=self.open_pending, action_text="Show", duration_ms=NOTICE_MS)
 
     def shutdown(self) -> None:
-        if self._window.isVisible():  # stopped by a signal (Ctrl-C, SIGTERM, log-out) rather than closed
+        if (
+            shiboken6.isValid(self._window) and self._window.isVisible()
+        ):  # stopped by a signal (Ctrl-C, SIGTERM, log-out) rather than closed
             self.save_placement()
         self.notifier.stop()
         if self.tray is not None:

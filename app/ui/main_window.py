@@ -43,7 +43,7 @@ from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
 from app.ui.progress import StatusProgress
-from app.ui.theme import NAVIGATION_WIDTH, ThemeController, navigation_style
+from app.ui.theme import NAVIGATION_WIDTH, STATUS_BAR_MARGINS, ThemeController, navigation_style
 from app.ui.tray import TrayIcon
 from app.ui.undo import UndoCentre
 from app.ui.widgets.connection_indicator import ConnectionIndicator
@@ -170,7 +170,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.connection_indicator)
         self.statusBar().addWidget(self.status_progress)
         self.statusBar().addPermanentWidget(self.latency_label)
-        self.statusBar().setContentsMargins(8, 0, 8, 0)
+        self.statusBar().setContentsMargins(*STATUS_BAR_MARGINS)
         self.bridge.connection_changed.connect(self._on_bridge_connection_changed)
         self.bridge.latency_measured.connect(self._on_bridge_latency_measured)
         self.desktop.restore_placement(pane)

@@ -171,10 +171,13 @@ PALETTES: dict[str, Palette] = {"light": LIGHT, "dark": DARK}
 # -- spacing and typography (device-independent pixels; Qt scales them with the screen) ---------------
 SPACE_XS = 4
 SPACE_S = 6
+SPACE_SM = 8
 SPACE_M = 10
 SPACE_L = 16
 PANE_MARGINS = (16, 12, 16, 12)  # left, top, right, bottom of every pane
 DIALOG_MARGINS = (18, 16, 18, 16)
+NOTICE_MARGINS = (12, 8, 6, 8)
+STATUS_BAR_MARGINS = (8, 0, 8, 0)
 NAVIGATION_WIDTH = 170
 TITLE_SCALE = 1.5
 SMALL_SCALE = 0.9
@@ -320,12 +323,14 @@ def app_stylesheet(p: Palette) -> str:
 
 
 def dot_style(colour: str, size: int) -> str:
-    """A round coloured dot (a QLabel of `size` x `size`)."""
-    return f"background-color: {colour}; border-radius: {size // 2}px;"
+    """A round coloured dot (a QLabel of `size` x `size`). A LIGHT colour (an older constant) is taken as
+    its role: in the dark theme the dot gets the dark palette's colour for it."""
+    return recolour(f"background-color: {colour}; border-radius: {size // 2}px;", LIGHT, colours())
 
 
 def text_colour_style(colour: str) -> str:
-    return f"color: {colour};"
+    """Text in `colour`; a LIGHT colour (ERROR_RED, OK_GREEN...) is taken as its role in the theme in force."""
+    return recolour(f"color: {colour};", LIGHT, colours())
 
 
 def error_colour() -> QColor:

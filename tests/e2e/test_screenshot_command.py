@@ -142,5 +142,8 @@ def test_familiar_pane_opens_the_window_on_that_pane(home: Path) -> None:
     shown, opened = done.stdout.splitlines()
     assert " on the chat pane; peak memory " in shown
     assert opened.startswith("familiar open after")  # the probe waits for the familiar behind the window
-    done = familiar_command(home, probe=True)
+    done = familiar_command(home, probe=True)  # without --pane the window comes back to the last pane
+    assert done.returncode == 0, done.stderr
+    assert " on the chat pane; " in done.stdout.splitlines()[0]
+    done = familiar_command(home, "--pane", "dashboard", probe=True)
     assert " on the dashboard pane; " in done.stdout.splitlines()[0]

@@ -24,7 +24,7 @@ from app.ui.models import activity_model, guilds_model
 from app.ui.models.activity_model import ActivityLogModel
 from app.ui.models.guilds_model import GuildsModel
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.theme import SPACE_L, SPACE_M, section_label, setup_hint_style
+from app.ui.theme import SPACE_L, SPACE_M, SPACE_SM, SPACE_XS, section_label, setup_hint_style
 from app.ui.widgets.connection_indicator import ConnectionIndicator
 from app.ui.widgets.placeholder_table import PlaceholderTableView
 
@@ -72,7 +72,7 @@ class DashboardPane(Pane):
         self.open_settings_button = QPushButton("Open Settings…")
         self.open_settings_button.clicked.connect(self.settings_requested)
         hint_layout = QHBoxLayout(self.setup_hint)
-        hint_layout.setContentsMargins(10, 8, 10, 8)
+        hint_layout.setContentsMargins(SPACE_M, SPACE_SM, SPACE_M, SPACE_SM)
         hint_layout.addWidget(self.setup_hint_label, 1)
         hint_layout.addWidget(self.open_settings_button)
 
@@ -227,8 +227,8 @@ def _section(heading: QLabel, view: PlaceholderTableView) -> QWidget:
     """A heading over a table, as one splitter child."""
     section = QWidget()
     layout = QVBoxLayout(section)
-    layout.setContentsMargins(0, 4, 0, 4)
-    layout.setSpacing(4)
+    layout.setContentsMargins(0, SPACE_XS, 0, SPACE_XS)
+    layout.setSpacing(SPACE_XS)
     layout.addWidget(heading)
     layout.addWidget(view, 1)
     return section
