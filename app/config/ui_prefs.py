@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from app.config.paths import data_root
 
 _log = logging.getLogger(__name__)
@@ -134,6 +132,8 @@ class UiPreferencesFile:
         return updated
 
     def _save(self, path: Path, changes: dict[str, Any]) -> None:
+        import tomlkit  # only to write (it keeps the user's comments); reading at start needs tomllib only
+
         try:
             try:
                 document = tomlkit.parse(path.read_text(encoding="utf-8"))

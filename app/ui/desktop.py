@@ -4,6 +4,9 @@ notification, where the window was (size, place, pane), File > Open / New famili
 `Desktop` is built by the MainWindow and given what the bootstrap knows: the window preferences
 (ui.toml), the theme, whether to put an icon in the tray, the data root. Everything it does to the
 familiar goes through the facade.
+
+The dialogs of the File and Help menus (and the version look-ups behind About) are imported when first
+opened, not before the window's first paint (cold start, bench/bench_startup.py).
 """
 
 from __future__ import annotations
@@ -26,14 +29,13 @@ from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, ConnectionChanged, MemoryChanged
 from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot
-from app.ui.dialogs.about import about_box, running_versions
-from app.ui.dialogs.familiars import Launcher, NewFamiliarDialog, OpenFamiliarDialog, launch_familiar
 from app.ui.ops import Operations, Succeeded
 from app.ui.pending_notifier import PendingNotifier
 from app.ui.theme import ThemeController
 from app.ui.tray import TrayIcon
 
 if TYPE_CHECKING:
+    from app.ui.dialogs.familiars import Launcher, NewFamiliarDialog, OpenFamiliarDialog
     from app.ui.main_window import MainWindow
 
 _log = logging.getLogger(__name__)
@@ -54,7 +56,7 @@ class Desktop(QObject):
         theme: ThemeController | None,
         tray: TrayIcon | None,
         root: Path | None,
-        launcher: Launcher = launch_familiar,
+        launcher: Launcher | None = None,
     ) -> None:
         super().__init__(window)
         self._window = window
@@ -63,7 +65,7 @@ class Desktop(QObject):
         self.theme = theme
         self.tray = tray
         self.root = root
-        self.launcher = launcher
+        self._launcher = launcher
         self._quitting = False
         self.dialogs: list[QObject] = []  # the ones open now (kept referenced while shown)
         self.ops = Operations(show_error=self._show_error, parent=self)
@@ -209,13 +211,13 @@ class Desktop(QObject):
             window.notices.show_notice(text, action=self.open_pending, action_text="Show", duration_ms=NOTICE_MS)
 
     def shutdown(self) -> None:
-        if (
-            shiboken6.isValid(self._window) and self._window.isVisible()
-        ):  # stopped by a signal (Ctrl-C, SIGTERM, log-out) rather than closed
+        if self.tray is not None and shiboken6.isValid(self.tray):
+            self.tray.hide()
+        if not shiboken6.isValid(self):  # Qt deleted the window, and with it this and the notifier's timer
+            return
+        if self._window.isVisible():  # stopped by a signal (Ctrl-C, SIGTERM, log-out) rather than closed
             self.save_placement()
         self.notifier.stop()
-        if self.tray is not None:
-            self.tray.hide()
 
     # -- tray actions --------------------------------------------------------------------------------
     @async_slot()
@@ -244,7 +246,18 @@ class Desktop(QObject):
             self._window.notices.show_message(message)
 
     # -- File and Help -------------------------------------------------------------------------------
+    @property
+    def launcher(self) -> Launcher:
+        """Starts a familiar in a process of its own (tests give one that records the names)."""
+        if self._launcher is None:
+            from app.ui.dialogs.familiars import launch_familiar
+
+            self._launcher = launch_familiar
+        return self._launcher
+
     def open_familiar(self) -> OpenFamiliarDialog | None:
+        from app.ui.dialogs.familiars import OpenFamiliarDialog
+
         if self.root is None:
             return None
         dialog = OpenFamiliarDialog(self.root, self._facade.familiar_name, self.launcher, self._window)
@@ -253,6 +266,8 @@ class Desktop(QObject):
         return dialog
 
     def new_familiar(self) -> NewFamiliarDialog | None:
+        from app.ui.dialogs.familiars import NewFamiliarDialog
+
         if self.root is None:
             return None
         dialog = NewFamiliarDialog(self.root, self.launcher, self._window)
@@ -267,6 +282,8 @@ class Desktop(QObject):
             dialog.finished.connect(dialog.deleteLater)
 
     def show_about(self) -> None:
+        from app.ui.dialogs.about import about_box
+
         box = about_box(self._window)
         box.show()
 
@@ -292,5 +309,7 @@ class Desktop(QObject):
 
 
 def _qt_versions() -> dict[str, str]:
+    from app.ui.dialogs.about import running_versions
+
     found = running_versions()
     return {"Qt": found.get("Qt", "?"), "style": QApplication.style().name()}

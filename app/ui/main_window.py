@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from PySide6.QtCore import QEvent, QObject, QSize, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -35,7 +35,6 @@ from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import cancel_running_slots
 from app.ui.bridge import RuntimeBridge
 from app.ui.desktop import Desktop
-from app.ui.dialogs.familiars import Launcher, launch_familiar
 from app.ui.dialogs.settings_dialog import SettingsDialog
 from app.ui.dialogs.window_prefs import WindowPreferencesBox
 from app.ui.icons import app_icon
@@ -48,6 +47,9 @@ from app.ui.tray import TrayIcon
 from app.ui.undo import UndoCentre
 from app.ui.widgets.connection_indicator import ConnectionIndicator
 from app.ui.widgets.notices import NoticeArea
+
+if TYPE_CHECKING:
+    from app.ui.dialogs.familiars import Launcher
 
 _log = logging.getLogger(__name__)
 
@@ -113,7 +115,7 @@ class MainWindow(QMainWindow):
         theme: ThemeController | None = None,
         tray: TrayIcon | None = None,
         root: Path | None = None,
-        launcher: Launcher = launch_familiar,
+        launcher: Launcher | None = None,
     ) -> None:
         """`prefs`: the window preferences (ui.toml; None: defaults, not saved); `theme`: the application's
         theme; `tray`: the tray icon (None: none); `root`: the data root (File > Open / New familiar)."""

@@ -88,6 +88,8 @@ def test_the_tray_shows_the_state_as_a_badge(qtbot: QtBot, memory_facade: FakeFa
     assert badge_pixel(tray.current_icon()) == QColor(LIGHT.state_connected)
     assert tray.start_stop_action.text() == "S&top"
 
+    # The pause switches are enabled once the familiar's pause state has been read (they show it as it is).
+    qtbot.waitUntil(tray.pause_learning_action.isEnabled, timeout=WAIT_MS)
     tray.pause_learning_action.trigger()
     qtbot.waitUntil(lambda: tray.state is TrayState.PAUSED, timeout=WAIT_MS)
     assert run(memory_facade.controls.state()).learning == ("*",)
@@ -392,3 +394,17 @@ def test_copy_diagnostics_puts_them_on_the_clipboard(qtbot: QtBot, memory_facade
     assert "Search indexes:" in text
     assert json.dumps(text)  # plain text
     settle(qtbot)
+
+
+def test_shutdown_after_qt_deleted_the_window(qtbot: QtBot, facade: FakeFacade, run: Run[Any]) -> None:
+    """A window Qt has deleted already (its parent went, a failed test's teardown) still shuts down cleanly."""
+    tray = TrayIcon(facade.familiar_name, available=True)
+    window = MainWindow(facade, tray=tray, launcher=Launched())
+    window.show()
+    settle(qtbot)  # the panes' first loads are done
+    destroyed: list[bool] = []
+    window.destroyed.connect(lambda: destroyed.append(True))
+    window.deleteLater()
+    qtbot.waitUntil(lambda: destroyed == [True], timeout=WAIT_MS)
+    run(window.shutdown())  # raised "Internal C++ object (QTimer) already deleted" before
+    tray.deleteLater()
