@@ -312,7 +312,7 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
                     await _until_stopped(painted, stop)
                     output(
                         f"window shown after {_since_start():.3f} s on the {window.current_pane.name} pane;"
-                        f" peak memory {_peak_memory_mb():.1f} MB"
+                        f" peak memory {_peak_memory_mb():.1f} MB; cpu {time.process_time():.3f} s"
                     )
                 try:
                     familiar = await _until_stopped(_open_behind_window(paths), stop)

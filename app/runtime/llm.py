@@ -11,10 +11,12 @@ Runtime layer: no Qt, qasync or discord imports here.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import random
 import re
 import socket
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -299,6 +301,8 @@ class LLMClient:
         max_tokens: int | None,
         temperature: float | None,
     ) -> _Answer:
+        if "openai" not in sys.modules:  # the first request: load the package on a worker thread, not the loop's
+            await asyncio.to_thread(importlib.import_module, "openai")
         client = self._openai()
         payload = _to_openai(messages)
         tokens = self._endpoint.max_tokens if max_tokens is None else max_tokens
