@@ -244,14 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_self_test()
     window = args.command is None or (args.command == "run" and not args.headless)
-    # Terminal output is the command's answer; everything logged goes to the log file (app/logs.py).
-    logs = configure_logging("window" if window else "headless" if args.command == "run" else "command")
     if window:
-        from app.platform_check import window_problem  # before anything loads Qt, or creates a familiar
+        # Before anything loads Qt or creates a familiar, or its log folder: a window that cannot open leaves
+        # nothing behind.
+        from app.platform_check import window_problem
 
         if (problem := window_problem()) is not None:
             error(problem)
             return EXIT_FAILURE
+    # Terminal output is the command's answer; everything logged goes to the log file (app/logs.py).
+    logs = configure_logging("window" if window else "headless" if args.command == "run" else "command")
     try:
         if args.command == "new" or (args.command == "card" and args.card_command == "import"):
             return _create(args)
