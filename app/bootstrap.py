@@ -5,27 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
-from app.config.secrets import SecretStore
 from app.console import error, output
 from app.runtime.errors import FamiliarError
-from app.runtime.events import Activity, ConnectionChanged, FailureReported, GuildsChanged, RuntimeEvent
-from app.runtime.service import Familiar
+from app.runtime.event_log import EventLog
+from app.runtime.wording import for_terminal
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
+
+    from app.logs import LogSetup
+    from app.runtime.service import Familiar
 
 _log = logging.getLogger("familiar")
 _STARTED = time.perf_counter()
@@ -50,6 +53,10 @@ def _check_data_root(paths: FamiliarPaths) -> str | None:
 
 
 async def _open(paths: FamiliarPaths) -> Familiar:
+    # Imported here, not at the top: the window is shown before the store, the index and the clients load.
+    from app.config.secrets import SecretStore
+    from app.runtime.service import Familiar
+
     return await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file))
 
 
@@ -116,18 +123,21 @@ def _exit_now(why: str) -> None:
 
 
 # -- headless ------------------------------------------------------------------------------------
-def _log_event(event: RuntimeEvent) -> None:
-    if isinstance(event, ConnectionChanged):
-        _log.info("connection: %s %s", event.state.value, event.detail)
-    elif isinstance(event, GuildsChanged):
-        _log.info("guilds: %s", ", ".join(g.name for g in event.guilds) or "none")
-    elif isinstance(event, Activity):
-        _log.info("%s %s %s", event.kind.value, event.where, event.summary)
-    elif isinstance(event, FailureReported):
-        _log.error("%s", event.message)
+class _Terminal:
+    """Headless mode's error lines: worded for a terminal (character.toml, environment variables, not the
+    window's Settings), and each printed once (not again when the console already showed it)."""
+
+    def __init__(self, paths: FamiliarPaths, logs: LogSetup | None) -> None:
+        self._toml = paths.character_toml
+        self._logs = logs
+
+    def error(self, message: str) -> None:
+        if self._logs is not None and self._logs.shown(message):
+            return
+        error(for_terminal(message, self._toml))
 
 
-async def _headless(paths: FamiliarPaths) -> int:
+async def _headless(paths: FamiliarPaths, logs: LogSetup | None) -> int:
     problem = _check_data_root(paths)
     if problem:
         error(problem)
@@ -139,14 +149,15 @@ async def _headless(paths: FamiliarPaths) -> int:
             return EXIT_OK
         if isinstance(familiar, int):
             return familiar
-        familiar.subscribe(_log_event)
+        events = EventLog(starting=True)
+        familiar.subscribe(events)
         try:
-            return await _serve(familiar, paths, stop)
+            return await _serve(familiar, paths, stop, events, _Terminal(paths, logs))
         finally:
             await familiar.close()
 
 
-async def _until_stopped(work: Coroutine[Any, Any, _T], stop: asyncio.Event) -> _T | None:
+async def _until_stopped(work: Awaitable[_T], stop: asyncio.Event) -> _T | None:
     """The result of `work`, or None when a stop was asked for first (the work is then cancelled)."""
     task = asyncio.ensure_future(work)
     stopped = asyncio.ensure_future(stop.wait())
@@ -164,7 +175,9 @@ async def _until_stopped(work: Coroutine[Any, Any, _T], stop: asyncio.Event) -> 
     return task.result()  # it finished while being cancelled
 
 
-async def _serve(familiar: Familiar, paths: FamiliarPaths, stop: asyncio.Event) -> int:
+async def _serve(
+    familiar: Familiar, paths: FamiliarPaths, stop: asyncio.Event, events: EventLog, terminal: _Terminal
+) -> int:
     async def go_live() -> bool:
         # Without a window nobody would see a dead endpoint until the first reply fails: check it
         # once before going live, and refuse to start without it.
@@ -178,20 +191,21 @@ async def _serve(familiar: Familiar, paths: FamiliarPaths, stop: asyncio.Event) 
             _log.info("stopping")
             return EXIT_OK
     except FamiliarError as exc:
-        error(str(exc))
+        terminal.error(str(exc))  # the failure that stopped the start, printed once as the command's error
         return EXIT_FAILURE
+    events.starting = False
     _log.info("familiar '%s' is running; press Ctrl-C to stop", paths.name)
     ended = await _until_stopped(familiar.wait_closed(), stop)
     if ended is not None:
-        error(familiar.get_status().last_error or str(ended))
+        terminal.error(familiar.get_status().last_error or str(ended))
         return EXIT_FAILURE
     _log.info("stopping")
     return EXIT_OK
 
 
-def run_headless(paths: FamiliarPaths) -> int:
+def run_headless(paths: FamiliarPaths, logs: LogSetup | None = None) -> int:
     try:
-        return asyncio.run(_headless(paths))
+        return asyncio.run(_headless(paths, logs))
     except KeyboardInterrupt:
         return EXIT_OK
 
@@ -226,12 +240,23 @@ def _unknown_pane(pane: str | None) -> str | None:
 
 
 def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
+    """The window: shown first (on a DeferredFacade, its panes loading), then the familiar opens behind it.
+
+    Cold start: everything the window does not need to draw (the store, the search index, the Discord and
+    LLM clients, the embedding model) is imported and opened after its first paint, the runtime's modules
+    on a worker thread so the window stays responsive meanwhile.
+    """
     app = _qt_app()
     import qasync
     from PySide6.QtCore import QTimer
 
+    from app.config.ui_prefs import UiPreferencesFile, ui_file
+    from app.runtime.deferred import DeferredFacade
     from app.ui.dialogs.startup_error import show_startup_error
     from app.ui.main_window import MainWindow
+    from app.ui.single_instance import SingleInstance, ask_first_instance, instance_key
+    from app.ui.theme import ThemeController
+    from app.ui.tray import TrayIcon
 
     problem = _unknown_pane(pane)
     if problem is not None:
@@ -247,58 +272,137 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
         waker = QTimer()
         waker.timeout.connect(lambda: None)
         waker.start(SIGNAL_WAKE_MS)
-        with StopSignals(stop.set), contextlib.ExitStack() as cleanup:
+        async with contextlib.AsyncExitStack() as cleanup:
+            cleanup.enter_context(StopSignals(stop.set))
             cleanup.callback(waker.stop)
             problem = _check_data_root(paths)
-            familiar: Familiar | None = None
-            if problem is None:
-                try:
-                    familiar = await _until_stopped(_open(paths), stop)
-                except ConfigError as exc:
-                    problem, exit_code = str(exc), EXIT_CONFIG
-                except FamiliarError as exc:
-                    problem, exit_code = str(exc), EXIT_FAILURE
-                if familiar is None and stop.is_set():
-                    return
-            if familiar is None:
-                exit_code = exit_code or EXIT_FAILURE
-                error(problem or "Familiar could not start.")
-                await _until_stopped(show_startup_error(problem or "Familiar could not start."), stop)
+            if problem is not None:
+                exit_code = EXIT_FAILURE
+                error(problem)
+                await _until_stopped(show_startup_error(problem), stop)
                 return
-            try:
-                await familiar.start_learning()
-                familiar.start_watching()
-                window = MainWindow(familiar, pane=pane)
-            except BaseException:
-                await familiar.close()
-                raise
-            window.destroyed.connect(stop.set)
-            app.lastWindowClosed.connect(stop.set)
-            window.show()
-            if probe:
-                output(
-                    f"window shown after {time.perf_counter() - _STARTED:.3f} s on the {window.current_pane.name} pane"
+            # One window per familiar: a second launch brings this one forward instead of opening the store twice.
+            instance = SingleInstance(paths.folder, instance_key(paths.root, paths.name))
+            claim = instance.claim()
+            if claim == "running":
+                if ask_first_instance(instance.key, pane):
+                    output(f"Familiar '{paths.name}' is already open: its window was brought forward.")
+                    return
+                exit_code = EXIT_FAILURE
+                error(
+                    f"Familiar '{paths.name}' is already running (process {instance.owner_pid() or '?'}) but its"
+                    " window does not answer; stop that process, then start Familiar again"
                 )
-                stop.set()
-            else:
-                window.maybe_show_first_run()
+                return
+            cleanup.callback(instance.release)
+            prefs = UiPreferencesFile(ui_file())
+            theme = ThemeController(app, _theme_choice(prefs.prefs.theme))
+            facade = DeferredFacade(paths.name, paths.folder)
+            window = MainWindow(facade, pane=pane, prefs=prefs, theme=theme, tray=TrayIcon(paths.name), root=paths.root)
+            instance.activated.connect(lambda asked: window.bring_forward(asked or None))
+            window.destroyed.connect(stop.set)
+            window.closed.connect(stop.set)  # a close to the tray is no close: the familiar keeps running
+            if prefs.problem:
+                window.notices.show_message(prefs.problem)
+            painted = window.first_paint()
+            window.show()
+            familiar: Familiar | None = None
             try:
+                if probe:
+                    await _until_stopped(painted, stop)
+                    output(
+                        f"window shown after {_since_start():.3f} s on the {window.current_pane.name} pane;"
+                        f" peak memory {_peak_memory_mb():.1f} MB; cpu {time.process_time():.3f} s"
+                    )
+                try:
+                    familiar = await _until_stopped(_open_behind_window(paths), stop)
+                except (ConfigError, FamiliarError) as exc:
+                    exit_code = EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_FAILURE
+                    facade.fail(str(exc))
+                    error(str(exc))
+                    await _until_stopped(show_startup_error(str(exc)), stop)
+                    return
+                if familiar is None:  # stopped while it opened
+                    return
+                facade.go_live(familiar)
+                window.familiar_ready()
+                # What Start and the first reply need, loaded now on a worker thread rather than then on this one.
+                warming = asyncio.ensure_future(asyncio.to_thread(_warm_imports))
+                cleanup.push_async_callback(_settle, warming)
+                if probe:
+                    output(f"familiar open after {_since_start():.3f} s")
+                    stop.set()
+                else:
+                    window.maybe_show_first_run()
                 await stop.wait()
             finally:
                 await window.shutdown()
-                await familiar.close()
+                if familiar is not None:
+                    await familiar.close()
                 window.deleteLater()
 
     qasync.run(main())
     return exit_code
 
 
+def _theme_choice(value: str) -> Literal["system", "light", "dark"]:
+    return "light" if value == "light" else "dark" if value == "dark" else "system"
+
+
+def _warm_imports() -> None:
+    for module in ("openai", "app.runtime.discord_client"):
+        try:
+            importlib.import_module(module)
+        except ImportError:  # pragma: no cover - an installation problem: the first use will say it
+            _log.warning("could not load %s ahead of its first use", module, exc_info=True)
+
+
+async def _settle(task: asyncio.Future[None]) -> None:
+    with contextlib.suppress(Exception):
+        await task
+
+
+def _since_start() -> float:
+    return time.perf_counter() - _STARTED
+
+
+def _peak_memory_mb() -> float:
+    """The process's peak resident memory so far (0 where the platform does not say: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return 0.0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB elsewhere
+
+
+async def _open_behind_window(paths: FamiliarPaths) -> Familiar:
+    """Open the familiar for the window and start its background work; the window is already shown."""
+    # The runtime's imports (store, index, clients) take most of a cold start: on a worker thread, the
+    # window keeps painting meanwhile.
+    await asyncio.to_thread(importlib.import_module, "app.runtime.service")
+    familiar = await _open(paths)
+    familiar.subscribe(EventLog())  # the same event lines as headless mode, in the log file
+    try:
+        await familiar.start_learning()
+        familiar.start_watching()
+    except BaseException:
+        await familiar.close()
+        raise
+    return familiar
+
+
 def run_screenshot(paths: FamiliarPaths, pane: str, out: Path, size: tuple[int, int]) -> int:
-    """`familiar screenshot`: the window offscreen on `pane` over this familiar's data, as a PNG."""
-    _qt_app(offscreen=True)
+    """`familiar screenshot`: the window offscreen on `pane` over this familiar's data, as a PNG (in the
+    theme chosen in ui.toml)."""
+    app = _qt_app(offscreen=True)
     import qasync
 
+    from app.config.ui_prefs import UiPreferencesFile, ui_file
     from app.ui.screenshot import save_screenshot
+    from app.ui.theme import ThemeController
+
+    ThemeController(app, _theme_choice(UiPreferencesFile(ui_file()).prefs.theme))
 
     problem = _unknown_pane(pane)
     if problem is not None:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from app import __version__
 from app.bootstrap import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, open_or_explain
@@ -30,11 +30,14 @@ from app.config.paths import (
     list_familiars,
     require_familiar,
 )
-from app.console import EscapingFormatter, error, escape, output, output_json
+from app.console import error, escape, output, output_json
+from app.logs import configure_logging
 from app.runtime.errors import FamiliarError
-from app.runtime.memory_ops import RebuildProgress
-from app.runtime.service import Familiar
-from app.runtime.views import EmbeddingStatusView, Explanation, FactView, IndexStatusView, Progress, TombstoneView
+
+if TYPE_CHECKING:  # the window's start imports this module: nothing here may load the store or the clients
+    from app.runtime.memory_ops import RebuildProgress
+    from app.runtime.service import Familiar
+    from app.runtime.views import EmbeddingStatusView, Explanation, FactView, IndexStatusView, Progress, TombstoneView
 
 _log = logging.getLogger("familiar")
 
@@ -249,11 +252,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_self_test()
     window = args.command is None or (args.command == "run" and not args.headless)
     if window:
-        from app.platform_check import window_problem  # before anything loads Qt, or creates a familiar
+        # Before anything loads Qt or creates a familiar, or its log folder: a window that cannot open leaves
+        # nothing behind.
+        from app.platform_check import window_problem
 
         if (problem := window_problem()) is not None:
             error(problem)
             return EXIT_FAILURE
+    # Terminal output is the command's answer; everything logged goes to the log file (app/logs.py).
+    logs = configure_logging("window" if window else "headless" if args.command == "run" else "command")
     try:
         if args.command == "new" or (args.command == "card" and args.card_command == "import"):
             return _create(args)
@@ -271,18 +278,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if window:
         from app.bootstrap import run_window  # imports Qt only when a window is wanted
 
-        _configure_logging(logging.WARNING)  # the window shows the rest; warnings still reach a terminal, escaped
         return run_window(paths, pane=args.pane)
     if args.command == "screenshot":
         from app.bootstrap import run_screenshot
 
-        _configure_logging(logging.WARNING)
         return run_screenshot(paths, args.pane, args.out, args.size)
-    _configure_logging()
     if args.command == "run":
         from app.bootstrap import run_headless
 
-        return run_headless(paths)
+        return run_headless(paths, logs)
     if args.command == "lore":
         return _lore(paths, args)
     if args.command == "card":
@@ -292,16 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return asyncio.run(_with_familiar(paths, args, handler))
 
 
-def _configure_logging(level: int = logging.INFO) -> None:
-    # Log lines carry Discord text (who said what, server names): escaped, one line per record.
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler])
-    logging.getLogger("discord").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-
-
-Handler = Callable[[Familiar, argparse.Namespace], Awaitable[tuple[Any, str]]]
+Handler: TypeAlias = "Callable[[Familiar, argparse.Namespace], Awaitable[tuple[Any, str]]]"
 
 
 async def _with_familiar(paths: FamiliarPaths, args: argparse.Namespace, handler: Handler) -> int:

@@ -343,8 +343,8 @@ class DiscordAdapter:
         self.state = state
         self._publish(ConnectionChanged(state=state, detail=detail))
 
-    def _activity(self, kind: ActivityKind, where: str, summary: str) -> None:
-        self._publish(Activity(kind=kind, where=where, summary=summary))
+    def _activity(self, kind: ActivityKind, where: str, summary: str, message_id: int | None = None) -> None:
+        self._publish(Activity(kind=kind, where=where, summary=summary, message_id=message_id))
 
     async def _on_ready(self) -> None:
         self._publish_guilds()
@@ -428,7 +428,8 @@ class DiscordAdapter:
             if stored is not None and not stored.done():
                 stored.set_result(ok)
         where = _describe_channel(message)
-        self._activity(ActivityKind.MESSAGE_IN, where, f"{incoming.author_name}: {incoming.content[:120]}")
+        summary = f"{incoming.author_name}: {incoming.content[:120]}"
+        self._activity(ActivityKind.MESSAGE_IN, where, summary, message.id)
 
     def _queue_reply(self, message: discord.Message, incoming: IncomingMessage, stored: asyncio.Future[bool]) -> None:
         """Replies in one channel go out one after another, in message order; channels do not wait
@@ -477,16 +478,17 @@ class DiscordAdapter:
                 else:
                     sent = await message.channel.send(piece, allowed_mentions=_SAFE_MENTIONS)
                 await self._sink.on_discord_reply_sent(incoming, sent)
-            self._activity(ActivityKind.REPLY_OUT, _describe_channel(message), reply[:120])
+            self._activity(ActivityKind.REPLY_OUT, _describe_channel(message), reply[:120], message.id)
         except asyncio.CancelledError:
             raise
         except FamiliarError as exc:
-            _log.warning("no reply to %s: %s", message.id, exc)
+            # The activity and failure events below tell the window and the console; this line is the file's.
+            _log.warning("no reply to %s: %s", message.id, exc, extra={"console": False})
             self._activity(ActivityKind.ERROR, incoming.place, str(exc))
             self._publish_failure(str(exc))
         except discord.HTTPException as exc:
             text = f"Discord refused the reply ({exc.status}): {exc.text or exc}"
-            _log.warning("%s", text)
+            _log.warning("%s", text, extra={"console": False})
             self._activity(ActivityKind.ERROR, incoming.place, text)
             self._publish_failure(text)  # e.g. a missing Send Messages permission: the owner must act
         except Exception as exc:  # noqa: BLE001 - a reply task must never end silently
@@ -507,7 +509,8 @@ class DiscordAdapter:
         content = clip_message(flatten_message(payload.message), MAX_CONTENT_CHARS)
         await self._sink.on_discord_edit(payload.message_id, content, edited_at)
         author = payload.message.author.display_name
-        self._activity(ActivityKind.EDIT, self._where(payload.channel_id), f"{author} edited: {content[:120]}")
+        summary = f"{author} edited: {content[:120]}"
+        self._activity(ActivityKind.EDIT, self._where(payload.channel_id), summary, payload.message_id)
 
     def _where(self, channel_id: int) -> str:
         """A channel in words for the activity log, from its id alone (raw events carry no objects)."""

@@ -16,6 +16,7 @@ def _now() -> datetime:
 
 
 class ConnectionState(enum.StrEnum):
+    STARTING = "starting"  # the window is up and the familiar is still opening (app/runtime/deferred.py)
     STOPPED = "stopped"
     CONNECTING = "connecting"
     CONNECTED = "connected"
@@ -66,6 +67,7 @@ class Activity:
     where: str
     summary: str
     at: datetime = field(default_factory=_now)
+    message_id: int | None = None  # the Discord message it is about (logs name it instead of its text)
 
 
 @dataclass(frozen=True, slots=True)

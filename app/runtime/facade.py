@@ -10,7 +10,7 @@ They return view records (app/runtime/views.py) with names resolved. Every write
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -329,4 +329,9 @@ class FamiliarFacade(Protocol):
 
     async def test_llm_endpoint(self) -> str:
         """Send a tiny request to the configured endpoint; returns a one-line result, raises FamiliarError."""
+        ...
+
+    async def diagnostics(self, extra_versions: Mapping[str, str] | None = None) -> str:
+        """Versions, settings without secrets, index status and the last errors, as text for a bug report;
+        never a token or a key. `extra_versions` adds what only the caller knows (Qt's version)."""
         ...

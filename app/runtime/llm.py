@@ -11,26 +11,23 @@ Runtime layer: no Qt, qasync or discord imports here.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import random
 import re
 import socket
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
-
-import openai
-from openai.types.chat import (
-    ChatCompletion,
-    ChatCompletionAssistantMessageParam,
-    ChatCompletionMessageParam,
-    ChatCompletionSystemMessageParam,
-    ChatCompletionUserMessageParam,
-)
+from typing import TYPE_CHECKING, Literal, TypedDict, cast
 
 from app.config.settings import LLMSection, Secrets
 from app.runtime.errors import FamiliarError
+
+if TYPE_CHECKING:  # the openai package loads on the first request (importing it takes about half a second)
+    import openai
+    from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = ["ChatMessage", "LLMClient", "LLMEndpoint", "LLMError", "strip_reasoning"]
 
@@ -204,15 +201,9 @@ def _to_openai(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessagePar
     out: list[ChatCompletionMessageParam] = []
     for message in messages:
         role = message["role"]
-        content = message["content"]
-        if role == "system":
-            out.append(ChatCompletionSystemMessageParam(role="system", content=content))
-        elif role == "user":
-            out.append(ChatCompletionUserMessageParam(role="user", content=content))
-        elif role == "assistant":
-            out.append(ChatCompletionAssistantMessageParam(role="assistant", content=content))
-        else:  # pragma: no cover - guarded by the type
+        if role not in ("system", "user", "assistant"):  # pragma: no cover - guarded by the type
             raise ValueError(f"unknown chat role {role!r}")
+        out.append(cast("ChatCompletionMessageParam", {"role": role, "content": message["content"]}))
     return out
 
 
@@ -297,6 +288,8 @@ class LLMClient:
     # -- internals ---------------------------------------------------------------------------
 
     def _openai(self) -> openai.AsyncOpenAI:
+        import openai  # on first use (see the imports)
+
         if self._closed:
             raise LLMError("The LLM connection is closed; restart the familiar to use it again.")
         missing = self._endpoint.missing()
@@ -323,6 +316,8 @@ class LLMClient:
         max_tokens: int | None,
         temperature: float | None,
     ) -> _Answer:
+        if "openai" not in sys.modules:  # the first request: load the package on a worker thread, not the loop's
+            await asyncio.to_thread(importlib.import_module, "openai")
         client = self._openai()
         payload = _to_openai(messages)
         tokens = self._endpoint.max_tokens if max_tokens is None else max_tokens
@@ -358,6 +353,8 @@ class LLMClient:
         max_tokens: int,
         temperature: float,
     ) -> _Answer:
+        import openai  # loaded by _openai() already
+
         url = self._url
         try:
             # The openai timeout bounds each phase; this one bounds the whole attempt.
@@ -392,6 +389,8 @@ class LLMClient:
         )
 
     def _parse(self, completion: object) -> _Answer:
+        from openai.types.chat import ChatCompletion  # loaded by _openai() already
+
         if not isinstance(completion, ChatCompletion):
             raise self._not_openai()
         try:
@@ -477,6 +476,10 @@ class LLMClient:
                 f"The LLM endpoint '{url}' is not a web address. "
                 "It must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)."
             )
+        if "openai" not in sys.modules:  # loaded on a worker thread, not the loop's (see the imports)
+            await asyncio.to_thread(importlib.import_module, "openai")
+        import openai
+
         client = openai.AsyncOpenAI(
             base_url=url, api_key=self._endpoint.api_key or "not-needed", timeout=timeout, max_retries=0
         )

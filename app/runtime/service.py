@@ -7,11 +7,10 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-
-import discord
+from typing import TYPE_CHECKING
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, list_familiars
@@ -31,7 +30,6 @@ from app.runtime.context.assembler import Assembly
 from app.runtime.context.layers import DEFAULT_ORDER, LorebookLayer, ReplyContext
 from app.runtime.context.lorebook import LoreProblem, describe_disabled
 from app.runtime.controls_api import ControlsService
-from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ConnectionState, FailureReported, GuildsChanged, IndexHealthReport, RuntimeEvent
 from app.runtime.explain import explain
@@ -51,6 +49,11 @@ from app.runtime.setup_views import SettingsUpdate
 from app.runtime.view_builder import ViewBuilder
 from app.runtime.views import Explanation
 from app.runtime.wiring import Loaded, Parts, Shared, build_parts, load_familiar
+
+if TYPE_CHECKING:  # discord.py loads with the adapter, on Start: not for the window, the CLI or the store
+    import discord
+
+    from app.runtime.discord_client import DiscordAdapter
 
 SELF_KEY = "familiar:self"
 
@@ -337,6 +340,8 @@ class Familiar:
             raise self._fail(f"No {' and no '.join(missing)} yet: set them in Settings.")
         if self._discord is not None:
             return
+        from app.runtime.discord_client import DiscordAdapter
+
         loaded = self._parts.loaded
         adapter = DiscordAdapter(loaded.settings.discord, loaded.secrets.discord_token, self, self.publish)
         self._discord = adapter
@@ -590,6 +595,12 @@ class Familiar:
 
     async def test_llm_endpoint(self) -> str:
         return await self._parts.reply_llm.check()
+
+    async def diagnostics(self, extra_versions: Mapping[str, str] | None = None) -> str:
+        """Versions, settings without secrets, index status, the last errors: for a bug report (no secret)."""
+        from app.runtime.diagnostics import familiar_report
+
+        return await familiar_report(self, self._parts.loaded.secrets, extra_versions)
 
 
 def _chat_line(turn: Turn) -> ChatLine:

@@ -32,7 +32,6 @@ from app.config.settings import (
     keys_in_file,
 )
 from app.runtime.cards import apply_card_to_familiar, preview_card
-from app.runtime.discord_check import check_bot_token, token_problem
 from app.runtime.errors import FamiliarError
 from app.runtime.llm import LLMClient, LLMEndpoint
 from app.runtime.setup_views import (
@@ -136,6 +135,8 @@ class SetupService:
         loaded = self._loaded()
         if token is None or self._environ().get(SECRET_ENVIRONMENT["discord_token"], "").strip():
             token = loaded.secrets.discord_token
+        from app.runtime.discord_check import check_bot_token  # discord.py loads when a token is checked
+
         return await check_bot_token(token, loaded.settings.discord)
 
     def endpoint(self, draft: SettingsUpdate, which: Which = "replies") -> LLMEndpoint:
@@ -265,6 +266,8 @@ def _checked(update: SettingsUpdate) -> tuple[dict[str, str], dict[str, str]]:
             values[key] = model
     if update.bot_token is not None:
         token = update.bot_token.strip()
+        from app.runtime.discord_check import token_problem  # discord.py loads when a token is checked
+
         problem = token_problem(token) if token else None
         if problem is not None:
             raise FamiliarError(problem)

@@ -11,19 +11,33 @@ closed (the `closed` signal, or QApplication.lastWindowClosed) awaits `shutdown(
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
-from PySide6.QtCore import QSize, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QMainWindow, QStackedWidget, QWidget
+from PySide6.QtWidgets import (
+    QBoxLayout,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QMainWindow,
+    QStackedWidget,
+    QWidget,
+)
 
+from app.config.ui_prefs import UiPreferencesFile
 from app.runtime.events import ConnectionChanged, ConnectionState
 from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import cancel_running_slots
 from app.ui.bridge import RuntimeBridge
+from app.ui.desktop import Desktop
 from app.ui.dialogs.settings_dialog import SettingsDialog
 from app.ui.dialogs.welcome_dialog import WelcomeDialog
+from app.ui.dialogs.window_prefs import WindowPreferencesBox
 from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
@@ -34,15 +48,18 @@ from app.ui.panes.pending import PendingPane
 from app.ui.panes.people import PeoplePane
 from app.ui.panes.timeline import TimelinePane
 from app.ui.progress import StatusProgress
-from app.ui.theme import NAVIGATION_STYLE
+from app.ui.theme import NAVIGATION_WIDTH, STATUS_BAR_MARGINS, ThemeController, navigation_style
+from app.ui.tray import TrayIcon
 from app.ui.undo import UndoCentre
 from app.ui.widgets.connection_indicator import ConnectionIndicator
 from app.ui.widgets.notices import NoticeArea
 from app.ui.widgets.pause_light import PauseLight
 
+if TYPE_CHECKING:
+    from app.ui.dialogs.familiars import Launcher
+
 _log = logging.getLogger(__name__)
 
-NAVIGATION_WIDTH = 170
 DEFAULT_SIZE = QSize(1100, 700)
 
 PANES: tuple[type[Pane], ...] = (
@@ -70,12 +87,50 @@ def check_pane_name(name: str) -> str:
     return name
 
 
+class _FirstPaint(QObject):
+    """Completes a future at the first paint event of the object it filters, then removes itself."""
+
+    def __init__(self, done: asyncio.Future[None], parent: QObject) -> None:
+        super().__init__(parent)
+        self._done = done
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint and not self._done.done():
+            self._done.set_result(None)
+            watched.removeEventFilter(self)
+            self.deleteLater()
+        return False
+
+
+def _add_section(dialog: QDialog, section: QWidget) -> None:
+    """Add a section to a dialog laid out top to bottom, above its last row (the buttons)."""
+    layout = dialog.layout()
+    if isinstance(layout, QBoxLayout):
+        layout.insertWidget(max(0, layout.count() - 1), section)
+    elif layout is not None:
+        layout.addWidget(section)
+
+
 class MainWindow(QMainWindow):
-    """Emits `closed` once the window has been closed (File > Quit or the title bar)."""
+    """Emits `closed` once the window has been closed for real (File > Quit, the tray's Quit, or the title bar
+    when it does not close to the tray)."""
 
     closed = Signal()
 
-    def __init__(self, facade: FamiliarFacade, parent: QWidget | None = None, *, pane: str | None = None) -> None:
+    def __init__(
+        self,
+        facade: FamiliarFacade,
+        parent: QWidget | None = None,
+        *,
+        pane: str | None = None,
+        prefs: UiPreferencesFile | None = None,
+        theme: ThemeController | None = None,
+        tray: TrayIcon | None = None,
+        root: Path | None = None,
+        launcher: Launcher | None = None,
+    ) -> None:
+        """`prefs`: the window preferences (ui.toml; None: defaults, not saved); `theme`: the application's
+        theme; `tray`: the tray icon (None: none); `root`: the data root (File > Open / New familiar)."""
         super().__init__(parent)
         self._facade = facade
         self._settings_dialog: SettingsDialog | None = None
@@ -106,7 +161,7 @@ class MainWindow(QMainWindow):
         self.navigation = QListWidget()
         self.navigation.setFixedWidth(NAVIGATION_WIDTH)
         self.navigation.setObjectName("navigation")
-        self.navigation.setStyleSheet(NAVIGATION_STYLE)
+        self.navigation.setStyleSheet(navigation_style())
         self.stack = QStackedWidget()
         for each in self.panes:
             self.navigation.addItem(each.title)
@@ -121,6 +176,9 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.stack, 1)
         self.notices.raise_()
 
+        self.desktop = Desktop(
+            self, facade, prefs=prefs or UiPreferencesFile(None), theme=theme, tray=tray, root=root, launcher=launcher
+        )
         self._build_menu()
 
         status = facade.get_status()
@@ -134,14 +192,15 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.pause_light)
         self.statusBar().addWidget(self.status_progress)
         self.statusBar().addPermanentWidget(self.latency_label)
-        self.statusBar().setContentsMargins(8, 0, 8, 0)
+        self.statusBar().setContentsMargins(*STATUS_BAR_MARGINS)
         self.bridge.connection_changed.connect(self._on_bridge_connection_changed)
         self.bridge.latency_measured.connect(self._on_bridge_latency_measured)
-        if pane is not None:
-            self.show_pane(pane)
+        self.desktop.restore_placement(pane)
 
     def _build_menu(self) -> None:
         self.file_menu = file_menu = self.menuBar().addMenu("&File")
+        self.desktop.add_familiar_actions(file_menu)
+        file_menu.addSeparator()
         self.settings_action = QAction("&Settings…", self)
         self.settings_action.setShortcut(QKeySequence.StandardKey.Preferences)
         self.settings_action.triggered.connect(self.open_settings)
@@ -149,11 +208,14 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self.quit_action = QAction("&Quit", self)
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        self.quit_action.triggered.connect(self.close)
+        self.quit_action.setToolTip("Stop the familiar and close the window")
+        self.quit_action.triggered.connect(self.quit)
         file_menu.addAction(self.quit_action)
         self.edit_menu = edit_menu = self.menuBar().addMenu("&Edit")
         edit_menu.addAction(self.undo.undo_action)
         edit_menu.addAction(self.undo.redo_action)
+        self.help_menu = self.menuBar().addMenu("&Help")
+        self.desktop.add_help_menu(self.help_menu)
 
     # -- panes -------------------------------------------------------------------------------------
     def pane_of(self, pane_class: type[P]) -> P:
@@ -200,6 +262,14 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
         dialog.welcome_requested.connect(self.open_welcome)
+        _add_section(
+            dialog,
+            WindowPreferencesBox(
+                self.desktop.prefs,
+                self.desktop.theme,
+                tray_available=self.desktop.tray is not None and self.desktop.tray.available,
+            ),
+        )
         self._settings_dialog = dialog
         dialog.show()
         return dialog
@@ -224,6 +294,22 @@ class MainWindow(QMainWindow):
         dialog.show()
         return dialog
 
+    # -- start-up ------------------------------------------------------------------------------------
+    def first_paint(self) -> asyncio.Future[None]:
+        """Done once the window has painted for the first time (call before show())."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        watcher = _FirstPaint(done, self)
+        self.installEventFilter(watcher)
+        return done
+
+    def familiar_ready(self) -> None:
+        """The facade has become live (it was a DeferredFacade while the familiar opened): show its status."""
+        status = self._facade.get_status()
+        self.connection_indicator.set_state(status.state)
+        self.latency_label.setText(latency_text(status.latency_ms))
+        self.dashboard.refresh_status()
+        self.desktop.familiar_ready()
+
     def maybe_show_first_run(self) -> bool:
         """Open the welcome flow when the familiar is not configured yet; returns whether it did."""
         if self._facade.get_status().configured:
@@ -232,17 +318,35 @@ class MainWindow(QMainWindow):
         return True
 
     # -- lifetime ----------------------------------------------------------------------------------
+    def quit(self) -> None:
+        """Close for real: the familiar stops (File > Quit, the tray's Quit)."""
+        self.desktop.quit()
+
+    def bring_forward(self, pane: str | None = None) -> None:
+        """Show and raise the window (from the tray, or for a second launch of this familiar)."""
+        self.desktop.bring_forward(pane)
+
     async def shutdown(self) -> None:
         """Stop listening to the runtime and cancel handlers still in flight. The bootstrap then stops the facade."""
+        self.desktop.shutdown()
         self.bridge.close()
         await cancel_running_slots()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.desktop.closes_to_tray():
+            event.ignore()  # the familiar keeps running; the tray brings the window back
+            self.desktop.hide_to_tray()
+            return
+        if self.isVisible():
+            self.desktop.save_placement()
         super().closeEvent(event)
         if event.isAccepted():
             for child in (self._settings_dialog, self._welcome_dialog):
                 if child is not None:
                     child.close()  # an open child dialog would outlive the window
+            for dialog in list(self.desktop.dialogs):
+                if isinstance(dialog, QWidget):
+                    dialog.close()
             self.closed.emit()
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:

@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QProgressDialog, QWidget
 
 from app.runtime.views import Progress
+from app.ui.theme import SPACE_S
 
 MIN_SHOW_MS = 500
 BAR_WIDTH = 160
@@ -51,7 +52,7 @@ class StatusProgress(QWidget):
         self.bar.setTextVisible(False)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(6)
+        layout.setSpacing(SPACE_S)
         layout.addWidget(self.label)
         layout.addWidget(self.bar)
         self._jobs: dict[int, Progress] = {}

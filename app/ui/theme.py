@@ -1,31 +1,39 @@
-"""Every colour, font and stylesheet of the window, so every pane looks like part of one window.
+"""Every colour, font size, spacing and stylesheet of the window, for a light and a dark theme.
 
-Widgets never carry inline colours or stylesheets: they call the functions here (a future dark theme
-changes this module only).
+One `Palette` per theme (LIGHT, DARK) holds every colour the window uses; spacing and typography are the
+constants below. Widgets never carry colours of their own: they call the functions here. Which theme is
+in force is the application's QPalette (set by `apply_theme`, following the system's colour scheme or the
+owner's choice in Settings): `colours()` answers from it, at the moment it is called.
+
+How a change of theme reaches every widget:
+- the application palette and one application stylesheet (`app_stylesheet`) are replaced;
+- widgets styled with an inline stylesheet built from a palette (`dot_style(colours().ok, 12)`, or the
+  older constants below, which are the LIGHT values) have that palette's colours swapped for the new
+  one's (`restyle`), also when a window or dialog built for another theme first takes the focus
+  (`ThemeController` watches for that);
+- models and painters ask `colours()` when they paint, so a repaint is enough.
+The module-level colour constants and *_STYLE strings are kept for code written against them; new code
+uses `colours()` and the functions.
 """
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QFont, QFontDatabase
-from PySide6.QtWidgets import QLabel
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette, QWindow
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from app.runtime.events import ConnectionState
 
-ERROR_RED = "#c62828"
-OK_GREEN = "#2e7d32"
-AMBER = "#b26a00"
-MUTED_GREY = "#6b6b6b"
-HINT_BACKGROUND = "#fff4d6"
-HINT_BORDER = "#e0b84d"
+_log = logging.getLogger(__name__)
+
+# Colours of the panes that do not change with the theme (light backgrounds carry their own dark text).
 INHERITED_BACKGROUND = "#f1f1f1"  # a switch paused from above (its server, everywhere)
-FAMILIAR_LINE_BACKGROUND = "#eef3fb"
-ERROR_BACKGROUND = "#fdecea"
-ERROR_BORDER = "#f5c2c0"
-NOTICE_BACKGROUND = "#323232"
-NOTICE_TEXT = "#f5f5f5"
-NOTICE_ACTION = "#8ab4f8"
-DIFF_ADDED = "#e6f4ea"
-DIFF_REMOVED = "#fce8e6"
 OK_BACKGROUND = "#e6f4ea"
 QUIET_BACKGROUND = "#f0f0f0"
 # Text on the diff backgrounds: set with them, so a diff stays readable on a dark palette too.
@@ -33,15 +41,176 @@ DIFF_ADDED_TEXT = "#0b5a22"
 DIFF_REMOVED_TEXT = "#9b1c14"
 CONFLICT_TEXT = "#3d2a00"  # dark text on the amber hint background
 
-STATE_COLOURS: dict[ConnectionState, str] = {
-    ConnectionState.STOPPED: "#9e9e9e",
-    ConnectionState.CONNECTING: "#f0a202",
-    ConnectionState.RECONNECTING: "#f0a202",
-    ConnectionState.CONNECTED: "#2e9d4f",
-    ConnectionState.FAILED: "#d32f2f",
-}
+ThemeChoice = Literal["system", "light", "dark"]
+THEME_CHOICES: tuple[ThemeChoice, ...] = ("system", "light", "dark")
+THEME_WORDS: dict[ThemeChoice, str] = {"system": "Follow the system", "light": "Light", "dark": "Dark"}
+
+
+@dataclass(frozen=True, slots=True)
+class Palette:
+    """Every colour of one theme (lower-case #rrggbb, so stylesheets built from it can be re-coloured)."""
+
+    name: Literal["light", "dark"]
+    # the Qt palette
+    window: str
+    base: str
+    alternate_base: str
+    text: str
+    button: str
+    highlight: str
+    highlighted_text: str
+    link: str
+    placeholder: str
+    # meaning
+    error: str
+    ok: str
+    amber: str
+    muted: str
+    hint_background: str
+    hint_border: str
+    familiar_line_background: str
+    error_background: str
+    error_border: str
+    notice_background: str
+    notice_text: str
+    notice_action: str
+    diff_added: str
+    diff_removed: str
+    # navigation
+    navigation_background: str
+    navigation_border: str
+    navigation_selected: str
+    navigation_selected_text: str
+    accent: str
+    # connection states
+    state_idle: str  # starting, stopped
+    state_busy: str  # connecting, reconnecting
+    state_connected: str
+    state_failed: str
+
+    def state_colour(self, state: ConnectionState) -> str:
+        return {
+            ConnectionState.STARTING: self.state_idle,
+            ConnectionState.STOPPED: self.state_idle,
+            ConnectionState.CONNECTING: self.state_busy,
+            ConnectionState.RECONNECTING: self.state_busy,
+            ConnectionState.CONNECTED: self.state_connected,
+            ConnectionState.FAILED: self.state_failed,
+        }[state]
+
+    def roles(self) -> dict[str, str]:
+        """Role name -> colour, for every colour of the palette."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "name"}
+
+
+LIGHT = Palette(
+    name="light",
+    window="#f6f6f7",
+    base="#ffffff",
+    alternate_base="#f3f4f6",
+    text="#1f1f1f",
+    button="#eceef1",
+    highlight="#2f64cc",
+    highlighted_text="#fefefe",
+    link="#1f5bc6",
+    placeholder="#7a7a7a",
+    error="#c62828",
+    ok="#2e7d32",
+    amber="#b26a00",
+    muted="#6b6b6b",
+    hint_background="#fff4d6",
+    hint_border="#e0b84d",
+    familiar_line_background="#eef3fb",
+    error_background="#fdecea",
+    error_border="#f5c2c0",
+    notice_background="#323232",
+    notice_text="#f5f5f5",
+    notice_action="#8ab4f8",
+    diff_added="#e6f4ea",
+    diff_removed="#fce8e6",
+    navigation_background="#f4f4f6",
+    navigation_border="#d6d6d6",
+    navigation_selected="#dde6f6",
+    navigation_selected_text="#000000",
+    accent="#3b6fd4",
+    state_idle="#9e9e9e",
+    state_busy="#f0a202",
+    state_connected="#2e9d4f",
+    state_failed="#d32f2f",
+)
+
+DARK = Palette(
+    name="dark",
+    window="#1e1f22",
+    base="#26272b",
+    alternate_base="#2c2d31",
+    text="#e6e6e8",
+    button="#33353a",
+    highlight="#4a7be0",
+    highlighted_text="#fffffe",
+    link="#8cb6fa",
+    placeholder="#8e9096",
+    error="#f28b82",
+    ok="#81c995",
+    amber="#fdd663",
+    muted="#a4a6ab",
+    hint_background="#3b331c",
+    hint_border="#8c7325",
+    familiar_line_background="#243047",
+    error_background="#3d2422",
+    error_border="#7a3a36",
+    notice_background="#e3e3e6",
+    notice_text="#1d1d1f",
+    notice_action="#1a57c9",
+    diff_added="#1f3a29",
+    diff_removed="#47231f",
+    navigation_background="#18191b",
+    navigation_border="#35373b",
+    navigation_selected="#2b3a58",
+    navigation_selected_text="#f4f6fb",
+    accent="#7fa8f0",
+    state_idle="#8f9196",
+    state_busy="#f4b400",
+    state_connected="#5bb974",
+    state_failed="#ee675c",
+)
+
+PALETTES: dict[str, Palette] = {"light": LIGHT, "dark": DARK}
+
+# -- spacing and typography (device-independent pixels; Qt scales them with the screen) ---------------
+SPACE_XS = 4
+SPACE_S = 6
+SPACE_SM = 8
+SPACE_M = 10
+SPACE_L = 16
+PANE_MARGINS = (16, 12, 16, 12)  # left, top, right, bottom of every pane
+DIALOG_MARGINS = (18, 16, 18, 16)
+NOTICE_MARGINS = (12, 8, 6, 8)
+STATUS_BAR_MARGINS = (8, 0, 8, 0)
+NAVIGATION_WIDTH = 170
+TITLE_SCALE = 1.5
+SMALL_SCALE = 0.9
+
+# -- the older names: the LIGHT palette's values (kept for code written against them) ----------------
+ERROR_RED = LIGHT.error
+OK_GREEN = LIGHT.ok
+AMBER = LIGHT.amber
+MUTED_GREY = LIGHT.muted
+HINT_BACKGROUND = LIGHT.hint_background
+HINT_BORDER = LIGHT.hint_border
+FAMILIAR_LINE_BACKGROUND = LIGHT.familiar_line_background
+ERROR_BACKGROUND = LIGHT.error_background
+ERROR_BORDER = LIGHT.error_border
+NOTICE_BACKGROUND = LIGHT.notice_background
+NOTICE_TEXT = LIGHT.notice_text
+NOTICE_ACTION = LIGHT.notice_action
+DIFF_ADDED = LIGHT.diff_added
+DIFF_REMOVED = LIGHT.diff_removed
+
+STATE_COLOURS: dict[ConnectionState, str] = {state: LIGHT.state_colour(state) for state in ConnectionState}
 
 STATE_WORDS: dict[ConnectionState, str] = {
+    ConnectionState.STARTING: "Starting…",
     ConnectionState.STOPPED: "Stopped",
     ConnectionState.CONNECTING: "Connecting…",
     ConnectionState.RECONNECTING: "Reconnecting…",
@@ -49,28 +218,119 @@ STATE_WORDS: dict[ConnectionState, str] = {
     ConnectionState.FAILED: "Failed",
 }
 
-# -- stylesheets (each scoped to an object name, so it styles that widget only) ----------------------
-NAVIGATION_STYLE = (
-    "#navigation { border: none; border-right: 1px solid #d6d6d6; background: #f4f4f6; padding-top: 8px;"
-    " outline: 0; }"
-    " #navigation::item { padding: 8px 14px; }"
-    " #navigation::item:selected { background: #dde6f6; color: black; border-left: 3px solid #3b6fd4; }"
-)
-ERROR_BANNER_STYLE = (
-    f"color: {ERROR_RED}; background-color: {ERROR_BACKGROUND}; border: 1px solid {ERROR_BORDER};"
-    " border-radius: 4px; padding: 6px 8px;"
-)
-SETUP_HINT_STYLE = (
-    f"#setupHint {{ background-color: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER}; border-radius: 4px; }}"
-)
-NOTICE_STYLE = (
-    f"#notice {{ background-color: {NOTICE_BACKGROUND}; border-radius: 6px; }}"
-    f" #notice QLabel {{ color: {NOTICE_TEXT}; }}"
-    f" #notice QPushButton {{ color: {NOTICE_ACTION}; background: transparent; border: none; font-weight: bold;"
-    " padding: 2px 6px; }"
-    f" #notice QPushButton:hover {{ text-decoration: underline; }}"
-)
-STATE_MESSAGE_STYLE = f"color: {MUTED_GREY};"
+
+# -- which theme is in force ---------------------------------------------------------------------------
+def is_dark(palette: QPalette | None = None) -> bool:
+    """Whether a Qt palette (default: the application's) is a dark one."""
+    palette = palette if palette is not None else QGuiApplication.palette()
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def colours() -> Palette:
+    """The palette of the theme in force now (read from the application's QPalette)."""
+    return DARK if is_dark() else LIGHT
+
+
+def system_scheme(app: QGuiApplication, native: QPalette) -> Literal["light", "dark"]:
+    """The system's colour scheme: what the platform says (Qt 6.5+), else what its palette looks like."""
+    scheme = app.styleHints().colorScheme()
+    if scheme == Qt.ColorScheme.Dark:
+        return "dark"
+    if scheme == Qt.ColorScheme.Light:
+        return "light"
+    return "dark" if is_dark(native) else "light"
+
+
+def qt_palette(p: Palette) -> QPalette:
+    """A complete Qt palette for the theme (used when the platform's own is not in that scheme)."""
+    palette = QPalette()
+    roles = QPalette.ColorRole
+    pairs = {
+        roles.Window: p.window,
+        roles.WindowText: p.text,
+        roles.Base: p.base,
+        roles.AlternateBase: p.alternate_base,
+        roles.Text: p.text,
+        roles.Button: p.button,
+        roles.ButtonText: p.text,
+        roles.BrightText: p.error,
+        roles.Highlight: p.highlight,
+        roles.HighlightedText: p.highlighted_text,
+        roles.Link: p.link,
+        roles.LinkVisited: p.link,
+        roles.ToolTipBase: p.base,
+        roles.ToolTipText: p.text,
+        roles.PlaceholderText: p.placeholder,
+    }
+    for role, colour in pairs.items():
+        palette.setColor(role, QColor(colour))
+    disabled = QColor(p.placeholder)
+    for role in (roles.WindowText, roles.Text, roles.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, disabled)
+    # Fusion draws frames and separators from these.
+    palette.setColor(roles.Light, QColor(p.button).lighter(130))
+    palette.setColor(roles.Midlight, QColor(p.button).lighter(115))
+    palette.setColor(roles.Mid, QColor(p.navigation_border))
+    palette.setColor(roles.Dark, QColor(p.navigation_border).darker(130))
+    palette.setColor(roles.Shadow, QColor("#000000"))
+    return palette
+
+
+# -- stylesheets (each scoped to an object name or a property, so it styles those widgets only) --------
+def navigation_style(p: Palette | None = None) -> str:
+    p = p or colours()
+    return (
+        f"#navigation {{ border: none; border-right: 1px solid {p.navigation_border};"
+        f" background: {p.navigation_background}; padding-top: 8px; outline: 0; }}"
+        " #navigation::item { padding: 8px 14px; }"
+        f" #navigation::item:selected {{ background: {p.navigation_selected}; color: {p.navigation_selected_text};"
+        f" border-left: 3px solid {p.accent}; }}"
+    )
+
+
+def error_banner_style(p: Palette | None = None) -> str:
+    p = p or colours()
+    return (
+        f"color: {p.error}; background-color: {p.error_background}; border: 1px solid {p.error_border};"
+        " border-radius: 4px; padding: 6px 8px;"
+    )
+
+
+def setup_hint_style(p: Palette | None = None) -> str:
+    p = p or colours()
+    return (
+        f"#setupHint {{ background-color: {p.hint_background}; border: 1px solid {p.hint_border};"
+        " border-radius: 4px; }"
+    )
+
+
+def notice_style(p: Palette | None = None) -> str:
+    p = p or colours()
+    return (
+        f"#notice {{ background-color: {p.notice_background}; border-radius: 6px; }}"
+        f" #notice QLabel {{ color: {p.notice_text}; }}"
+        f" #notice QPushButton {{ color: {p.notice_action}; background: transparent; border: none; font-weight: bold;"
+        " padding: 2px 6px; }"
+        " #notice QPushButton:hover { text-decoration: underline; }"
+    )
+
+
+def muted_style(p: Palette | None = None) -> str:
+    return f"color: {(p or colours()).muted};"
+
+
+NAVIGATION_STYLE = navigation_style(LIGHT)
+ERROR_BANNER_STYLE = error_banner_style(LIGHT)
+SETUP_HINT_STYLE = setup_hint_style(LIGHT)
+NOTICE_STYLE = notice_style(LIGHT)
+STATE_MESSAGE_STYLE = muted_style(LIGHT)
+
+
+def app_stylesheet(p: Palette) -> str:
+    """The application-wide stylesheet: only what the Qt palette cannot say."""
+    return f"QToolTip {{ color: {p.text}; background-color: {p.base}; border: 1px solid {p.navigation_border}; }}"
+
+
 PAUSE_LIGHT_STYLE = (
     f"#pauseLight {{ color: {AMBER}; font-weight: bold; border: 1px solid transparent; border-radius: 3px;"
     " padding: 0 6px; }"
@@ -86,16 +346,18 @@ CAUGHT_UP_STYLE = f"color: {OK_GREEN};"
 
 
 def dot_style(colour: str, size: int) -> str:
-    """A round coloured dot (a QLabel of `size` x `size`)."""
-    return f"background-color: {colour}; border-radius: {size // 2}px;"
+    """A round coloured dot (a QLabel of `size` x `size`). A LIGHT colour (an older constant) is taken as
+    its role: in the dark theme the dot gets the dark palette's colour for it."""
+    return recolour(f"background-color: {colour}; border-radius: {size // 2}px;", LIGHT, colours())
 
 
 def text_colour_style(colour: str) -> str:
-    return f"color: {colour};"
+    """Text in `colour`; a LIGHT colour (ERROR_RED, OK_GREEN...) is taken as its role in the theme in force."""
+    return recolour(f"color: {colour};", LIGHT, colours())
 
 
 def error_colour() -> QColor:
-    return QColor(ERROR_RED)
+    return QColor(colours().error)
 
 
 def monospace_font() -> QFont:
@@ -106,7 +368,7 @@ def title_label(text: str) -> QLabel:
     """A pane title: larger and bold."""
     label = QLabel(text)
     font = label.font()
-    font.setPointSizeF(font.pointSizeF() * 1.5)
+    font.setPointSizeF(font.pointSizeF() * TITLE_SCALE)
     font.setBold(True)
     label.setFont(font)
     return label
@@ -125,10 +387,10 @@ def small_label(text: str) -> QLabel:
     """Explanatory small print, muted and word-wrapped."""
     label = QLabel(text)
     font = label.font()
-    font.setPointSizeF(font.pointSizeF() * 0.9)
+    font.setPointSizeF(font.pointSizeF() * SMALL_SCALE)
     label.setFont(font)
     label.setWordWrap(True)
-    label.setStyleSheet(STATE_MESSAGE_STYLE)
+    label.setStyleSheet(muted_style())
     return label
 
 
@@ -168,3 +430,108 @@ def scaled_font(font: QFont, factor: float, *, bold: bool = False) -> QFont:
     scaled.setPointSizeF(font.pointSizeF() * factor)
     scaled.setBold(bold)
     return scaled
+
+
+# -- re-colouring --------------------------------------------------------------------------------------
+def recolour(sheet: str, old: Palette, new: Palette) -> str:
+    """`sheet` with each colour of `old` replaced by the same role's colour in `new`."""
+    if not sheet or old is new:
+        return sheet
+    lowered = sheet.lower()
+    swaps = {o: new_colour for o, new_colour in zip(old.roles().values(), new.roles().values(), strict=True)}
+    if not any(colour in lowered for colour in swaps):
+        return sheet
+    out: list[str] = []
+    i = 0
+    while i < len(sheet):  # one pass, so a swapped colour is never swapped again
+        chunk = lowered[i : i + 7]
+        if chunk in swaps:
+            out.append(swaps[chunk])
+            i += 7
+        else:
+            out.append(sheet[i])
+            i += 1
+    return "".join(out)
+
+
+def restyle(widgets: list[QWidget], p: Palette) -> None:
+    """Give each widget's own stylesheet the colours of `p` (from whichever palette it was built with)."""
+    for widget in widgets:
+        sheet = widget.styleSheet()
+        if not sheet:
+            continue
+        updated = sheet
+        for other in PALETTES.values():
+            if other is not p:
+                updated = recolour(updated, other, p)
+        if updated != sheet:
+            widget.setStyleSheet(updated)
+
+
+class ThemeController(QObject):
+    """Applies the owner's theme choice to the application, follows the system's colour scheme while the
+    choice is "system", and re-colours windows shown later. Emits `changed` with the palette in force."""
+
+    changed = Signal(object)
+
+    def __init__(
+        self,
+        app: QApplication,
+        choice: ThemeChoice = "system",
+        *,
+        system: Callable[[], Literal["light", "dark"]] | None = None,
+    ) -> None:
+        """`system`: what the system's colour scheme is now (default: Qt's style hints, else the native palette)."""
+        super().__init__(app)
+        self._app = app
+        self._native = QPalette(app.palette())  # the platform's own, kept for the scheme it is in
+        self._native_style = app.style().name()
+        self._choice: ThemeChoice = choice
+        self._system = system or (lambda: system_scheme(app, self._native))
+        self._palette: Palette | None = None
+        app.styleHints().colorSchemeChanged.connect(self._on_system_scheme_changed)
+        app.focusWindowChanged.connect(self._on_focus_window_changed)
+        self.apply(choice)
+
+    @property
+    def choice(self) -> ThemeChoice:
+        return self._choice
+
+    @property
+    def palette(self) -> Palette:
+        return self._palette or colours()
+
+    def apply(self, choice: ThemeChoice) -> Palette:
+        """Put `choice` in force now (light, dark, or the system's scheme)."""
+        self._choice = choice
+        wanted = PALETTES[self._system() if choice == "system" else choice]
+        if is_dark(self._native) == (wanted is DARK):
+            # The platform's own palette is in that scheme: keep its native look.
+            self._set_style(self._native_style)
+            self._app.setPalette(self._native)
+        else:
+            self._set_style("Fusion")  # the one style that draws any palette faithfully (Windows' does not)
+            self._app.setPalette(qt_palette(wanted))
+        self._app.setStyleSheet(app_stylesheet(wanted))
+        self._palette = wanted
+        restyle(QApplication.allWidgets(), wanted)
+        _log.info("theme: %s (%s)", wanted.name, choice)
+        self.changed.emit(wanted)
+        return wanted
+
+    def _set_style(self, name: str) -> None:
+        if self._app.style().name().lower() != name.lower():
+            self._app.setStyle(name)
+
+    def _on_system_scheme_changed(self) -> None:
+        if self._choice == "system":
+            self.apply("system")
+
+    def _on_focus_window_changed(self, window: QWindow | None) -> None:
+        # A window or dialog built with another palette's colours (an older constant) is re-coloured when it
+        # first takes the focus (cheaper than watching every event for a Show).
+        if window is None or self._palette is None or self._palette is LIGHT:
+            return
+        for widget in QApplication.topLevelWidgets():
+            if widget.windowHandle() is window:
+                restyle([widget, *widget.findChildren(QWidget)], self._palette)

@@ -27,9 +27,13 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 MIN_PNG_BYTES = 10_000
 
 
-def familiar_command(home: Path, *argv: str, probe: bool = False) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAMILIAR_", "DISCORD_"))}
+def familiar_command(
+    home: Path, *argv: str, probe: bool = False, scale: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAMILIAR_", "DISCORD_", "QT_SCALE"))}
     env.update({"FAMILIAR_HOME": str(home), "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)})
+    if scale is not None:
+        env["QT_SCALE_FACTOR"] = str(scale)
     if probe:
         env["FAMILIAR_BENCH_EXIT_WHEN_SHOWN"] = "1"
     return subprocess.run(
@@ -75,6 +79,26 @@ def test_a_screenshot_of_each_pane_over_real_data(home: Path, pane: str) -> None
     image = QImage(str(out))
     assert (image.width(), image.height()) == (1000, 640)
     assert out.stat().st_size > MIN_PNG_BYTES
+
+
+@pytest.mark.parametrize(("theme", "pane"), [("dark", "dashboard"), ("dark", "chat"), ("light", "chat")])
+def test_screenshots_at_200_percent_in_the_theme_of_ui_toml(home: Path, theme: str, pane: str) -> None:
+    """Readable at 200%: the window rendered with QT_SCALE_FACTOR=2 is twice the size, text and all (look at
+    the PNGs), in the theme the owner chose in ui.toml."""
+    ui = home / "ui.toml"
+    ui.write_text(f'theme = "{theme}"\n', encoding="utf-8")
+    try:
+        out = ARTIFACTS / f"screenshot_{pane}_{theme}_200.png"
+        out.unlink(missing_ok=True)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        done = familiar_command(home, "screenshot", "--pane", pane, "--out", str(out), "--size", "900x600", scale=2)
+        assert done.returncode == 0, done.stderr
+    finally:
+        ui.unlink()
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1800, 1200)
+    corner = image.pixelColor(image.width() - 40, image.height() // 2)  # the pane's background
+    assert (corner.lightness() < 128) == (theme == "dark")
 
 
 def test_the_chat_screenshot_waited_for_the_history(home: Path) -> None:
@@ -137,6 +161,11 @@ def test_an_unknown_pane_is_refused_listing_the_names(home: Path, tmp_path: Path
 def test_familiar_pane_opens_the_window_on_that_pane(home: Path) -> None:
     done = familiar_command(home, "--pane", "chat", probe=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith("on the chat pane")
-    done = familiar_command(home, probe=True)
-    assert done.stdout.strip().endswith("on the dashboard pane")
+    shown, opened = done.stdout.splitlines()
+    assert " on the chat pane; peak memory " in shown
+    assert opened.startswith("familiar open after")  # the probe waits for the familiar behind the window
+    done = familiar_command(home, probe=True)  # without --pane the window comes back to the last pane
+    assert done.returncode == 0, done.stderr
+    assert " on the chat pane; " in done.stdout.splitlines()[0]
+    done = familiar_command(home, "--pane", "dashboard", probe=True)
+    assert " on the dashboard pane; " in done.stdout.splitlines()[0]

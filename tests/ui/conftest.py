@@ -9,6 +9,7 @@ so async tests elsewhere in the session can still start their own loops.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -45,6 +46,15 @@ def qasync_loop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
     _loops[0].set_default_executor(executor)
     yield _loops[0]
     executor.shutdown(wait=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _runtime_clients_loaded() -> None:
+    """The window loads the LLM and Discord clients' packages behind itself once the familiar is open
+    (app/bootstrap.py `_warm_imports`); these tests open the familiar themselves, so they load them here,
+    rather than on the first reply, where importing them would eat the waits' time on a busy machine."""
+    importlib.import_module("openai")
+    importlib.import_module("app.runtime.discord_client")
 
 
 @pytest.fixture(autouse=True)

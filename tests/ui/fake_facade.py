@@ -10,7 +10,7 @@ pause light asks it at start: nothing paused until a test pauses something).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -302,6 +302,12 @@ class FakeFacade:
         if self.endpoint_error is not None:
             raise FamiliarError(self.endpoint_error)
         return self.endpoint_result
+
+    async def diagnostics(self, extra_versions: Mapping[str, str] | None = None) -> str:
+        self.calls.append(Call("diagnostics"))
+        if self._backing is not None:
+            return await self._backing.diagnostics(extra_versions)
+        return f"Familiar diagnostics for '{self.familiar_name}' (scripted)\n"
 
 
 def _conforms(fake: FakeFacade) -> FamiliarFacade:

@@ -62,13 +62,13 @@ def test_status_bar_follows_the_connection(qtbot: QtBot, facade: FakeFacade) -> 
 
 def test_file_menu_has_settings_and_quit(qtbot: QtBot, memory_facade: FakeFacade) -> None:
     window = make_window(qtbot, memory_facade)
-    assert [action.text() for action in window.menuBar().actions()] == ["&File", "&Edit"]
+    assert [action.text() for action in window.menuBar().actions()] == ["&File", "&Edit", "&Help"]
     edit = [action.text() for action in window.edit_menu.actions()]
     assert edit == ["&Undo", "&Redo"]
     assert window.undo.undo_action.shortcut().toString() == "Ctrl+Z"
     assert [s.toString() for s in window.undo.redo_action.shortcuts()][:1] == ["Ctrl+Shift+Z"]
     texts = [action.text() for action in window.file_menu.actions() if not action.isSeparator()]
-    assert texts == ["&Settings…", "&Quit"]
+    assert texts == ["&Open familiar…", "&New familiar…", "&Settings…", "&Quit"]
 
     window.settings_action.trigger()
     dialog = window.settings_dialog

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor
 
 from app.runtime.events import Activity, ActivityKind
 from app.ui.models.base import Column, RecordTableModel
-from app.ui.theme import ERROR_RED, MUTED_GREY
+from app.ui.theme import colours
 
 DEFAULT_CAPACITY: Final = 1_000
 
@@ -28,11 +28,11 @@ def _tooltip(record: Activity) -> str:
 
 
 def _red_if_error(record: Activity) -> QColor | None:
-    return QColor(ERROR_RED) if record.kind is ActivityKind.ERROR else None
+    return QColor(colours().error) if record.kind is ActivityKind.ERROR else None
 
 
 def _time_colour(record: Activity) -> QColor:
-    return QColor(ERROR_RED) if record.kind is ActivityKind.ERROR else QColor(MUTED_GREY)
+    return QColor(colours().error if record.kind is ActivityKind.ERROR else colours().muted)
 
 
 COLUMNS: Final[tuple[Column[Activity], ...]] = (

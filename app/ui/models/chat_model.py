@@ -14,7 +14,7 @@ from PySide6.QtGui import QColor
 
 from app.runtime.facade import ChatLine
 from app.ui.models.base import Column, RecordTableModel
-from app.ui.theme import ERROR_RED, FAMILIAR_LINE_BACKGROUND
+from app.ui.theme import colours
 
 
 def _now() -> datetime:
@@ -48,8 +48,10 @@ COLUMNS: Final[tuple[Column[TranscriptEntry], ...]] = (
         "Message",
         _text,
         tooltip=_when,
-        foreground=lambda e: QColor(ERROR_RED) if isinstance(e, ChatNotice) else None,
-        background=lambda e: QColor(FAMILIAR_LINE_BACKGROUND) if isinstance(e, ChatLine) and e.from_familiar else None,
+        foreground=lambda e: QColor(colours().error) if isinstance(e, ChatNotice) else None,
+        background=lambda e: (
+            QColor(colours().familiar_line_background) if isinstance(e, ChatLine) and e.from_familiar else None
+        ),
     ),
 )
 

@@ -91,7 +91,7 @@ from app.ui.bridge import RuntimeBridge
 from app.ui.error_text import one_line
 from app.ui.ops import Operations
 from app.ui.progress import StatusProgress
-from app.ui.theme import STATE_MESSAGE_STYLE, title_label
+from app.ui.theme import PANE_MARGINS, SPACE_M, muted_style, title_label
 from app.ui.undo import UndoCentre
 from app.ui.widgets.error_banner import ErrorBanner
 
@@ -127,7 +127,7 @@ class _StateMessage(QWidget):
         self.label.setWordWrap(True)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.label.setStyleSheet(STATE_MESSAGE_STYLE)
+        self.label.setStyleSheet(muted_style())
         self.button = QPushButton(button_text or "")
         self.button.setVisible(button_text is not None)
         layout = QVBoxLayout(self)
@@ -173,8 +173,8 @@ class Pane(QWidget):
 
         self.heading = title_label(self.title)
         self.page_layout = QVBoxLayout(self)
-        self.page_layout.setContentsMargins(16, 12, 16, 12)
-        self.page_layout.setSpacing(10)
+        self.page_layout.setContentsMargins(*PANE_MARGINS)
+        self.page_layout.setSpacing(SPACE_M)
         self.page_layout.addWidget(self.heading)
         self.page_layout.addWidget(self.error_banner)
         self.page_layout.addWidget(self._pages, 1)

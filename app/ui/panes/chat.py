@@ -12,7 +12,7 @@ from app.ui.async_slot import async_slot
 from app.ui.models.chat_model import ChatNotice, ChatTranscriptModel
 from app.ui.ops import Succeeded
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.theme import small_label
+from app.ui.theme import SPACE_M, SPACE_SM, SPACE_XS, small_label
 
 _log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class ChatPane(Pane):
         self.transcript_view.setModel(self.transcript_model)
         self.transcript_view.setWordWrap(True)
         self.transcript_view.setUniformItemSizes(False)
-        self.transcript_view.setSpacing(3)
+        self.transcript_view.setSpacing(SPACE_XS)
         self.transcript_view.setSelectionMode(QListView.SelectionMode.NoSelection)
         self.transcript_view.setEditTriggers(QListView.EditTrigger.NoEditTriggers)
         self.transcript_view.setResizeMode(QListView.ResizeMode.Adjust)
@@ -52,14 +52,14 @@ class ChatPane(Pane):
         self.waiting_label = QLabel(f"{name} is thinking…")
         self.waiting_label.setVisible(False)
         input_row = QHBoxLayout()
-        input_row.setSpacing(8)
+        input_row.setSpacing(SPACE_SM)
         input_row.addWidget(self.input, 1)
         input_row.addWidget(self.send_button)
 
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(10)
+        layout.setSpacing(SPACE_M)
         layout.addWidget(small_label(f"Talk to {name} here. Nothing you type in this pane is sent to Discord."))
         layout.addWidget(self.transcript_view, 1)
         layout.addWidget(self.waiting_label)

@@ -24,7 +24,7 @@ from app.ui.models import activity_model, guilds_model
 from app.ui.models.activity_model import ActivityLogModel
 from app.ui.models.guilds_model import GuildsModel
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.theme import SETUP_HINT_STYLE, section_label
+from app.ui.theme import SPACE_L, SPACE_M, SPACE_SM, SPACE_XS, section_label, setup_hint_style
 from app.ui.widgets.connection_indicator import ConnectionIndicator
 from app.ui.widgets.placeholder_table import PlaceholderTableView
 
@@ -66,13 +66,13 @@ class DashboardPane(Pane):
 
         self.setup_hint = QFrame()
         self.setup_hint.setObjectName("setupHint")
-        self.setup_hint.setStyleSheet(SETUP_HINT_STYLE)
+        self.setup_hint.setStyleSheet(setup_hint_style())
         self.setup_hint_label = QLabel()
         self.setup_hint_label.setWordWrap(True)
         self.open_settings_button = QPushButton("Open Settings…")
         self.open_settings_button.clicked.connect(self.settings_requested)
         hint_layout = QHBoxLayout(self.setup_hint)
-        hint_layout.setContentsMargins(10, 8, 10, 8)
+        hint_layout.setContentsMargins(SPACE_M, SPACE_SM, SPACE_M, SPACE_SM)
         hint_layout.addWidget(self.setup_hint_label, 1)
         hint_layout.addWidget(self.open_settings_button)
 
@@ -85,7 +85,7 @@ class DashboardPane(Pane):
         self.start_button.clicked.connect(self._on_start_clicked)
         self.stop_button.clicked.connect(self._on_stop_clicked)
         status_row = QHBoxLayout()
-        status_row.setSpacing(16)
+        status_row.setSpacing(SPACE_L)
         status_row.addWidget(self.state_indicator)
         status_row.addWidget(self.latency_label)
         status_row.addStretch(1)
@@ -122,7 +122,7 @@ class DashboardPane(Pane):
         body = QWidget()
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(10)
+        layout.setSpacing(SPACE_M)
         layout.addWidget(self.setup_hint)
         layout.addLayout(status_row)
         layout.addWidget(splitter, 1)
@@ -227,8 +227,8 @@ def _section(heading: QLabel, view: PlaceholderTableView) -> QWidget:
     """A heading over a table, as one splitter child."""
     section = QWidget()
     layout = QVBoxLayout(section)
-    layout.setContentsMargins(0, 4, 0, 4)
-    layout.setSpacing(4)
+    layout.setContentsMargins(0, SPACE_XS, 0, SPACE_XS)
+    layout.setSpacing(SPACE_XS)
     layout.addWidget(heading)
     layout.addWidget(view, 1)
     return section

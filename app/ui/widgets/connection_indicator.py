@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from app.runtime.events import ConnectionState
-from app.ui.theme import STATE_COLOURS, STATE_WORDS, dot_style
+from app.ui.theme import SPACE_S, STATE_WORDS, colours, dot_style
 
 DOT_SIZE = 12
 
@@ -18,7 +18,7 @@ class ConnectionIndicator(QWidget):
         self._word = QLabel()
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(6)
+        layout.setSpacing(SPACE_S)
         layout.addWidget(self._dot)
         layout.addWidget(self._word)
         self._state = ConnectionState.STOPPED
@@ -32,10 +32,10 @@ class ConnectionIndicator(QWidget):
         return self._word.text()
 
     def dot_colour(self) -> str:
-        return STATE_COLOURS[self._state]
+        return colours().state_colour(self._state)
 
     def set_state(self, state: ConnectionState, detail: str = "") -> None:
         self._state = state
         self._word.setText(STATE_WORDS[state])
-        self._dot.setStyleSheet(dot_style(STATE_COLOURS[state], DOT_SIZE))
+        self._dot.setStyleSheet(dot_style(colours().state_colour(state), DOT_SIZE))
         self.setToolTip(detail)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.ui.theme import ERROR_BANNER_STYLE
+from app.ui.theme import error_banner_style
 
 
 class ErrorBanner(QLabel):
@@ -14,7 +14,7 @@ class ErrorBanner(QLabel):
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.PlainText)  # messages come from outside: never render them as HTML
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.setStyleSheet(ERROR_BANNER_STYLE)
+        self.setStyleSheet(error_banner_style())
         self.setVisible(False)
 
     def show_message(self, message: str) -> None:

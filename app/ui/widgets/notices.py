@@ -13,7 +13,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.ui.error_text import single_line
-from app.ui.theme import NOTICE_STYLE
+from app.ui.theme import NOTICE_MARGINS, SPACE_S, SPACE_SM, notice_style
 
 UNDO_NOTICE_MS = 8_000
 """An Undo notice stays at least this long (longer when the action's undo window is longer)."""
@@ -40,8 +40,8 @@ class Notice(QFrame):
         self.label.setWordWrap(True)
         self.action_button: QPushButton | None = None
         layout = QHBoxLayout(self)
-        layout.setContentsMargins(12, 8, 6, 8)
-        layout.setSpacing(6)
+        layout.setContentsMargins(*NOTICE_MARGINS)
+        layout.setSpacing(SPACE_S)
         layout.addWidget(self.label, 1)
         if action_text:
             self.action_button = QPushButton(action_text)
@@ -92,10 +92,10 @@ class NoticeArea(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, False)
         # Set once here for every notice: a stylesheet per notice costs its parsing and polish each time
         # one is shown (measured: most of the window's stalls while deciding the pending queue by keys).
-        self.setStyleSheet(NOTICE_STYLE)
+        self.setStyleSheet(notice_style())
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
-        self._layout.setSpacing(8)
+        self._layout.setSpacing(SPACE_SM)
         self._notices: list[Notice] = []
         self._heights: dict[Notice, int] = {}  # a notice's text does not change: measured once
         self._adding = False

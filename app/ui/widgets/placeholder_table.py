@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QTableView, QWidget
 
-from app.ui.theme import MUTED_GREY
+from app.ui.theme import colours
 
 PLACEHOLDER_MARGIN = 16
 
@@ -31,7 +31,7 @@ class PlaceholderTableView(QTableView):
             return
         painter = QPainter(self.viewport())
         try:
-            painter.setPen(QColor(MUTED_GREY))
+            painter.setPen(QColor(colours().muted))
             area = (
                 self.viewport()
                 .rect()

@@ -1,0 +1,201 @@
+"""A facade the window can be built on before the familiar has opened, so the window shows at once.
+
+Opening a familiar imports the Discord and LLM clients and the search index and opens the store: most
+of a cold start. The window needs none of that to draw. The bootstrap builds the window on a
+`DeferredFacade`, shows it, opens the familiar, then calls `go_live(familiar)` (or `fail(message)`).
+
+Until then: `get_status()` says STARTING; every async call (a pane's load, a button) waits for the
+familiar and then runs on it, so panes show their loading state meanwhile; `subscribe` is remembered and
+moved onto the familiar when it is live, which then sends each subscriber its connection state. After a
+`fail`, waiting and later calls raise FamiliarError with the reason.
+
+No Qt, no heavy imports: this module is on the window's path to its first paint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ConnectionChanged, ConnectionState, RuntimeEvent
+from app.runtime.facade import (
+    ChatLine,
+    ControlsApi,
+    FamiliarFacade,
+    IndexesApi,
+    MemoryApi,
+    StatusSnapshot,
+    TurnHit,
+)
+from app.runtime.views import Explanation
+
+STARTING_SECRETS = "(known once the familiar has opened)"
+
+
+class DeferredFacade:
+    """A FamiliarFacade standing in for one that is still opening (see the module doc)."""
+
+    def __init__(self, name: str, home: Path) -> None:
+        self._name = name
+        self._home = home
+        self._live: FamiliarFacade | None = None
+        self._failure: str | None = None
+        self._settled = asyncio.Event()
+        self._subscribers: list[Callable[[RuntimeEvent], None]] = []
+        self._unsubscribers: dict[int, Callable[[], None]] = {}
+
+    # -- becoming live -----------------------------------------------------------------------------
+    @property
+    def live(self) -> FamiliarFacade | None:
+        return self._live
+
+    @property
+    def failure(self) -> str | None:
+        return self._failure
+
+    def go_live(self, familiar: FamiliarFacade) -> None:
+        """The familiar has opened: calls waiting for it run now, and subscribers move onto it."""
+        if self._settled.is_set():
+            raise RuntimeError("the deferred facade is already settled")
+        self._live = familiar
+        waiting, self._subscribers = self._subscribers, []
+        for callback in waiting:
+            self._unsubscribers[id(callback)] = familiar.subscribe(callback)
+        self._settled.set()
+        state = familiar.get_status().state
+        for callback in waiting:
+            callback(ConnectionChanged(state=state))
+
+    def fail(self, message: str) -> None:
+        """The familiar could not open: calls waiting for it (and later ones) raise FamiliarError(message)."""
+        if self._settled.is_set():
+            return
+        self._failure = message
+        self._settled.set()
+
+    async def wait_live(self) -> FamiliarFacade:
+        await self._settled.wait()
+        if self._live is None:
+            raise FamiliarError(self._failure or "The familiar could not start.")
+        return self._live
+
+    def _call(self, name: str) -> Callable[..., Awaitable[Any]]:
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            live = await self.wait_live()
+            return await getattr(live, name)(*args, **kwargs)
+
+        return call
+
+    # -- FamiliarFacade ------------------------------------------------------------------------------
+    @property
+    def familiar_name(self) -> str:
+        return self._name
+
+    @property
+    def home(self) -> Path:
+        return self._home
+
+    @property
+    def secrets_location(self) -> str:
+        return self._live.secrets_location if self._live is not None else STARTING_SECRETS
+
+    @property
+    def memory(self) -> MemoryApi:
+        return self._live.memory if self._live is not None else cast(MemoryApi, _DeferredApi(self, "memory"))
+
+    @property
+    def controls(self) -> ControlsApi:
+        return self._live.controls if self._live is not None else cast(ControlsApi, _DeferredApi(self, "controls"))
+
+    @property
+    def indexes(self) -> IndexesApi:
+        return self._live.indexes if self._live is not None else cast(IndexesApi, _DeferredApi(self, "indexes"))
+
+    async def explain(self, turn_id: int) -> Explanation:
+        return cast(Explanation, await self._call("explain")(turn_id))
+
+    def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
+        if self._live is not None:
+            return self._live.subscribe(callback)
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(callback)
+            moved = self._unsubscribers.pop(id(callback), None)
+            if moved is not None:
+                moved()
+
+        return unsubscribe
+
+    def get_status(self) -> StatusSnapshot:
+        if self._live is not None:
+            return self._live.get_status()
+        return StatusSnapshot(
+            state=ConnectionState.STOPPED if self._failure else ConnectionState.STARTING,
+            guilds=(),
+            latency_ms=None,
+            last_error=self._failure,
+            configured=True,  # not known yet: no set-up hint until it is
+            missing=(),
+        )
+
+    async def start(self) -> None:
+        await self._call("start")()
+
+    async def stop(self) -> None:
+        if self._live is not None:  # nothing runs before it is live: nothing to stop
+            await self._live.stop()
+
+    async def chat_local(self, text: str) -> ChatLine:
+        return cast(ChatLine, await self._call("chat_local")(text))
+
+    async def load_local_history(self, limit: int = 50) -> list[ChatLine]:
+        return cast(list[ChatLine], await self._call("load_local_history")(limit))
+
+    async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:
+        return cast(list[TurnHit], await self._call("search_turns")(query, limit))
+
+    async def save_credentials(
+        self, *, bot_token: str | None, llm_base_url: str | None, llm_api_key: str | None, llm_model: str | None
+    ) -> None:
+        await self._call("save_credentials")(
+            bot_token=bot_token, llm_base_url=llm_base_url, llm_api_key=llm_api_key, llm_model=llm_model
+        )
+
+    async def test_llm_endpoint(self) -> str:
+        return cast(str, await self._call("test_llm_endpoint")())
+
+    async def diagnostics(self, extra_versions: Mapping[str, str] | None = None) -> str:
+        return cast(str, await self._call("diagnostics")(extra_versions))
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else the live familiar offers (a method added to the facade later): an async call
+        that waits for it."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._live is not None:
+            return getattr(self._live, name)
+        return self._call(name)
+
+
+class _DeferredApi:
+    """A sub-API (memory, controls, indexes) of a familiar still opening: each method waits for it."""
+
+    def __init__(self, owner: DeferredFacade, api: str) -> None:
+        self._owner = owner
+        self._api = api
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            live = await self._owner.wait_live()
+            return await getattr(getattr(live, self._api), name)(*args, **kwargs)
+
+        return call

@@ -1,0 +1,181 @@
+"""Light and dark themes: the choice in Settings, following the system, every pane re-coloured, screenshots.
+
+The 200% renderings are made by `familiar screenshot` with QT_SCALE_FACTOR=2 (tests/e2e/test_screenshot_command.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+import shiboken6
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication, QLabel
+from pytestqt.qtbot import QtBot
+
+from app.config.ui_prefs import UiPreferencesFile
+from app.runtime.events import Activity, ConnectionState, GuildInfo, LatencyMeasured
+from app.ui.dialogs.window_prefs import WindowPreferencesBox
+from app.ui.main_window import MainWindow
+from app.ui.theme import (
+    DARK,
+    ERROR_RED,
+    LIGHT,
+    PALETTES,
+    ThemeController,
+    colours,
+    is_dark,
+    recolour,
+    text_colour_style,
+)
+from tests.ui.fake_facade import FakeFacade
+from tests.ui.support import QT_STRICT, WAIT_MS, settle
+from tests.ui.test_screenshots import ACTIVITY, MIN_PNG_BYTES, grab
+
+pytestmark = QT_STRICT
+
+Scheme = Literal["light", "dark"]
+
+
+@pytest.fixture
+def themes(qapp: QApplication) -> Iterator[Callable[..., ThemeController]]:
+    """ThemeControllers on the test's QApplication; the application's own look is put back afterwards."""
+    style, palette, sheet = qapp.style().name(), QPalette(qapp.palette()), qapp.styleSheet()
+    made: list[ThemeController] = []
+
+    def make(choice: Any = "system", system: Callable[[], Scheme] | None = None) -> ThemeController:
+        controller = ThemeController(qapp, choice, system=system)
+        made.append(controller)
+        return controller
+
+    yield make
+    for controller in made:
+        shiboken6.delete(controller)
+    qapp.setStyle(style)
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(sheet)
+
+
+def _busy_window(qtbot: QtBot) -> MainWindow:
+    facade = FakeFacade(name="Wisp", guilds_on_start=(GuildInfo(871234567890123456, "Lantern Club", 1_234),))
+    window = MainWindow(facade)
+    qtbot.addWidget(window)
+    window.resize(1100, 700)
+    window.show()
+    window.dashboard.start_button.click()
+    settle(qtbot)
+    for kind, where, summary in ACTIVITY:
+        facade.publish(Activity(kind, where, summary))
+    facade.publish(LatencyMeasured(41.0))
+    window.dashboard.error_banner.show_message("The LLM endpoint answered 503; retrying in 2 s")
+    window.undo.notices.show_message("Accepted “Bob is allergic to cat dander”")
+    qtbot.waitExposed(window)
+    return window
+
+
+def test_dark_and_light_recolour_every_part_of_the_window(qtbot: QtBot, themes: Callable[..., ThemeController]) -> None:
+    window = _busy_window(qtbot)
+    assert colours() is LIGHT
+    light = grab(window, "theme_light.png")
+
+    controller = themes("dark")
+
+    assert is_dark()
+    assert colours() is DARK
+    assert DARK.navigation_background in window.navigation.styleSheet()
+    assert DARK.error_background in window.dashboard.error_banner.styleSheet()
+    assert DARK.notice_background in window.undo.notices.styleSheet()  # one sheet on the area styles every notice
+    assert DARK.state_connected in window.connection_indicator._dot.styleSheet()
+    assert QApplication.palette().color(QPalette.ColorRole.Base) == QColor(DARK.base)
+    error_row = window.dashboard.activity_model.index(6, 3)
+    assert error_row.data(Qt.ItemDataRole.ForegroundRole) == QColor(DARK.error)
+    dark = grab(window, "theme_dark.png")
+    assert dark.stat().st_size > MIN_PNG_BYTES
+    assert light.stat().st_size > MIN_PNG_BYTES
+
+    controller.apply("light")
+    assert not is_dark()
+    assert LIGHT.navigation_background in window.navigation.styleSheet()
+    assert DARK.navigation_background not in window.navigation.styleSheet()
+    settle(qtbot)
+
+
+def test_widgets_built_with_the_older_constants_follow_the_theme(
+    qtbot: QtBot, themes: Callable[..., ThemeController]
+) -> None:
+    label = QLabel("a pane written against ERROR_RED")
+    label.setStyleSheet(text_colour_style(ERROR_RED))
+    qtbot.addWidget(label)
+    themes("dark")
+    assert label.styleSheet() == f"color: {DARK.error};"
+
+
+def test_following_the_system_scheme(qtbot: QtBot, qapp: QApplication, themes: Callable[..., ThemeController]) -> None:
+    scheme: list[Scheme] = ["light"]
+    controller = themes("system", system=lambda: scheme[0])
+    assert controller.palette is LIGHT
+    scheme[0] = "dark"
+    qapp.styleHints().colorSchemeChanged.emit(Qt.ColorScheme.Dark)  # what the desktop sends
+    assert controller.palette is DARK
+    assert is_dark()
+
+    controller.apply("light")  # an explicit choice stops following the system
+    scheme[0] = "dark"
+    qapp.styleHints().colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+    assert controller.palette is LIGHT
+
+
+def test_the_theme_choice_in_settings_applies_at_once_and_is_kept(
+    qtbot: QtBot, tmp_path: Path, themes: Callable[..., ThemeController], memory_facade: FakeFacade
+) -> None:
+    prefs = UiPreferencesFile(tmp_path / "ui.toml")
+    controller = themes("system", system=lambda: "light")
+    window = MainWindow(memory_facade, prefs=prefs, theme=controller)  # Settings reads the values in force
+    qtbot.addWidget(window)
+    window.show()
+    dialog = window.open_settings()
+    boxes = dialog.findChildren(WindowPreferencesBox)
+    assert len(boxes) == 1
+    box = boxes[0]
+    assert not box.close_to_tray.isEnabled()  # no tray here: closing quits
+
+    box.theme_choice.setCurrentIndex(2)  # Dark
+    assert is_dark()
+    assert prefs.prefs.theme == "dark"
+    assert 'theme = "dark"' in (tmp_path / "ui.toml").read_text(encoding="utf-8")
+    qtbot.waitExposed(dialog)
+    grab(dialog, "settings_dark.png")
+
+    box.notify_pending.setChecked(False)
+    assert UiPreferencesFile(tmp_path / "ui.toml").prefs.notify_pending is False
+    box.theme_choice.setCurrentIndex(0)  # Follow the system (light here)
+    assert not is_dark()
+    qtbot.waitUntil(lambda: True, timeout=WAIT_MS)
+    dialog.close()
+    settle(qtbot)
+
+
+def test_each_palette_recolours_to_the_other_unambiguously() -> None:
+    """A stylesheet built from one palette becomes the other's: no colour stands for two roles."""
+    for source in PALETTES.values():
+        for target in PALETTES.values():
+            targets: dict[str, set[str]] = {}
+            for role, colour in source.roles().items():
+                targets.setdefault(colour, set()).add(target.roles()[role])
+            assert all(len(found) == 1 for found in targets.values()), (source.name, target.name)
+    shared = set(LIGHT.roles().values()) & set(DARK.roles().values())
+    for colour in shared:  # a colour in both palettes means the same role in both
+        assert [r for r, c in LIGHT.roles().items() if c == colour] == [
+            r for r, c in DARK.roles().items() if c == colour
+        ]
+    sheet = f"color: {LIGHT.error}; background: {LIGHT.error_background.upper()};"
+    assert recolour(sheet, LIGHT, DARK) == f"color: {DARK.error}; background: {DARK.error_background};"
+    assert recolour(recolour(sheet, LIGHT, DARK), DARK, LIGHT).lower() == sheet.lower()
+
+
+def test_every_connection_state_has_a_colour_in_each_theme() -> None:
+    for palette in PALETTES.values():
+        assert {palette.state_colour(state) for state in ConnectionState} <= set(palette.roles().values())
