@@ -274,6 +274,23 @@ class Store:
                 await self._redact_ids(ids)
         return ids
 
+    async def deletions_to_propagate(self) -> list[tuple[str, int]]:
+        """(platform, message id) of deleted messages whose consequences a crash cut short."""
+        rows = await self.read_all(
+            "SELECT platform, message_id FROM deleted_sources WHERE propagated = 0 ORDER BY rowid"
+        )
+        return [(str(r[0]), int(r[1])) for r in rows]
+
+    async def message_turn_ids(self, platform: str, message_id: int) -> list[int]:
+        """Every revision of one message."""
+        rows = await self.read_all("SELECT id FROM turns WHERE platform = ? AND message_id = ?", (platform, message_id))
+        return [int(r[0]) for r in rows]
+
+    async def mark_propagated(self, platform: str, message_id: int) -> None:
+        """A deletion's consequences are all written (see `redact_message`)."""
+        sql = "UPDATE deleted_sources SET propagated = 1 WHERE platform = ? AND message_id = ?"
+        await self.write([(sql, (platform, message_id))])
+
     async def _redact_ids(self, ids: Sequence[int]) -> None:
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])

@@ -77,7 +77,7 @@ class ForgettingMixin(MemoryBase):
     async def forget_preview(self, fact_id: int, *, redact_sources: bool = False) -> ForgetPreview:
         """What a forget would erase, counted now (nothing is written)."""
         async with self._explained(fact_id):
-            found = await self._deps.forgets.preview(fact_id, redact_sources=redact_sources)
+            found = await self._history.erasure.preview(fact_id, redact_sources=redact_sources)
             turns = await self._views.turns(found.source_turn_ids)
         names = await self._views.names.table(people=found.subjects, places=[found.scope, *(t.place for t in turns)])
         return ForgetPreview(
@@ -197,7 +197,7 @@ class ForgettingMixin(MemoryBase):
     async def tombstones(self) -> list[TombstoneView]:
         """Tombstones in force, each with a content-free label: who, where, when, and its receipt."""
         async with self._explained():
-            stones = await self._history.facts.tombstones()
+            stones = await self._history.tombstones.fetch_all()
             by_stone = await self._deps.forgets.receipts_for_tombstones([t.id for t in stones])
         receipts = list(by_stone.values())
         names = await self._views.names.table(
@@ -232,7 +232,7 @@ class ForgettingMixin(MemoryBase):
     async def lift_tombstone(self, tombstone_id: int, *, initiator: object | None = None) -> TombstoneView:
         """Allow what it blocked to be learned again."""
         async with self._explained():
-            stone = await self._history.facts.lift_tombstone(tombstone_id)
+            stone = await self._history.tombstones.lift(tombstone_id)
         await self._wrote(initiator, ChangeKind.TOMBSTONES)
         return TombstoneView(
             id=stone.id,

@@ -132,7 +132,7 @@ class DreamingProjector(ProjectorBase):
         work = await store.read_one("SELECT status FROM memory_work WHERE kind = 'dream' AND turn_id = ?", (turn_id,))
         if work is not None and work[0] == "cancelled":
             return 0
-        forgotten = await deps.history.facts.tombstone_filter()
+        forgotten = await deps.history.tombstones.filter()
         scoped = deps.channel_scoped(place)
         news = [to_new_fact(c, place, origin="dreaming", channel_scoped=scoped) for c in candidates]
         # Forgotten stays forgotten; a deleted message is not learnt from.

@@ -80,7 +80,7 @@ class FactSupersedeProjector(ProjectorBase):
         except GarbageAnswerError as exc:
             deps.report(self.name, f"F#{fact.id}: left as is ({exc})")
             return []
-        retired = [old for old in retire if await deps.history.facts.supersede(old, fact.id) == "superseded"]
+        retired = [old for old in retire if await deps.history.corrections.supersede(old, fact.id) == "superseded"]
         if retired:
             subjects = {s for p in priors if p.id in retired for s in p.subjects} | set(fact.subjects)
             await deps.projections.drop_dossiers(sorted(subjects))
