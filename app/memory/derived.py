@@ -451,6 +451,50 @@ async def _any_gone_fact(conn: aiosqlite.Connection, fact_ids: Sequence[int]) ->
     return int(row[0] if row else 0) < len(set(fact_ids))
 
 
+async def drop_dossiers_in(conn: aiosqlite.Connection, canonical_keys: Sequence[str]) -> int:
+    """In the caller's transaction (a forget): drop every dossier of these people, to be rebuilt from
+    what is left. Returns how many."""
+    if not canonical_keys:
+        return 0
+    marks = ",".join("?" * len(canonical_keys))
+    cursor = await conn.execute(f"DELETE FROM people_dossiers WHERE canonical_key IN ({marks})", list(canonical_keys))
+    return max(cursor.rowcount, 0)
+
+
+async def drop_reflections_citing(
+    conn: aiosqlite.Connection, *, fact_ids: Sequence[int] = (), turn_ids: Sequence[int] = ()
+) -> int:
+    """In the caller's transaction: drop the reflections citing any of these facts or turns (their
+    text may quote them); the reflection worker writes new ones from what remains. Returns how many."""
+    dropped = 0
+    for column, ids in (("cited_fact_ids", fact_ids), ("cited_turn_ids", turn_ids)):
+        if ids:
+            cursor = await conn.execute(
+                f"DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.{column}) j"
+                " WHERE j.value IN (SELECT value FROM json_each(?)))",
+                (json.dumps(sorted(set(ids))),),
+            )
+            dropped += max(cursor.rowcount, 0)
+    return dropped
+
+
+async def drop_summaries_covering(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> int:
+    """In the caller's transaction: drop the summaries that folded any of these turns in (a summary
+    of a place covers its turns up to its last_turn_id); the summary worker rebuilds them."""
+    if not turn_ids:
+        return 0
+    async with conn.execute(
+        f"SELECT place, MIN(id) FROM turns WHERE id IN ({','.join('?' * len(turn_ids))}) GROUP BY place",
+        list(turn_ids),
+    ) as cursor:
+        spans = [(str(r[0]), int(r[1])) for r in await cursor.fetchall()]
+    dropped = 0
+    for place, first in spans:
+        cursor = await conn.execute("DELETE FROM summaries WHERE place = ? AND last_turn_id >= ?", (place, first))
+        dropped += max(cursor.rowcount, 0)
+    return dropped
+
+
 def watermark_statement(name: str, value: int, key: str = "") -> tuple[str, tuple[Any, ...]]:
     """The SQL that moves a watermark, for a caller that writes it inside its own transaction."""
     return (_UPSERT_WATERMARK, (name, key, value, _now()))

@@ -40,6 +40,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import aiosqlite
+
 from app.memory.errors import StoreError
 from app.memory.store import Store
 
@@ -604,3 +606,13 @@ class EmbeddingIndex:
         async with self._store.transaction() as conn:
             cursor = await conn.execute("DELETE FROM fact_embeddings WHERE model = ?", (model,))
             return max(cursor.rowcount, 0)
+
+
+async def drop_vectors_in(conn: aiosqlite.Connection, fact_ids: Sequence[int]) -> int:
+    """In the caller's transaction (a forget): delete every model's vectors of these facts."""
+    if not fact_ids:
+        return 0
+    cursor = await conn.execute(
+        f"DELETE FROM fact_embeddings WHERE fact_id IN ({','.join('?' * len(fact_ids))})", list(fact_ids)
+    )
+    return max(cursor.rowcount, 0)

@@ -1,10 +1,15 @@
-"""Forgetting: one home for erasing a fact everywhere, and for what a deleted message takes with it.
+"""Forgetting: the one home of erasing a fact everywhere, and of what a deleted message takes with it.
 
-A forget erases a fact's whole supersede chain from the facts, the fact index, the embeddings and
-every derived row that may quote it (dossiers, reflections, summaries), leaves a content-free
-tombstone, and returns a receipt of each store it touched; with `redact_sources` also the messages it
-came from and the familiar's replies quoting them. A Discord deletion redacts the message, forgets
-the facts that came only from it and drops what quoted it. Each is one transaction.
+A forget erases a fact's whole supersede chain, in one transaction, from every store that holds its
+text or may quote it, each through its owner's own statement: the fact rows and their index
+documents (facts.py), a content-free tombstone in their place (tombstones.py), the embeddings
+(embeddings.py), the dossiers, reflections and summaries (derived.py); with `redact_sources` also the
+messages it came from and the familiar's replies quoting them (store.py, app.memory.quoting). It
+returns a receipt of each store it touched. The preview is the same forget, rolled back, so it
+counts exactly what the forget would erase.
+
+A Discord deletion redacts the message (store.py), forgets the facts that came only from it and drops
+what quoted it (`propagate_deletion`), resumed at the next start if a crash cut it short.
 """
 
 from __future__ import annotations
@@ -12,16 +17,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import aiosqlite
 
+from app.memory.derived import drop_dossiers_in, drop_reflections_citing, drop_summaries_covering
+from app.memory.embeddings import drop_vectors_in
 from app.memory.errors import RevisionConflictError, StoreError
-from app.memory.facts import Changes, FactBook, FactError, iso
+from app.memory.facts import Changes, Fact, FactBook, FactError, blank_in, revisions_in, source_turns_in
 from app.memory.quoting import FAMILIAR_SELF, QuoteFinder
-from app.memory.store import Store
+from app.memory.store import Store, redact_turns_in
 from app.memory.tombstones import Tombstones
 
 _log = logging.getLogger(__name__)
@@ -47,41 +54,6 @@ class ForgetPreview:
     stores: tuple[tuple[str, int], ...]  # (store, rows or documents that would go)
 
 
-async def _tables(conn: aiosqlite.Connection, *names: str) -> set[str]:
-    """Which of these tables exist (derived tables came with a later migration than facts)."""
-    marks = ",".join("?" * len(names))
-    async with conn.execute(f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})", names) as c:
-        return {str(r[0]) for r in await c.fetchall()}
-
-
-async def drop_projections_quoting(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> list[tuple[str, int]]:
-    """Drop the summaries that covered these turns and the reflections citing them (their projectors
-    rebuild from what is left), in the caller's transaction; returns how many of each."""
-    present = await _tables(conn, "summaries", "reflections")
-    if not turn_ids:
-        return [(name, 0) for name in ("summaries", "reflections") if name in present]
-    marks = ",".join("?" * len(turn_ids))
-    out: list[tuple[str, int]] = []
-    if "summaries" in present:
-        async with conn.execute(
-            f"SELECT place, MIN(id) FROM turns WHERE id IN ({marks}) GROUP BY place", list(turn_ids)
-        ) as cursor:
-            spans = [(str(r[0]), int(r[1])) for r in await cursor.fetchall()]
-        summaries = 0
-        for place, first in spans:
-            cursor = await conn.execute("DELETE FROM summaries WHERE place = ? AND last_turn_id >= ?", (place, first))
-            summaries += max(cursor.rowcount, 0)
-        out.append(("summaries", summaries))
-    if "reflections" in present:
-        cursor = await conn.execute(
-            "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_turn_ids) j"
-            f" WHERE j.value IN ({marks}))",
-            list(turn_ids),
-        )
-        out.append(("reflections", max(cursor.rowcount, 0)))
-    return out
-
-
 Query = Callable[[str, Sequence[Any]], Awaitable[list[tuple[Any, ...]]]]
 
 # The turns a forget with --redact-sources erases: the facts' source turns and every other revision
@@ -105,22 +77,6 @@ def _conn_query(conn: aiosqlite.Connection) -> Query:
             return [tuple(r) for r in await cursor.fetchall()]
 
     return run
-
-
-async def _redact_turns(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> list[int]:
-    """Clear these turns' text (those not redacted already) and queue their index documents' removal;
-    returns the ids redacted now."""
-    done: list[int] = []
-    for start in range(0, len(turn_ids), 500):
-        chunk = list(turn_ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        async with conn.execute(
-            f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks}) AND redacted = 0 RETURNING id", chunk
-        ) as cursor:
-            now = sorted(int(r[0]) for r in await cursor.fetchall())
-        await conn.executemany("INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(t,) for t in now])
-        done.extend(now)
-    return sorted(done)
 
 
 @dataclass(slots=True)
@@ -183,6 +139,46 @@ class _QuotingScan:
         return found
 
 
+@dataclass(slots=True)
+class _Plan:
+    """A forget worked out before its transaction: the chain as read, what still holds text, and
+    (with redact_sources) the familiar's replies found quoting the sources so far."""
+
+    fact_id: int
+    seen: dict[int, int]  # every version's revision when read: the transaction acts only if unchanged
+    live: list[Fact]
+    quoting: _QuotingScan | None
+    scope: str
+
+    @property
+    def ids(self) -> list[int]:
+        return [f.id for f in self.live]
+
+    @property
+    def subjects(self) -> list[str]:
+        return sorted({s for f in self.live for s in f.subjects})
+
+    @property
+    def sources(self) -> list[int]:
+        return sorted({t for f in self.live for t in f.source_turn_ids})
+
+
+@dataclass(slots=True)
+class _Tally:
+    """The receipt's store counts, in the order they are erased."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, store: str, count: int) -> None:
+        self.counts[store] = self.counts.get(store, 0) + count
+
+
+class _RolledBack(Exception):  # noqa: N818 - not an error: how a preview leaves its transaction
+    def __init__(self, receipt: ForgetReceipt) -> None:
+        super().__init__("preview")
+        self.receipt = receipt
+
+
 class Erasure:
     """Forgets on one store."""
 
@@ -190,65 +186,6 @@ class Erasure:
         self._store = store
         self._facts = facts
         self._tombstones = tombstones
-
-    async def preview(self, fact_id: int, *, redact_sources: bool = False) -> ForgetPreview:
-        """What `forget` would erase now: the same stores its receipt lists, counted (nothing is written)."""
-        chain = await self._facts.chain(fact_id)
-        live = [f for f in chain.facts if f.status != "forgotten"]
-        if not live:
-            raise FactError(f"fact {fact_id} is already forgotten")
-        ids = [f.id for f in live]
-        subjects = sorted({s for f in live for s in f.subjects})
-        sources = sorted({t for f in live for t in f.source_turn_ids})
-        marks = ",".join("?" * len(ids))
-        stores: list[tuple[str, int]] = [("facts", len(ids)), ("fts/facts", len(ids))]
-        vectors = await self._count(f"SELECT COUNT(*) FROM fact_embeddings WHERE fact_id IN ({marks})", ids)
-        stores.append(("fact_embeddings", vectors))
-        if subjects:
-            subject_marks = ",".join("?" * len(subjects))
-            dossiers = await self._count(
-                f"SELECT COUNT(*) FROM people_dossiers WHERE canonical_key IN ({subject_marks})", subjects
-            )
-            stores.append(("people_dossiers", dossiers))
-        reflections = await self._count(
-            "SELECT COUNT(*) FROM reflections r WHERE EXISTS (SELECT 1 FROM json_each(r.cited_fact_ids) j"
-            f" WHERE j.value IN ({marks}))"
-            + (
-                " OR EXISTS (SELECT 1 FROM json_each(r.cited_turn_ids) j"
-                f" WHERE j.value IN ({','.join('?' * len(sources))}))"
-                if sources
-                else ""
-            ),
-            [*ids, *sources],
-        )
-        stores.append(("reflections", reflections))
-        summaries = 0
-        if sources:
-            summaries = await self._count(
-                "SELECT COUNT(*) FROM summaries s WHERE EXISTS (SELECT 1 FROM turns t"
-                f" WHERE t.id IN ({','.join('?' * len(sources))}) AND t.place = s.place AND s.last_turn_id >= t.id)",
-                sources,
-            )
-        stores.append(("summaries", summaries))
-        if redact_sources:
-            replies = [r for r in await self.replies_quoting_sources(ids) if r not in set(sources)]
-            stores += [
-                ("turns", len(sources)),
-                ("turns (replies quoting them)", len(replies)),
-                ("fts/turns", len(sources) + len(replies)),
-            ]
-        head = next((f for f in chain.facts if f.id == chain.head_id), live[-1])
-        return ForgetPreview(
-            fact_ids=tuple(ids),
-            subjects=tuple(subjects),
-            scope=head.scope,
-            source_turn_ids=tuple(sources),
-            stores=tuple(stores),
-        )
-
-    async def _count(self, sql: str, params: Sequence[Any]) -> int:
-        row = await self._store.read_one(sql, params)
-        return int(row[0]) if row else 0
 
     async def forget(
         self,
@@ -260,118 +197,102 @@ class Erasure:
         now: datetime | None = None,
     ) -> tuple[ForgetReceipt, Changes]:
         """Erase a fact (its whole supersede chain) everywhere and leave a content-free tombstone."""
-        moment = now or datetime.now(UTC)
-        chain = await self._facts.chain(fact_id)
-        target = next(f for f in chain.facts if f.id == fact_id)
-        if revision is not None and target.revision != revision:
-            raise RevisionConflictError(
-                f"fact {fact_id} changed since you saw it (revision {revision}, now {target.revision}); reload it"
-            )
-        seen = {f.id: f.revision for f in chain.facts}
-        live = [f for f in chain.facts if f.status != "forgotten"]
-        if not live:
-            raise FactError(f"fact {fact_id} is already forgotten")
-        ids = [f.id for f in live]
-        changes = Changes(facts_index=True, fact_ids=ids)
-        stores: list[tuple[str, int]] = []
-        redacted: list[int] = []
-        replies: list[int] = []
-        quoting: _QuotingScan | None = None
-        if redact_sources:
-            # The familiar's replies are read and compared before the write transaction, so a long
-            # history does not hold up the writer; the transaction then looks only at replies newer
-            # than this scan.
-            quoting = await _QuotingScan.prepare(_reader_query(self._store), ids)
+        plan = await self._plan(fact_id, revision, redact_sources)
         async with self._store.transaction() as conn:
-            # Overwrite freed bytes with zeros: SQLite builds without SQLITE_SECURE_DELETE (python.org's
-            # Windows and macOS builds) would otherwise leave the erased text in the database file.
-            await conn.execute("PRAGMA secure_delete = ON")
-            # The chain was read before the transaction: if any of it changed since, act on nothing.
-            async with conn.execute(
-                f"SELECT id, revision FROM facts WHERE id IN ({','.join('?' * len(seen))})", list(seen)
-            ) as cursor:
-                now_at = {int(r[0]): int(r[1]) for r in await cursor.fetchall()}
-            if now_at != seen:
-                raise RevisionConflictError(f"fact {fact_id} changed while it was being forgotten; try again")
-            tombstone_id = await self._tombstones.bury_in(conn, [(f.content, f.subjects) for f in live], reason, moment)
-            marks = ",".join("?" * len(ids))
-            await conn.execute(
-                f"UPDATE facts SET content = '', subjects = '[]', speaker = NULL, dedup_key = 'forgotten:' || id,"
-                f" status = 'forgotten', revision = revision + 1 WHERE id IN ({marks})",
-                ids,
-            )
-            await conn.executemany(
-                "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, 'forgotten', ?)",
-                [(i, iso(moment)) for i in ids],
-            )
-            subjects = sorted({s for f in live for s in f.subjects})
-            await conn.execute(f"DELETE FROM fact_subjects WHERE fact_id IN ({marks})", ids)
-            stores.append(("facts", len(ids)))
-            await conn.executemany("INSERT INTO index_outbox (name, doc_id) VALUES ('facts', ?)", [(i,) for i in ids])
-            stores.append(("fts/facts", len(ids)))
-            cursor = await conn.execute(f"DELETE FROM fact_embeddings WHERE fact_id IN ({marks})", ids)
-            stores.append(("fact_embeddings", max(cursor.rowcount, 0)))
-            stores.extend(await self._drop_derived(conn, ids, subjects))
-            if quoting is not None:
-                query = _conn_query(conn)
-                turn_ids = [int(r[0]) for r in await query(_SOURCE_REVISIONS.format(marks=marks), [*ids, *ids])]
-                reply_ids = await quoting.finish(query, exclude=set(turn_ids))
-                redacted = await _redact_turns(conn, turn_ids)
-                replies = await _redact_turns(conn, reply_ids)
-                changes.turns_index = bool(redacted or replies)
-                stores.append(("turns", len(redacted)))
-                stores.append(("turns (replies quoting them)", len(replies)))
-                stores.append(("fts/turns", len(redacted) + len(replies)))
-                # What quoted the replies goes too (their sources' summaries and reflections went above).
-                dropped = dict(await drop_projections_quoting(conn, replies))
-                stores = [(name, count + dropped.pop(name, 0)) for name, count in stores]
-                stores.extend(dropped.items())
-        receipt = ForgetReceipt(
-            fact_ids=tuple(ids),
-            tombstone_id=tombstone_id,
-            stores=tuple(stores),
-            redacted_turn_ids=tuple(redacted),
-            redacted_reply_ids=tuple(replies),
+            receipt = await self._erase(conn, plan, reason, now or datetime.now(UTC))
+        changes = Changes(
+            facts_index=True,
+            turns_index=bool(receipt.redacted_turn_ids or receipt.redacted_reply_ids),
+            fact_ids=list(receipt.fact_ids),
         )
         return receipt, changes
+
+    async def preview(self, fact_id: int, *, redact_sources: bool = False) -> ForgetPreview:
+        """What `forget` would erase now: the forget itself, in a transaction rolled back, so its counts
+        are the receipt's own (nothing is written)."""
+        plan = await self._plan(fact_id, None, redact_sources)
+        try:
+            async with self._store.transaction() as conn:
+                raise _RolledBack(await self._erase(conn, plan, "preview", datetime.now(UTC)))
+        except _RolledBack as undone:
+            receipt = undone.receipt
+        return ForgetPreview(
+            fact_ids=receipt.fact_ids,
+            subjects=tuple(plan.subjects),
+            scope=plan.scope,
+            source_turn_ids=tuple(plan.sources),
+            stores=receipt.stores,
+        )
 
     async def replies_quoting_sources(self, fact_ids: Sequence[int]) -> list[int]:
         """The familiar's replies a `forget(..., redact_sources=True)` of these facts would redact now."""
         scan = await _QuotingScan.prepare(_reader_query(self._store), fact_ids)
         return sorted(scan.found)
 
-    async def _drop_derived(
-        self, conn: aiosqlite.Connection, ids: list[int], subjects: list[str]
-    ) -> list[tuple[str, int]]:
-        """Derived rows that may quote the fact are dropped, and their projectors rebuild them from what is
-        left: the dossiers of its subjects, the reflections citing it, and what quotes its source messages."""
-        out: list[tuple[str, int]] = []
-        present = await _tables(conn, "people_dossiers", "reflections")
-        marks = ",".join("?" * len(ids))
-        async with conn.execute(f"SELECT DISTINCT turn_id FROM fact_sources WHERE fact_id IN ({marks})", ids) as cur:
-            source_ids = [int(r[0]) for r in await cur.fetchall()]
-        if "people_dossiers" in present and subjects:
-            subject_marks = ",".join("?" * len(subjects))
-            cursor = await conn.execute(
-                f"DELETE FROM people_dossiers WHERE canonical_key IN ({subject_marks})", subjects
+    async def _plan(self, fact_id: int, revision: int | None, redact_sources: bool) -> _Plan:
+        chain = await self._facts.chain(fact_id)
+        target = next(f for f in chain.facts if f.id == fact_id)
+        if revision is not None and target.revision != revision:
+            raise RevisionConflictError(
+                f"fact {fact_id} changed since you saw it (revision {revision}, now {target.revision}); reload it"
             )
-            out.append(("people_dossiers", max(cursor.rowcount, 0)))
-        citing = 0
-        if "reflections" in present:
-            cursor = await conn.execute(
-                "DELETE FROM reflections WHERE EXISTS (SELECT 1 FROM json_each(reflections.cited_fact_ids) j"
-                f" WHERE j.value IN ({marks}))",
-                ids,
-            )
-            citing = max(cursor.rowcount, 0)
-        quoting = dict(await drop_projections_quoting(conn, source_ids))
-        if "reflections" in present:
-            out.append(("reflections", citing + quoting.get("reflections", 0)))
-        if "summaries" in quoting:
-            out.append(("summaries", quoting["summaries"]))
-        return out
+        live = [f for f in chain.facts if f.status != "forgotten"]
+        if not live:
+            raise FactError(f"fact {fact_id} is already forgotten")
+        quoting = None
+        if redact_sources:
+            # The familiar's replies are read and compared before the write transaction, so a long
+            # history does not hold up the writer; the transaction then looks only at replies newer
+            # than this scan.
+            quoting = await _QuotingScan.prepare(_reader_query(self._store), [f.id for f in live])
+        head = next((f for f in chain.facts if f.id == chain.head_id), live[-1])
+        return _Plan(fact_id, {f.id: f.revision for f in chain.facts}, live, quoting, head.scope)
 
-    # -- propagation from the conversation ---------------------------------------------------------
+    async def _erase(self, conn: aiosqlite.Connection, plan: _Plan, reason: str, moment: datetime) -> ForgetReceipt:
+        # Overwrite freed bytes with zeros: SQLite builds without SQLITE_SECURE_DELETE (python.org's
+        # Windows and macOS builds) would otherwise leave the erased text in the database file.
+        await conn.execute("PRAGMA secure_delete = ON")
+        # The chain was read before the transaction: if any of it changed since, act on nothing.
+        if await revisions_in(conn, list(plan.seen)) != plan.seen:
+            raise RevisionConflictError(f"fact {plan.fact_id} changed while it was being forgotten; try again")
+        ids = plan.ids
+        texts = [(f.content, f.subjects) for f in plan.live]
+        tombstone_id = await self._tombstones.bury_in(conn, texts, reason, moment)
+        await blank_in(conn, ids, moment)
+        tally = _Tally()
+        tally.add("facts", len(ids))
+        tally.add("fts/facts", len(ids))
+        tally.add("fact_embeddings", await drop_vectors_in(conn, ids))
+        # Derived rows that may quote the fact go, and their workers rebuild them from what is left:
+        # the dossiers of its subjects, the reflections citing it, and what quotes its source messages.
+        if plan.subjects:
+            tally.add("people_dossiers", await drop_dossiers_in(conn, plan.subjects))
+        sources = await source_turns_in(conn, ids)
+        tally.add("reflections", await drop_reflections_citing(conn, fact_ids=ids, turn_ids=sources))
+        tally.add("summaries", await drop_summaries_covering(conn, sources))
+        redacted: list[int] = []
+        replies: list[int] = []
+        if plan.quoting is not None:
+            query = _conn_query(conn)
+            marks = ",".join("?" * len(ids))
+            turn_ids = [int(r[0]) for r in await query(_SOURCE_REVISIONS.format(marks=marks), [*ids, *ids])]
+            reply_ids = await plan.quoting.finish(query, exclude=set(turn_ids))
+            redacted = await redact_turns_in(conn, turn_ids)
+            replies = await redact_turns_in(conn, reply_ids)
+            tally.add("turns", len(redacted))
+            tally.add("turns (replies quoting them)", len(replies))
+            tally.add("fts/turns", len(redacted) + len(replies))
+            # What quoted the replies goes too (their sources' summaries and reflections went above).
+            tally.add("summaries", await drop_summaries_covering(conn, replies))
+            tally.add("reflections", await drop_reflections_citing(conn, turn_ids=replies))
+        return ForgetReceipt(
+            fact_ids=tuple(ids),
+            tombstone_id=tombstone_id,
+            stores=tuple(tally.counts.items()),
+            redacted_turn_ids=tuple(redacted),
+            redacted_reply_ids=tuple(replies),
+        )
+
     # -- a message deleted on Discord -----------------------------------------------------------------
     async def propagate_deletion(self, platform: str, message_id: int, turn_ids: Sequence[int]) -> None:
         """What a deleted message (its turns already redacted) takes with it: the facts that came only
@@ -380,7 +301,8 @@ class Erasure:
         if turn_ids:
             await self.on_turns_deleted(turn_ids)
             async with self._store.transaction() as conn:
-                await drop_projections_quoting(conn, turn_ids)
+                await drop_summaries_covering(conn, turn_ids)
+                await drop_reflections_citing(conn, turn_ids=turn_ids)
         await self._store.mark_propagated(platform, message_id)
 
     async def finish_interrupted_deletions(self) -> int:

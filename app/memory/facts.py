@@ -511,3 +511,37 @@ async def insert_row_in(
         row_values(fact, key, scope, status, iso(moment)),
     )
     return int(cursor.lastrowid or 0)
+
+
+async def revisions_in(conn: aiosqlite.Connection, fact_ids: Sequence[int]) -> dict[int, int]:
+    """Each fact's revision, read inside the caller's transaction."""
+    async with conn.execute(
+        f"SELECT id, revision FROM facts WHERE id IN ({','.join('?' * len(fact_ids))})", list(fact_ids)
+    ) as cursor:
+        return {int(r[0]): int(r[1]) for r in await cursor.fetchall()}
+
+
+async def blank_in(conn: aiosqlite.Connection, fact_ids: Sequence[int], moment: datetime) -> None:
+    """In the caller's transaction (a forget): erase these rows' text, subjects and speaker, keep the
+    rows as `forgotten` (logged), and queue their fact index documents' removal."""
+    ids = list(fact_ids)
+    marks = ",".join("?" * len(ids))
+    await conn.execute(
+        f"UPDATE facts SET content = '', subjects = '[]', speaker = NULL, dedup_key = 'forgotten:' || id,"
+        f" status = 'forgotten', revision = revision + 1 WHERE id IN ({marks})",
+        ids,
+    )
+    await conn.executemany(
+        "INSERT INTO fact_status_log (fact_id, status, at) VALUES (?, 'forgotten', ?)", [(i, iso(moment)) for i in ids]
+    )
+    await conn.execute(f"DELETE FROM fact_subjects WHERE fact_id IN ({marks})", ids)
+    await conn.executemany("INSERT INTO index_outbox (name, doc_id) VALUES ('facts', ?)", [(i,) for i in ids])
+
+
+async def source_turns_in(conn: aiosqlite.Connection, fact_ids: Sequence[int]) -> list[int]:
+    """The turns these facts were learnt from, read inside the caller's transaction."""
+    async with conn.execute(
+        f"SELECT DISTINCT turn_id FROM fact_sources WHERE fact_id IN ({','.join('?' * len(fact_ids))})",
+        list(fact_ids),
+    ) as cursor:
+        return [int(r[0]) for r in await cursor.fetchall()]

@@ -271,7 +271,7 @@ class Store:
             ) as cursor:
                 ids = [int(r[0]) for r in await cursor.fetchall()]
             if ids:
-                await self._redact_ids(ids)
+                await redact_turns_in(self._writer, ids)
         return ids
 
     async def deletions_to_propagate(self) -> list[tuple[str, int]]:
@@ -290,15 +290,6 @@ class Store:
         """A deletion's consequences are all written (see `redact_message`)."""
         sql = "UPDATE deleted_sources SET propagated = 1 WHERE platform = ? AND message_id = ?"
         await self.write([(sql, (platform, message_id))])
-
-    async def _redact_ids(self, ids: Sequence[int]) -> None:
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            await self._writer.execute(f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks})", chunk)
-            await self._writer.executemany(
-                "INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(i,) for i in chunk]
-            )
 
     async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
         """Turns in the order of `ids` (missing ids are left out)."""
@@ -418,6 +409,22 @@ class Store:
             "SELECT id, doc_id FROM index_outbox WHERE name = ? ORDER BY id LIMIT ?", (name, limit)
         )
         return [(int(r[0]), int(r[1])) for r in rows]
+
+
+async def redact_turns_in(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> list[int]:
+    """In the caller's transaction: clear these turns' text (those not redacted already), keeping the
+    rows, and queue their index documents' removal. Returns the ids redacted now, in order."""
+    done: list[int] = []
+    for start in range(0, len(turn_ids), 500):
+        chunk = list(turn_ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        rows = await conn.execute_fetchall(
+            f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks}) AND redacted = 0 RETURNING id", chunk
+        )
+        now = sorted(int(r[0]) for r in rows)
+        await conn.executemany("INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(t,) for t in now])
+        done.extend(now)
+    return sorted(done)
 
 
 class _Transaction:

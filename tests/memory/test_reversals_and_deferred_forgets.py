@@ -222,6 +222,40 @@ async def test_the_preview_counts_what_the_forget_then_erases(history: History) 
         await history.erasure.preview(fact.id)
 
 
+async def test_the_preview_counts_every_revision_and_what_quoted_the_replies(history: History) -> None:
+    """An edited source message has two revisions holding its text, and a reply quoting it sits in a
+    summary: the preview counts what the forget then really erases, not what the facts point at."""
+    (source,) = await history.append_turns([turn("my cat is called Ash and she bites", message_id=1, minutes=1)])
+    fact = await inserted(history, new_fact("Alice's cat is called Ash", source_turn_ids=(source,), place=PLACE))
+    await history.edit_message("discord", 1, "my cat is called Ash and she bites hard", at(1))
+    (reply,) = await history.append_turns(
+        [
+            turn(
+                "Ash! my cat is called Ash and she bites, you said",
+                message_id=2,
+                author=0,
+                minutes=2,
+                platform="discord",
+            )
+        ]
+    )
+    await history.store.write(
+        [
+            ("UPDATE turns SET author_key = 'familiar:self', reply_to = 1 WHERE id = ?", (reply,)),
+            (
+                "INSERT INTO summaries (place, text, last_turn_id, updated_at) VALUES (?, 'cats', ?, ?)",
+                (PLACE, reply, T.isoformat()),
+            ),
+        ]
+    )
+    preview = await history.erasure.preview(fact.id, redact_sources=True)
+    receipt = await history.forget_fact(fact.id, redact_sources=True)
+    assert len(receipt.redacted_turn_ids) == 2  # both revisions of the message
+    assert receipt.redacted_reply_ids == (reply,)
+    assert dict(preview.stores) == dict(receipt.stores)
+    assert dict(receipt.stores)["turns"] == 2
+
+
 # -- the catalog of names ---------------------------------------------------------------------------------
 
 
