@@ -6,14 +6,21 @@ A deferred forget is a durable row (app/memory/forgets.py): the fact is out of e
 ones this process scheduled (the window closing ends their undo window), and by `apply_due_forgets()`
 at the next open for any a crash left behind. Never lost, never half-done: the forget itself is one
 transaction, and a row whose fact turns out already forgotten is simply cleared.
+
+Every forget applied here ends with the erased words purged from the files of the search indexes
+this process writes (a compaction, off the event loop), so no caller has to remember it and a
+process that exits right after (a CLI command, a window closing) leaves none behind; the receipt
+says where each index stands (`index_files`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sqlite3
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from app.memory.errors import StoreError
@@ -24,13 +31,13 @@ from app.memory.waiting import wait_set
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.memory_base import MemoryBase
-from app.runtime.memory_ops import IndexPurge
 from app.runtime.names import NameTable
 from app.runtime.view_builder import source_message
 from app.runtime.views import (
     FORGET_UNDO_SECONDS,
     ForgetPreview,
     ForgetReceipt,
+    IndexPurge,
     ScheduledForget,
     StoreCount,
     TombstoneView,
@@ -106,7 +113,7 @@ class ForgettingMixin(MemoryBase):
                 receipt, subjects=before.subjects if before else (), scope=before.scope if before else ""
             )
         await self._wrote(initiator, *_FORGOTTEN_CHANGES)
-        return await self._receipt(stored)
+        return await self._receipt(stored, await self._purge())
 
     async def schedule_forget(
         self,
@@ -147,7 +154,7 @@ class ForgettingMixin(MemoryBase):
             async with self._explained():
                 rows = await self._deps.forgets.scheduled()
             due = [r for r in rows if r.due_at <= now or (own_too and r.id in self._own_forgets)]
-            receipts: list[ForgetReceipt] = []
+            applied: list[StoredReceipt] = []
             for row in due:
                 try:
                     stored = await self._apply(row)
@@ -156,10 +163,11 @@ class ForgettingMixin(MemoryBase):
                     continue
                 self._own_forgets.discard(row.id)
                 if stored is not None:
-                    receipts.append(await self._receipt(stored))
+                    applied.append(stored)
         if due:
             await self._wrote(None, *_FORGOTTEN_CHANGES)
-        return receipts
+        purged = await self._purge() if applied else {}
+        return [await self._receipt(stored, purged) for stored in applied]
 
     async def _apply(self, row: StoredSchedule) -> StoredReceipt | None:
         before = await self._history.facts.get(row.fact_id)
@@ -189,9 +197,18 @@ class ForgettingMixin(MemoryBase):
         )
         return [_receipt_view(r, names) for r in rows]
 
-    async def _receipt(self, row: StoredReceipt) -> ForgetReceipt:
+    async def _receipt(self, row: StoredReceipt, purged: Mapping[str, IndexPurge]) -> ForgetReceipt:
         names = await self._views.names.table(people=row.subjects, places=[row.scope])
-        return _receipt_view(row, names)
+        return dataclasses.replace(_receipt_view(row, names), index_files=purged)
+
+    async def _purge(self) -> dict[str, IndexPurge]:
+        """The words of what was just forgotten leave the index files this process writes (see
+        IndexPurge for each index's outcome). Never a reason to fail the forget: it is done already."""
+        try:
+            return await self._deps.ops.purge_index_files()
+        except FamiliarError as exc:
+            _log.warning("forgotten; the index files are purged later: %s", exc)
+            return {}
 
     # -- tombstones ---------------------------------------------------------------------------------
     async def tombstones(self) -> list[TombstoneView]:
@@ -242,11 +259,6 @@ class ForgettingMixin(MemoryBase):
             lifted_at=stone.lifted_at,
             label=f"{stone.reason} · lifted",
         )
-
-    async def purge_index_files(self, timeout: float = 300.0) -> dict[str, IndexPurge]:
-        """Compact now every index this process writes that still holds removed documents' words (a
-        one-shot command, before it exits); see IndexPurge for each index's outcome."""
-        return await self._deps.ops.purge_index_files(timeout)
 
     # -- the timer -----------------------------------------------------------------------------------
     def start_forget_timer(self) -> None:

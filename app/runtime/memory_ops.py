@@ -31,6 +31,7 @@ from app.memory.export import (
 from app.memory.history import History
 from app.memory.records import IndexHealth
 from app.runtime.errors import FamiliarError
+from app.runtime.views import IndexPurge
 
 OWNER_KEY = "local:owner"
 _log = logging.getLogger(__name__)
@@ -73,16 +74,6 @@ class RebuildProgress:
 
 class RebuildCancelledError(FamiliarError):
     """The rebuild was cancelled: every index answers exactly as it did before."""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexPurge:
-    """Where removed documents' words stand in one index's files after a forget: "purged" here,
-    "running" (the familiar running elsewhere purges them within seconds) or "pending" (the index is
-    locked: they leave its files once the lock is gone; search already leaves them out)."""
-
-    status: Literal["purged", "running", "pending"]
-    reason: str | None = None
 
 
 class MemoryOps:

@@ -5,6 +5,7 @@ switches with their inheritance, and the one change broadcast."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import subprocess
 import sys
@@ -254,6 +255,40 @@ async def test_a_deferred_forget_hides_at_once_undo_restores_and_the_deadline_ap
     assert stones[0].receipt_id == receipts[0].id
     assert "4242" not in repr(stones) + repr(receipts)
     assert [r.id for r in await familiar.memory.receipts()] == [receipts[0].id]
+
+
+def _removed_but_in_files(familiar: Familiar) -> int:
+    """Documents removed from the facts index whose words still sit in its files (tantivy keeps a
+    deleted document in its segment, marked, until a compaction rewrites the segment)."""
+    meta = json.loads((familiar.paths.fts / "facts" / "meta.json").read_text(encoding="utf-8"))
+    return sum(int((segment.get("deletes") or {}).get("num_deleted_docs", 0)) for segment in meta["segments"])
+
+
+async def test_a_forget_purges_the_words_from_the_index_files_before_it_returns(familiar: Familiar) -> None:
+    """One operation: no caller (a CLI command about to exit, a window button) has to purge after it."""
+    made = await familiar.memory.remember("Alice's locker holds a zeppelin model", PLACE, subjects=(ALICE_KEY,))
+    await familiar.memory.remember("Alice keeps a grey cat", PLACE, subjects=(ALICE_KEY,))
+    await familiar.history.facts_index.flush()
+
+    receipt = await familiar.memory.forget(made.fact.id)
+
+    assert _removed_but_in_files(familiar) == 0
+    assert familiar.history.facts_index.health().awaiting_purge == 0
+    assert [r.fact.id for r in await familiar.memory.recall("cat", PLACE)] != []
+    assert {name: p.status for name, p in receipt.index_files.items()} == {"facts": "purged"}
+
+
+async def test_applied_deferred_forgets_purge_the_index_files_too(familiar: Familiar) -> None:
+    made = await familiar.memory.remember("Alice's attic hides a harpsichord", PLACE, subjects=(ALICE_KEY,))
+    await familiar.memory.remember("Alice keeps a grey cat", PLACE, subjects=(ALICE_KEY,))
+    await familiar.history.facts_index.flush()
+    await familiar.memory.schedule_forget(made.fact.id, made.fact.revision, delay=0)
+
+    [receipt] = await familiar.memory.apply_due_forgets()
+
+    assert _removed_but_in_files(familiar) == 0
+    assert {name: p.status for name, p in receipt.index_files.items()} == {"facts": "purged"}
+    assert (await familiar.memory.receipts())[0].index_files == {}  # read back later: not a forget's outcome
 
 
 async def test_the_forget_timer_applies_a_forget_at_its_deadline(familiar: Familiar) -> None:
