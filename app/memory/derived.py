@@ -1,9 +1,10 @@
-"""Projections of the conversation (summaries, dossiers, reflections), their watermarks, the pause
-switches, the dreaming queue and the per-reply explanations.
+"""Projections of the conversation (summaries, dossiers, reflections), their watermarks and the
+memory workers' durable queue (dreaming, re-extraction after an edit).
 
-Every projection here can be dropped and rebuilt from turns and facts; the pause switches and the
-explanations are owner-facing records. No Qt, no Discord, no LLM: the projectors in app/runtime
-decide what to write; this module only stores it, one explicit transaction per change.
+Every projection here can be dropped and rebuilt from turns and facts. (The pause switches are in
+pauses.py, the replies' explanations in explanations.py: owner-facing records, not projections.) No
+Qt, no Discord, no LLM: the projectors in app/runtime decide what to write; this module only stores
+it, one explicit transaction per change.
 """
 
 from __future__ import annotations
@@ -12,19 +13,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import aiosqlite
 
 from app.memory.errors import StoreError
-from app.memory.policy import place_problem
+from app.memory.pauses import PauseState, pause_state_of
 from app.memory.store import Store
 
-PauseKind = Literal["learning", "recall"]
-EVERYWHERE = "*"
 MAX_ATTEMPTS = 3
-KEEP_EXPLANATIONS = 5000  # replies whose explanation stays available
-PRUNE_EVERY = 100
 
 
 def _now() -> str:
@@ -57,17 +54,6 @@ class Reflection:
     cited_fact_ids: tuple[int, ...]
     created_at: datetime
     stale: bool  # a cited fact has been retired since
-
-
-@dataclass(frozen=True, slots=True)
-class PauseState:
-    learning: tuple[str, ...]  # "*" = everywhere, else places
-    recall: tuple[str, ...]
-
-    def paused(self, kind: PauseKind, place: str) -> bool:
-        """Paused everywhere, in this place, or in the guild a channel belongs to."""
-        chosen = self.learning if kind == "learning" else self.recall
-        return EVERYWHERE in chosen or place in chosen or place.split("/", 1)[0] in chosen
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,10 +232,7 @@ class Projections:
             for r in rows
         ]
 
-    # -- pause ---------------------------------------------------------------------------------
-    async def pause_state(self) -> PauseState:
-        return _pause_state(await self._store.read_all("SELECT kind, place FROM memory_pause"))
-
+    # -- the memory tick ----------------------------------------------------------------------
     async def tick_state(self) -> tuple[PauseState, frozenset[str]]:
         """The pause switches and the kinds of work queued, in one read (once per memory tick)."""
         rows = await self._store.read_all(
@@ -257,20 +240,7 @@ class Projections:
             " SELECT DISTINCT kind, NULL FROM memory_work WHERE status = 'queued'"
         )
         queued = frozenset(str(r[0]) for r in rows if r[1] is None)
-        return _pause_state([r for r in rows if r[1] is not None]), queued
-
-    async def set_paused(self, kind: PauseKind, place: str, paused: bool) -> PauseState:
-        """Pause or resume learning or recall, everywhere (place "*") or in one place."""
-        if kind not in ("learning", "recall"):
-            raise StoreError(f"cannot pause {kind!r}: choose learning or recall")
-        if place != EVERYWHERE and (problem := place_problem(place)) is not None:
-            raise StoreError(f"{problem} (or * for everywhere)")
-        if paused:
-            sql = "INSERT OR IGNORE INTO memory_pause (kind, place, since) VALUES (?, ?, ?)"
-            await self._store.write([(sql, (kind, place, _now()))])
-        else:
-            await self._store.write([("DELETE FROM memory_pause WHERE kind = ? AND place = ?", (kind, place))])
-        return await self.pause_state()
+        return pause_state_of([r for r in rows if r[1] is not None]), queued
 
     # -- durable work queue (dreaming, re-extraction after an edit) ----------------------------
     async def enqueue(self, kind: str, turn_id: int, place: str) -> bool:
@@ -376,60 +346,12 @@ class Projections:
         )
         return [_work(r) for r in rows]
 
-    # -- explanations ----------------------------------------------------------------------------
-    async def save_explanation(self, place: str, body: dict[str, Any], turn_ids: Sequence[int]) -> int:
-        """One reply's explanation, reachable from each turn it produced (a long reply is several messages)."""
-        async with self._store.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO explanations (place, created_at, body) VALUES (?, ?, ?)",
-                (place, _now(), json.dumps(body, ensure_ascii=False)),
-            )
-            explanation_id = int(cursor.lastrowid or 0)
-            await conn.executemany(
-                "INSERT OR REPLACE INTO explanation_turns (turn_id, explanation_id) VALUES (?, ?)",
-                [(t, explanation_id) for t in turn_ids],
-            )
-            if explanation_id % PRUNE_EVERY == 0:  # keep the newest KEEP_EXPLANATIONS, not every reply forever
-                oldest_kept = explanation_id - KEEP_EXPLANATIONS
-                await conn.execute("DELETE FROM explanation_turns WHERE explanation_id <= ?", (oldest_kept,))
-                await conn.execute("DELETE FROM explanations WHERE id <= ?", (oldest_kept,))
-        return explanation_id
-
-    async def link_explanation(self, explanation_id: int, turn_ids: Sequence[int]) -> None:
-        await self._store.write(
-            [
-                (
-                    "INSERT OR REPLACE INTO explanation_turns (turn_id, explanation_id) VALUES (?, ?)",
-                    (t, explanation_id),
-                )
-                for t in turn_ids
-            ]
-        )
-
-    async def explanation(self, turn_id: int) -> dict[str, Any] | None:
-        row = await self._store.read_one(
-            "SELECT e.id, e.place, e.created_at, e.body FROM explanation_turns t"
-            " JOIN explanations e ON e.id = t.explanation_id WHERE t.turn_id = ?",
-            (turn_id,),
-        )
-        if row is None:
-            return None
-        body: dict[str, Any] = json.loads(row[3])
-        return {"explanation_id": int(row[0]), "place": str(row[1]), "created_at": str(row[2]), **body}
-
 
 _UPSERT_WATERMARK = (
     "INSERT INTO projector_state (name, key, watermark, updated_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (name, key) DO UPDATE SET watermark = excluded.watermark, updated_at = excluded.updated_at"
 )
 _WORK_COLUMNS = "id, kind, turn_id, place, status, attempts, last_error, created_at"
-
-
-def _pause_state(rows: Sequence[Sequence[Any]]) -> PauseState:
-    """The switches from memory_pause (kind, place) rows, places sorted."""
-    learning = tuple(sorted(str(r[1]) for r in rows if r[0] == "learning"))
-    recall = tuple(sorted(str(r[1]) for r in rows if r[0] == "recall"))
-    return PauseState(learning=learning, recall=recall)
 
 
 async def _any_gone_turn(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> bool:

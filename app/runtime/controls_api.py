@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from app.memory.catalog import Catalog
-from app.memory.derived import PauseState, Projections
+from app.memory.derived import Projections
 from app.memory.errors import StoreError
+from app.memory.pauses import EVERYWHERE, PauseState, PauseSwitches
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.names import Names, NameTable
 from app.runtime.views import FailedWork, PauseKind, PauseView, PlaceRef, PlaceSwitches, Switch, WorkersView
 
-EVERYWHERE = "*"
 _NOT_SWITCHABLE = frozenset({"familiar", "quarantine"})
 
 
@@ -57,6 +57,7 @@ def pause_view(state: PauseState, places: set[str], names: NameTable) -> PauseVi
 class ControlsService:
     def __init__(
         self,
+        pauses: PauseSwitches,
         projections: Projections,
         catalog: Catalog,
         names: Names,
@@ -64,7 +65,8 @@ class ControlsService:
         set_paused: Callable[[PauseKind, str, bool], Awaitable[PauseState]],
         projector_names: Callable[[], tuple[str, ...]],
     ) -> None:
-        self._projections = projections
+        self._pauses = pauses
+        self._projections = projections  # the workers' queue
         self._catalog = catalog
         self._names = names
         self._changes = changes
@@ -74,7 +76,7 @@ class ControlsService:
     async def state(self) -> PauseView:
         """Every switch, and how each known place is affected (paused here, by its server, everywhere)."""
         try:
-            state = await self._projections.pause_state()
+            state = await self._pauses.state()
             places = set(await self._catalog.known_places())
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc

@@ -19,11 +19,13 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.config.settings import BudgetTier, Settings
 from app.memory.catalog import Catalog
-from app.memory.derived import PauseKind, PauseState, Projections, change_counters
+from app.memory.derived import Projections, change_counters
 from app.memory.embeddings import Embedder, EmbeddingIndex
 from app.memory.errors import StoreError
+from app.memory.explanations import Explanations
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
+from app.memory.pauses import PauseKind, PauseState, PauseSwitches
 from app.memory.records import IndexHealth, NewTurn, Turn
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.assembler import Assembly
@@ -86,6 +88,8 @@ class Familiar:
         self._index_health: dict[str, IndexHealth] = {}
         self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml)
         self.projections = Projections(history.store)
+        self.pauses = PauseSwitches(history.store)
+        self.explanations = Explanations(history.store)
         self.embeddings = EmbeddingIndex(history.store)
         self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled)
         # Everything the settings, secrets and persona decide: rebuilt and swapped whole by reconfigure().
@@ -118,7 +122,13 @@ class Familiar:
             )
         )
         self.controls = ControlsService(
-            self.projections, catalog, self._names, self.changes, self.set_paused, lambda: self.learning.names
+            self.pauses,
+            self.projections,
+            catalog,
+            self._names,
+            self.changes,
+            self.set_paused,
+            lambda: self.learning.names,
         )
         self.indexes = IndexesService(self.memory_ops, history)
 
@@ -223,12 +233,12 @@ class Familiar:
         return dict(self.projector_deps.reports)
 
     async def pause_state(self) -> PauseState:
-        return await self.projections.pause_state()
+        return await self.pauses.state()
 
     async def set_paused(self, kind: PauseKind, where: str, paused: bool) -> PauseState:
         """Pause or resume learning or recall, everywhere ("*") or in one place; kept across restarts."""
         try:
-            state = await self.projections.set_paused(kind, where, paused)
+            state = await self.pauses.set(kind, where, paused)
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc
         self._parts.assembler.clear()
@@ -238,7 +248,7 @@ class Familiar:
 
     async def explain(self, turn_id: int) -> Explanation:
         """What went into the reply that produced this turn."""
-        return await explain(self.projections, self.history.facts, self._names, turn_id)
+        return await explain(self.explanations, self.history.facts, self._names, turn_id)
 
     # -- facade: identity and events -----------------------------------------------------------
     @property
@@ -410,7 +420,7 @@ class Familiar:
         if turn is None:  # already stored (its gateway echo came first): link the stored one
             turn = await self.history.store.latest_revision("discord", sent.id)
         if explanation_id is not None and turn is not None:
-            await self.projections.link_explanation(explanation_id, [turn.id])
+            await self.explanations.link(explanation_id, [turn.id])
 
     async def backfill_point(self, place: str) -> int | None:
         """The message id after which `place` may have missed messages (None: nothing stored there)."""
@@ -458,7 +468,7 @@ class Familiar:
         ending_at = answering.id if answering is not None else None
         recent, pause, versions = await asyncio.gather(
             self.history.recent_turns(place, settings.history.recent_turns, ending_at=ending_at),
-            self.projections.pause_state(),
+            self.pauses.state(),
             change_counters(self.history.store),
         )
         return ReplyContext(
@@ -486,7 +496,7 @@ class Familiar:
         parts = self._parts  # one set for the whole reply, even if the settings change meanwhile
         assembly = await self._assemble(parts, place, answering)
         text = await parts.reply_llm.complete(assembly.messages)
-        explanation_id = await self.projections.save_explanation(place, assembly.explanation, [])
+        explanation_id = await self.explanations.save(place, assembly.explanation, [])
         return text, explanation_id
 
     # -- facade: local chat --------------------------------------------------------------------
@@ -502,7 +512,7 @@ class Familiar:
         said = await self._append_local(OWNER_KEY, "You", text)
         reply, explanation_id = await self._reply(LOCAL_PLACE, said)
         turn = await self._append_local(SELF_KEY, self.settings.familiar.display_name, reply)
-        await self.projections.link_explanation(explanation_id, [turn.id])
+        await self.explanations.link(explanation_id, [turn.id])
         return _chat_line(turn)
 
     async def _append_local(self, author_key: str, author_name: str, content: str) -> Turn:

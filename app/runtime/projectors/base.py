@@ -14,9 +14,10 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from app.config.settings import Settings
-from app.memory.derived import PauseState, Projections
+from app.memory.derived import Projections
 from app.memory.embeddings import Embedder, EmbeddingIndex
 from app.memory.history import History
+from app.memory.pauses import PauseState, PauseSwitches
 from app.memory.records import Turn
 from app.runtime.llm import LLMClient
 
@@ -58,6 +59,10 @@ class ProjectorDeps:
     moved: dict[str, dict[str, int]] = field(default_factory=dict)
     passing: dict[str, set[str]] = field(default_factory=dict)
     floor_passers: set[str] = field(default_factory=set)
+    pauses: PauseSwitches = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pauses = PauseSwitches(self.history.store)
 
     @property
     def display_name(self) -> str:
@@ -72,7 +77,7 @@ class ProjectorDeps:
     async def pause(self) -> PauseState:
         if self.tick_pause is not None:
             return self.tick_pause
-        return await self.projections.pause_state()
+        return await self.pauses.state()
 
     def moved_mark(self, name: str, place: str, value: int) -> None:
         """A projector moved a place's watermark this tick (so advance_floor need not read them back;

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 
-from app.memory.derived import PauseState
 from app.memory.facts import FactError
+from app.memory.pauses import PauseState
 from app.memory.policy import visible_scopes
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed

@@ -255,17 +255,17 @@ async def test_an_explanation_keeps_no_text_a_forget_must_erase(open_familiar: O
 
 
 async def test_only_the_newest_explanations_are_kept(open_familiar: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.memory import derived
+    from app.memory import explanations
 
-    monkeypatch.setattr(derived, "KEEP_EXPLANATIONS", 6)
-    monkeypatch.setattr(derived, "PRUNE_EVERY", 5)
+    monkeypatch.setattr(explanations, "KEEP_EXPLANATIONS", 6)
+    monkeypatch.setattr(explanations, "PRUNE_EVERY", 5)
     familiar = await open_familiar("")
-    ids = [await familiar.projections.save_explanation("local", {"n": n}, [1000 + n]) for n in range(20)]
+    ids = [await familiar.explanations.save("local", {"n": n}, [1000 + n]) for n in range(20)]
     kept = [int(r[0]) for r in await familiar.history.store.read_all("SELECT id FROM explanations ORDER BY id")]
     assert kept[-1] == ids[-1]
     assert len(kept) <= 6 + 5
-    assert await familiar.projections.explanation(1000) is None
-    assert await familiar.projections.explanation(1019) is not None
+    assert await familiar.explanations.of_turn(1000) is None
+    assert await familiar.explanations.of_turn(1019) is not None
 
 
 async def test_a_message_longer_than_the_history_budget_still_reaches_the_model(open_familiar: Opener) -> None:
