@@ -328,7 +328,7 @@ async def test_an_injection_learnt_from_a_message_comes_back_only_inside_the_fen
     await familiar.history.decisions.decide(pending.id, pending.revision, "accept")
     await familiar.history.facts_index.flush()
 
-    assembly = await familiar.assemble(PLACE)
+    assembly = await familiar.replies.assemble(PLACE)
 
     system = assembly.messages[0]["content"]
     assert system.count("</recalled-memory>") == 1
