@@ -1,7 +1,7 @@
-"""What the familiar does with the conversation a chat platform hands it (the `MessageSink` the
-Discord adapter feeds): every message stored as a turn, the reply to one built from the channel's
-history up to it, the reply's messages stored with its explanation linked, messages missed while
-offline stored unanswered, edits and deletions carried into the memory."""
+"""What the familiar does with the conversation a chat platform hands it (the `MessageSink` an adapter
+feeds, in the runtime's own message types): every message stored as a turn, the reply to one built
+from the channel's history up to it, the reply's messages stored with its explanation linked,
+messages missed while offline stored unanswered, edits and deletions carried into the memory."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-import discord
-
 from app.memory.explanations import Explanations
 from app.memory.history import History
 from app.memory.records import NewTurn, Turn
-from app.runtime.messages import IncomingMessage
+from app.runtime.messages import IncomingMessage, SentMessage
 from app.runtime.names import SELF_KEY
 from app.runtime.places import PlaceNamer
 from app.runtime.replies import Replies
@@ -44,7 +42,7 @@ class Conversation:
         self._display_name = display_name
         self._explained: dict[int, int] = {}  # message id -> explanation of its reply
 
-    async def _append_discord(
+    async def _append(
         self,
         message: IncomingMessage,
         *,
@@ -57,7 +55,7 @@ class Conversation:
     ) -> Turn | None:
         return await self._history.append_turn(
             NewTurn(
-                platform="discord",
+                platform=message.platform,
                 place=message.place,
                 guild_id=message.guild_id,
                 channel_id=message.channel_id,
@@ -70,15 +68,15 @@ class Conversation:
             )
         )
 
-    async def on_discord_message(self, message: IncomingMessage) -> None:
+    async def on_message(self, message: IncomingMessage) -> None:
         if message.guild_id is not None and message.guild_name and message.channel_name:
             await self._place_namer.note(
                 {f"guild:{message.guild_id}": message.guild_name, message.place: message.channel_name}
             )
-        await self._append_discord(
+        await self._append(
             message,
             message_id=message.message_id,
-            author_key=f"discord:{message.author_id}",
+            author_key=f"{message.platform}:{message.author_id}",
             author_name=message.author_name,
             content=message.content,
             created_at=message.created_at,
@@ -90,7 +88,7 @@ class Conversation:
 
         None when the message is no longer there to answer (deleted before its turn came).
         """
-        answering = await self._history.store.latest_revision("discord", message.message_id)
+        answering = await self._history.store.latest_revision(message.platform, message.message_id)
         if answering is None or answering.redacted:
             _log.info("message %s was deleted before it could be answered", message.message_id)
             return None
@@ -100,10 +98,10 @@ class Conversation:
             self._explained.pop(next(iter(self._explained)))
         return text
 
-    async def on_discord_reply_sent(self, message: IncomingMessage, sent: discord.Message) -> None:
-        turn = await self._append_discord(
+    async def on_reply_sent(self, message: IncomingMessage, sent: SentMessage) -> None:
+        turn = await self._append(
             message,
-            message_id=sent.id,
+            message_id=sent.message_id,
             author_key=SELF_KEY,
             author_name=self._display_name(),
             content=sent.content,
@@ -112,7 +110,7 @@ class Conversation:
         )
         explanation_id = self._explained.get(message.message_id)
         if turn is None:  # already stored (its gateway echo came first): link the stored one
-            turn = await self._history.store.latest_revision("discord", sent.id)
+            turn = await self._history.store.latest_revision(message.platform, sent.message_id)
         if explanation_id is not None and turn is not None:
             await self._explanations.link(explanation_id, [turn.id])
 
@@ -124,19 +122,19 @@ class Conversation:
         """(place, channel id, the other person's name) of each DM conversation the familiar has had."""
         return await self._history.store.dm_channels()
 
-    async def on_discord_backfill(self, place: str, messages: Sequence[IncomingMessage]) -> int:
+    async def on_backfill(self, place: str, messages: Sequence[IncomingMessage]) -> int:
         """Messages missed while offline, oldest first, stored as turns and never answered; the
         familiar's own messages are its replies. Already stored or deleted ones are skipped.
         Returns how many were new."""
         name = self._display_name()
         turns = [
             NewTurn(
-                platform="discord",
+                platform=m.platform,
                 place=place,
                 guild_id=m.guild_id,
                 channel_id=m.channel_id,
                 message_id=m.message_id,
-                author_key=SELF_KEY if m.from_familiar else f"discord:{m.author_id}",
+                author_key=SELF_KEY if m.from_familiar else f"{m.platform}:{m.author_id}",
                 author_name=name if m.from_familiar else m.author_name,
                 content=m.content,
                 created_at=m.created_at,
@@ -146,8 +144,8 @@ class Conversation:
         ]
         return len(await self._history.append_turns(turns)) if turns else 0
 
-    async def on_discord_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
-        await self._history.edit_message("discord", message_id, content, edited_at)
+    async def on_edit(self, platform: str, message_id: int, content: str, edited_at: datetime) -> None:
+        await self._history.edit_message(platform, message_id, content, edited_at)
 
-    async def on_discord_delete(self, message_id: int) -> None:
-        await self._history.redact_message("discord", message_id, datetime.now(UTC))
+    async def on_delete(self, platform: str, message_id: int) -> None:
+        await self._history.redact_message(platform, message_id, datetime.now(UTC))

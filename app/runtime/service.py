@@ -34,7 +34,6 @@ from app.runtime.context.layers import LorebookLayer
 from app.runtime.context.lorebook import LoreProblem, describe_disabled
 from app.runtime.controls_api import ControlsService
 from app.runtime.conversation import Conversation
-from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
 from app.runtime.event_hub import EventHub
 from app.runtime.events import ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
@@ -45,6 +44,7 @@ from app.runtime.local_chat import LocalChat
 from app.runtime.memory_api import MemoryService
 from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
+from app.runtime.messages import ChatConnection
 from app.runtime.names import Names
 from app.runtime.places import PlaceNamer
 from app.runtime.projectors.base import ProjectorDeps
@@ -69,7 +69,7 @@ class Familiar:
         self.history = history
         self._secret_store = secret_store
         self._events = EventHub()
-        self._discord: DiscordAdapter | None = None
+        self._discord: ChatConnection | None = None
         self._index_health: dict[str, IndexHealth] = {}
         self._closed = False
         self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml)
@@ -304,6 +304,10 @@ class Familiar:
             raise self._fail(f"No {' and no '.join(missing)} yet: set them in Settings.")
         if self._discord is not None:
             return
+        # discord.py (and aiohttp under it) load only when the familiar connects: the window and the
+        # CLI's memory commands start without them, and nothing else of the runtime knows the platform.
+        from app.runtime.discord_adapter import DiscordAdapter
+
         loaded = self._parts.loaded
         adapter = DiscordAdapter(loaded.settings.discord, loaded.secrets.discord_token, self.conversation, self.publish)
         self._discord = adapter

@@ -36,6 +36,7 @@ WAIT = 5.0
 
 def message(message_id: int, content: str, *, author: int = ALICE, name: str = "alice") -> IncomingMessage:
     return IncomingMessage(
+        platform="discord",
         message_id=message_id,
         place=PLACE,
         guild_id=GUILD_ID,
@@ -56,7 +57,7 @@ def message(message_id: int, content: str, *, author: int = ALICE, name: str = "
 async def heard(familiar: Familiar, *messages: IncomingMessage) -> list[int]:
     """Messages as the Discord adapter hands them over; returns their turn ids."""
     for each in messages:
-        await familiar.conversation.on_discord_message(each)
+        await familiar.conversation.on_message(each)
     turns = await familiar.history.recent_turns(PLACE, 50)
     return [t.id for t in turns]
 
@@ -368,9 +369,7 @@ async def test_a_forget_scheduled_by_a_process_that_crashed_is_applied_at_the_ne
 async def test_pause_state_names_every_place_and_shows_what_it_inherits(familiar: Familiar) -> None:
     home = f"guild:{GUILD_ID}/{HOME}"
     await heard(familiar, message(1, "hello"))
-    await familiar.conversation.on_discord_message(
-        replace(message(2, "hi"), place=home, channel_id=HOME, channel_name="home")
-    )
+    await familiar.conversation.on_message(replace(message(2, "hi"), place=home, channel_id=HOME, channel_name="home"))
     seen = Seen(familiar)
     state = await familiar.controls.pause("learning", f"guild:{GUILD_ID}", initiator="pane")
     assert [e.kinds for e in seen if e.initiator == "pane"] == [frozenset({ChangeKind.PAUSE})]
