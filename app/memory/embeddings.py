@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import aiosqlite
 
 from app.memory.errors import StoreError
+from app.memory.sql import in_chunks
 from app.memory.store import Store
 
 if TYPE_CHECKING:
@@ -65,7 +66,6 @@ _STAMP = "familiar-model.json"  # written last: its presence means the folder wa
 _KNOWN_DIMS = {DEFAULT_FASTEMBED_MODEL: 384}
 
 _CURRENT_FACT = "f.superseded_at IS NULL AND f.status NOT IN ('forgotten', 'rejected')"
-_CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 _WORD = re.compile(r"\w+")
 
 
@@ -569,9 +569,7 @@ class EmbeddingIndex:
         """The stored vectors of `model` for these facts (ids without one are absent)."""
         ids = list(dict.fromkeys(int(i) for i in fact_ids))
         found: dict[int, list[float]] = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             rows = await self._store.read_all(
                 f"SELECT fact_id, dim, vector FROM fact_embeddings WHERE model = ? AND fact_id IN ({marks})",
                 (model, *chunk),

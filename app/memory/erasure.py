@@ -27,7 +27,8 @@ from app.memory.derived import drop_dossiers_in, drop_reflections_citing, drop_s
 from app.memory.embeddings import drop_vectors_in
 from app.memory.errors import RevisionConflictError, StoreError
 from app.memory.facts import Changes, Fact, FactBook, FactError, blank_in, revisions_in, source_turns_in
-from app.memory.quoting import FAMILIAR_SELF, QuoteFinder
+from app.memory.quoting import QuoteFinder
+from app.memory.records import SELF_KEY
 from app.memory.store import Store, redact_turns_in
 from app.memory.tombstones import Tombstones
 
@@ -128,7 +129,7 @@ class _QuotingScan:
                 rows = await query(
                     "SELECT id, content, reply_to FROM turns WHERE place = ? AND id > ? AND author_key = ?"
                     " AND redacted = 0" + ("" if upto is None else " AND id <= ?") + " ORDER BY id LIMIT ?",
-                    (place, last, FAMILIAR_SELF, *(() if upto is None else (upto,)), _SCAN_CHUNK),
+                    (place, last, SELF_KEY, *(() if upto is None else (upto,)), _SCAN_CHUNK),
                 )
                 if not rows:
                     break

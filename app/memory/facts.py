@@ -28,6 +28,7 @@ from app.memory.policy import (
     place_problem,
     visible_scopes,
 )
+from app.memory.sql import in_chunks
 from app.memory.store import Store
 
 _log = logging.getLogger(__name__)
@@ -271,9 +272,7 @@ class FactBook:
     async def get_many(self, ids: Sequence[int]) -> dict[int, Fact]:
         """Facts by id, one query per 500; missing ids are left out."""
         out: dict[int, Fact] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             for row in await self._store.read_all(f"SELECT {COLUMNS} FROM facts WHERE id IN ({marks})", chunk):
                 out[int(row[0])] = from_row(row)
         return out
@@ -377,9 +376,7 @@ class FactBook:
             return []
         moment = iso(now or datetime.now(UTC))
         found: set[int] = set()
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             scope_marks = ",".join("?" * len(scopes))
             rows = await self._store.read_all(
                 f"SELECT id FROM facts WHERE id IN ({marks}) AND status = 'active' AND superseded_at IS NULL"
@@ -420,9 +417,7 @@ class FactBook:
     async def status_log(self, ids: Sequence[int]) -> dict[int, list[tuple[str, datetime]]]:
         """Each fact's statuses over recorded time, oldest first (what an as-of slice reads)."""
         out: dict[int, list[tuple[str, datetime]]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             rows = await self._store.read_all(
                 f"SELECT fact_id, status, at FROM fact_status_log WHERE fact_id IN ({marks}) ORDER BY at, rowid", chunk
             )

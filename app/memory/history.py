@@ -19,6 +19,7 @@ from app.memory.intake import FactIntake
 from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
 from app.memory.scan import merge_hits, scan_facts, scan_turns
+from app.memory.sql import in_chunks
 from app.memory.store import Store
 from app.memory.tombstones import Tombstones
 
@@ -115,9 +116,7 @@ class FactIndexSource:
 
     async def documents_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             rows = await self._store.read_all(
                 f"SELECT id, scope, content FROM facts WHERE id IN ({marks}) AND {self._INDEXABLE}", chunk
             )

@@ -22,6 +22,7 @@ from app.config.paths import private_file
 from app.memory.errors import StoreError
 from app.memory.migrations import migrate
 from app.memory.records import NewTurn, Turn
+from app.memory.sql import in_chunks
 
 _log = logging.getLogger(__name__)
 
@@ -294,9 +295,7 @@ class Store:
     async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
         """Turns in the order of `ids` (missing ids are left out)."""
         found: dict[int, Turn] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             for row in await self.read_all(f"SELECT {_TURN_COLUMNS} FROM turns WHERE id IN ({marks})", chunk):
                 found[row[0]] = _turn(row)
         return self._seen([found[i] for i in ids if i in found])
@@ -415,9 +414,7 @@ async def redact_turns_in(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -
     """In the caller's transaction: clear these turns' text (those not redacted already), keeping the
     rows, and queue their index documents' removal. Returns the ids redacted now, in order."""
     done: list[int] = []
-    for start in range(0, len(turn_ids), 500):
-        chunk = list(turn_ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in in_chunks(turn_ids):
         rows = await conn.execute_fetchall(
             f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks}) AND redacted = 0 RETURNING id", chunk
         )

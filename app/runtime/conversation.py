@@ -11,9 +11,8 @@ from datetime import UTC, datetime
 
 from app.memory.explanations import Explanations
 from app.memory.history import History
-from app.memory.records import NewTurn, Turn
+from app.memory.records import SELF_KEY, NewTurn, Turn
 from app.runtime.messages import IncomingMessage, SentMessage
-from app.runtime.names import SELF_KEY
 from app.runtime.places import PlaceNamer
 from app.runtime.replies import Replies
 

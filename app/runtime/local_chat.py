@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 from app.memory.explanations import Explanations
 from app.memory.history import History
-from app.memory.records import NewTurn, Turn
+from app.memory.records import OWNER_KEY, SELF_KEY, NewTurn, Turn
 from app.runtime.errors import FamiliarError
 from app.runtime.facade import ChatLine
-from app.runtime.names import LOCAL_PLACE, OWNER_KEY, SELF_KEY
+from app.runtime.names import LOCAL_PLACE
 from app.runtime.replies import Replies
 
 MAX_LOCAL_CHARS = 8000

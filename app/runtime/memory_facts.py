@@ -9,10 +9,11 @@ from typing import cast
 
 from app.memory.decisions import Move
 from app.memory.facts import Fact, NewFact
+from app.memory.records import OWNER_KEY
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.memory_base import MemoryBase
-from app.runtime.names import OWNER_KEY, NameTable
+from app.runtime.names import NameTable
 from app.runtime.textdiff import DUPLICATE_RATIO, similarity, word_diff
 from app.runtime.view_builder import fact_view, source_message
 from app.runtime.views import (

@@ -33,7 +33,6 @@ from app.memory.records import IndexHealth
 from app.runtime.errors import FamiliarError
 from app.runtime.views import IndexPurge
 
-OWNER_KEY = "local:owner"
 _log = logging.getLogger(__name__)
 
 

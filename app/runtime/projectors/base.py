@@ -23,7 +23,6 @@ from app.runtime.llm import LLMClient
 
 _log = logging.getLogger(__name__)
 
-SELF_KEY = "familiar:self"
 FLOOR_PERSIST_STEP = 1000  # turn ids a floor may run ahead of its persisted value
 
 

@@ -10,6 +10,7 @@ rebuilt on the next tick.
 from __future__ import annotations
 
 from app.memory.derived import change_counters
+from app.memory.records import SELF_KEY
 from app.runtime.projectors.base import ProjectorBase, ProjectorDeps
 
 SYSTEM = (
@@ -107,7 +108,7 @@ class PeopleDossierProjector(ProjectorBase):
         return 1
 
     async def _name(self, key: str) -> str:
-        if key == "familiar:self":
+        if key == SELF_KEY:
             return self._deps.display_name
         row = await self._deps.history.store.read_one(
             "SELECT display_name FROM participants WHERE canonical_key = ?", (key,)

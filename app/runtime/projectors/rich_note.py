@@ -14,10 +14,9 @@ from collections.abc import Sequence
 
 from app.memory.derived import watermark_statement
 from app.memory.facts import FactError
-from app.memory.records import Turn
+from app.memory.records import SELF_KEY, Turn
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
 from app.runtime.projectors.base import (
-    SELF_KEY,
     ProjectorBase,
     advance_floor,
     quiet_for,
