@@ -490,10 +490,10 @@ def _owner_action(name: str) -> Handler:
 
 
 async def _forget(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    receipt = await familiar.memory.forget(args.id, revision=args.revision, redact_sources=args.redact_sources)
-    # Out of search already; the words also leave the index files before this command exits (or, while
+    # Out of search at once; the words also leave the index files before the forget returns (or, while
     # the familiar runs elsewhere, within seconds in that process).
-    purged = await familiar.memory.purge_index_files()
+    receipt = await familiar.memory.forget(args.id, revision=args.revision, redact_sources=args.redact_sources)
+    purged = receipt.index_files
     document = {
         "fact_ids": list(receipt.fact_ids),
         "tombstone_id": receipt.tombstone_id,

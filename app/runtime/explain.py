@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from app.memory.derived import Projections
 from app.memory.errors import StoreError
+from app.memory.explanations import Explanations
 from app.memory.facts import FactBook
 from app.runtime.errors import FamiliarError
 from app.runtime.names import Names
@@ -33,9 +33,9 @@ def _signals(item: Mapping[str, Any]) -> dict[str, float | None]:
     return {str(k): None if v is None else float(v) for k, v in raw.items()}
 
 
-async def explain(projections: Projections, facts: FactBook, names: Names, turn_id: int) -> Explanation:
+async def explain(explanations: Explanations, facts: FactBook, names: Names, turn_id: int) -> Explanation:
     try:
-        found = await projections.explanation(turn_id)
+        found = await explanations.of_turn(turn_id)
         if found is None:
             raise FamiliarError(f"turn {turn_id} has no explanation: it is not a reply of this familiar")
         fact_items: list[dict[str, Any]] = list(found.get("facts", []))

@@ -260,6 +260,19 @@ class ForgetReceipt:
     subjects: tuple[PersonRef, ...]
     scope: PlaceRef
     created_at: datetime
+    # Where the erased words stand in each search index's files, by index name, once the forget
+    # returns (empty for a receipt read back later, and for an index that held none of them).
+    index_files: Mapping[str, IndexPurge] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPurge:
+    """Where removed documents' words stand in one index's files after a forget: "purged" here,
+    "running" (the familiar running elsewhere purges them within seconds) or "pending" (the index is
+    locked: they leave its files once the lock is gone; search already leaves them out)."""
+
+    status: Literal["purged", "running", "pending"]
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

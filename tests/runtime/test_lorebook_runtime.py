@@ -58,7 +58,7 @@ async def test_a_catastrophic_key_neither_delays_the_reply_nor_stops_the_next(
     assert "Trap lore." not in system
     assert [e.message for e in events if isinstance(e, FailureReported)] == [DISABLED]
     assert [r.getMessage() for r in caplog.records if r.name == "app.runtime.context.lorebook"] == [DISABLED]
-    explanation = await familiar.assemble(f"guild:{GUILD_ID}/{GENERAL}")
+    explanation = await familiar.replies.assemble(f"guild:{GUILD_ID}/{GENERAL}")
     assert DISABLED in next(output.note for output in explanation.outputs if output.name == "lorebook")
 
     await fake_discord.send_message(

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from app.config.settings import BudgetTier
 from app.memory.derived import Projections
 from app.memory.policy import visible_scopes
-from app.memory.records import Turn
+from app.memory.records import SELF_KEY, Turn
 from app.runtime.context.budget import count_tokens, pack, truncate_to_budget
 from app.runtime.context.fence import escape, fence
 from app.runtime.context.lorebook import (
@@ -34,7 +34,6 @@ from app.runtime.context.lorebook import (
 from app.runtime.llm import ChatMessage
 from app.runtime.retrieval import Retriever
 
-SELF_KEY = "familiar:self"
 DEFAULT_ORDER = ("character", "lorebook", "summary", "reflections", "dossiers", "memory", "history")
 MEMORY_LAYERS = frozenset({"summary", "reflections", "dossiers", "memory"})
 MESSAGE_OVERHEAD = 4  # role and separators of one chat message
