@@ -751,8 +751,8 @@ _COMMANDS: dict[tuple[str, str | None], Handler] = {
 
 # -- lorebook commands: files only, so they need neither the store nor a valid character.toml ---------
 def _lore(paths: FamiliarPaths, args: argparse.Namespace) -> int:
-    from app.runtime.context.lorebook import LorebookError
-    from app.runtime.context.lorebook_formats import LorebookFormatError
+    from app.lore.book import LorebookError
+    from app.lore.formats import LorebookFormatError
 
     handlers = {"import": _lore_import, "export": _lore_export, "try": _lore_try}
     try:
@@ -777,7 +777,7 @@ def _lore_problems(book: Any) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def _lore_import(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
-    from app.runtime.context.lorebook_formats import import_file
+    from app.lore.formats import import_file
 
     report = import_file(args.file, paths.lorebook_toml, replace=args.replace)
     added = len(report.imported.entries)
@@ -801,7 +801,7 @@ def _lore_import(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, s
 
 
 def _lore_export(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
-    from app.runtime.context.lorebook_formats import export_file
+    from app.lore.formats import export_file
 
     count = export_file(paths.lorebook_toml, args.file, args.format)
     document = {"file": str(args.file), "format": args.format, "entries": count}
@@ -809,7 +809,8 @@ def _lore_export(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, s
 
 
 def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
-    from app.runtime.context.lorebook import LoreScanner, describe_disabled, load_lorebook
+    from app.lore.book import load_lorebook
+    from app.lore.scanner import LoreScanner, describe_disabled
 
     book = load_lorebook(paths.lorebook_toml)
     scanner = LoreScanner(book)

@@ -4,7 +4,7 @@ The book mixes what real lorebooks hold: single-word and multi-word keys, a tent
 one entry in twenty with a regex key, a fifth with secondary keys under each logic, a few constant entries
 and per-entry scan depths. Each run scans a different window of a long conversation.
 
-Regex keys are matched in bounded time (RE2 sets, a time-limited engine for the rest: lore_regex.py). The
+Regex keys are matched in bounded time (RE2 sets, a time-limited engine for the rest: app/lore/bounded_regex.py). The
 baseline, measured in the same run on the same windows (alternating with the bounded scans), is the same
 scanner searching regex keys with Python's `re`, text by text and without a time limit, as before.
 Then the same book with catastrophic keys added (`(a|a)*$` and kin, which `re` would backtrack on for
@@ -22,8 +22,9 @@ import statistics
 import time
 from pathlib import Path
 
-from app.runtime.context import lorebook
-from app.runtime.context.lorebook import LoreScanner, parse_lorebook
+from app.lore import scanner as lorebook
+from app.lore.book import parse_lorebook
+from app.lore.scanner import LoreScanner
 
 SYLLABLES = ("ka", "ri", "mo", "then", "dor", "el", "wyn", "sha", "lo", "vex", "ar", "um", "bri", "tal", "os")
 WORDS = (
@@ -157,7 +158,7 @@ def main() -> None:
     print("  " + _line("bounded, CPU time         ", cpu))
     print("  " + _line("baseline, CPU time        ", base_cpu))
 
-    logging.getLogger("app.runtime.context.lorebook").setLevel(logging.ERROR)  # the disabled keys, counted below
+    logging.getLogger("app.lore.scanner").setLevel(logging.ERROR)  # the disabled keys, counted below
     hostile = LoreScanner(parse_lorebook(hostile_text(text), Path("lorebook.toml")))
     trigger = "Mallory: " + "a" * 60 + "!"
     began = time.perf_counter()

@@ -19,6 +19,8 @@ from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, check_familiar_files, ensure_familiar, secure_familiar
 from app.config.secrets import SecretStore
 from app.config.settings import BudgetTier, Secrets, Settings, apply_environment, config_error_at, load_settings
+from app.lore.book import LoreProblem
+from app.lore.scanner import describe_disabled
 from app.memory.catalog import Catalog
 from app.memory.derived import PauseKind, PauseState, Projections, change_counters
 from app.memory.embeddings import EmbeddingError, EmbeddingIndex, make_embedder
@@ -40,7 +42,6 @@ from app.runtime.context.layers import (
     SummaryLayer,
     check_layer_names,
 )
-from app.runtime.context.lorebook import LoreProblem, describe_disabled
 from app.runtime.controls_api import ControlsService
 from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.cli import Cli
 
-SAMPLES = Path(__file__).resolve().parents[1] / "runtime" / "context" / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "lore" / "samples"
 
 
 @pytest.fixture

@@ -17,20 +17,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.config.settings import BudgetTier
+from app.lore.book import Lorebook, LorebookError, LoreProblem, empty_lorebook, load_lorebook
+from app.lore.scanner import ScannerCache, describe_disabled
 from app.memory.derived import Projections
 from app.memory.policy import visible_scopes
 from app.memory.records import Turn
 from app.runtime.context.budget import count_tokens, pack, truncate_to_budget
 from app.runtime.context.fence import escape, fence
-from app.runtime.context.lorebook import (
-    Lorebook,
-    LorebookError,
-    LoreProblem,
-    ScannerCache,
-    describe_disabled,
-    empty_lorebook,
-    load_lorebook,
-)
 from app.runtime.llm import ChatMessage
 from app.runtime.retrieval import Retriever
 

@@ -22,7 +22,7 @@ import tomlkit.exceptions
 from tomlkit.container import Container
 from tomlkit.items import AoT, Array, InlineTable, Item, Table
 
-from app.runtime.context.lorebook import (
+from app.lore.book import (
     MAX_FILE_BYTES,
     Lorebook,
     LorebookError,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.runtime.context.lorebook import LorebookError, load_lorebook
-from app.runtime.context.lorebook_doc import NEW_FILE_HEADER, LorebookDocument
+from app.lore.book import LorebookError, load_lorebook
+from app.lore.document import NEW_FILE_HEADER, LorebookDocument
 
 HAND_WRITTEN = """\
 # Saltmere lore, written by hand.

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.runtime.context.lorebook import LoreScanner, load_lorebook, parse_lorebook
-from app.runtime.context.lorebook_doc import LorebookDocument
-from app.runtime.context.lorebook_formats import (
+from app.lore.book import load_lorebook, parse_lorebook
+from app.lore.document import LorebookDocument
+from app.lore.formats import (
     LorebookFormatError,
     export_file,
     export_lorebook,
@@ -36,6 +36,7 @@ from app.runtime.context.lorebook_formats import (
     split_decorators,
     to_toml,
 )
+from app.lore.scanner import LoreScanner
 
 SAMPLES = Path(__file__).parent / "samples"
 

@@ -12,20 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.config.errors import ConfigError
-from app.runtime.context.lorebook import (
-    CONSTANT_KEY,
-    LOGICS,
-    Lorebook,
-    LorebookError,
-    LoreEntry,
-    LoreScanner,
-    ScannerCache,
-    compile_regex_key,
-    key_problem,
-    load_lorebook,
-    parse_lorebook,
-)
-from app.runtime.errors import FamiliarError
+from app.lore.book import LOGICS, Lorebook, LorebookError, LoreEntry, load_lorebook, parse_lorebook
+from app.lore.errors import LoreError
+from app.lore.keys import compile_regex_key, key_problem
+from app.lore.scanner import CONSTANT_KEY, LoreScanner, ScannerCache
 
 PATH = Path("lorebook.toml")
 
@@ -146,7 +136,7 @@ def test_wrong_types_name_the_file_line_and_key(text: str, line: int, key: str, 
     assert words in error.problem
     assert str(error).startswith(f"lorebook.toml, line {line}, key '{key}': ")
     assert isinstance(error, ConfigError)
-    assert isinstance(error, FamiliarError)
+    assert isinstance(error, LoreError)
 
 
 def test_toml_syntax_errors_and_unreadable_files(tmp_path: Path) -> None:

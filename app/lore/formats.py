@@ -48,17 +48,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.runtime.context.lorebook import (
+from app.lore.book import (
     DEFAULT_PRIORITY,
     MAX_ENTRIES,
     MAX_SCAN_DEPTH,
     Lorebook,
     parse_lorebook,
     read_lorebook_text,
-    split_regex_key,
 )
-from app.runtime.context.lorebook_doc import LorebookDocument
-from app.runtime.errors import FamiliarError
+from app.lore.document import LorebookDocument
+from app.lore.errors import LoreError
+from app.lore.keys import split_regex_key
 
 FORMATS = ("st", "ccv2", "ccv3")
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
@@ -146,7 +146,7 @@ ST_DEFAULTS: dict[str, Any] = {
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class LorebookFormatError(FamiliarError):
+class LorebookFormatError(LoreError):
     """A file that is not a lorebook this module reads, explained in one line."""
 
 

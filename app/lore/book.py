@@ -1,0 +1,303 @@
+"""lorebook.toml (hand-written, the source of truth) and its strict loader.
+
+Schema (DESIGN.md "Lorebook"). Top level, all optional: `scan_depth` (recent turns scanned, default 10),
+`case_sensitive` (default false), `whole_words` (default true), `token_budget`, `max_entries`, `name`,
+`description`, `[extensions]`. Then `[[entries]]`: `title`, `keys`, `secondary_keys`, `logic` (and_any |
+and_all | not_any | not_all; only with secondary keys), `content`, `priority` (default 100, higher first),
+`constant`, `enabled`, per-entry `case_sensitive` / `whole_words` / `scan_depth`, `id`, `[entries.extensions]`.
+Unknown keys are kept by the editor and ignored here.
+
+Keys are stripped of surrounding whitespace. An empty key, or a regex that does not compile or is longer than
+200 characters, is recorded in `Lorebook.problems` and never matches; the rest of the book still works (how
+keys match: scanner.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from app.config.errors import ConfigError
+from app.lore.errors import LoreError
+from app.lore.keys import MAX_REGEX_LENGTH, key_problem
+
+DEFAULT_SCAN_DEPTH = 10
+DEFAULT_PRIORITY = 100
+MAX_SCAN_DEPTH = 1000
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_ENTRIES = 10_000
+LOGICS = ("and_any", "and_all", "not_any", "not_all")
+
+
+class LorebookError(ConfigError, LoreError):
+    """lorebook.toml is unreadable or has a wrong type: names the file, the line and the key.
+
+    A ConfigError (how every config file problem is reported) and a LoreError (the lore package's root).
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class LoreEntry:
+    index: int  # position in the file's entries, from 0
+    title: str
+    keys: tuple[str, ...]
+    secondary_keys: tuple[str, ...]
+    logic: str
+    content: str
+    priority: int
+    constant: bool
+    enabled: bool
+    case_sensitive: bool | None  # None: the book's setting
+    whole_words: bool | None
+    scan_depth: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class LoreProblem:
+    index: int
+    title: str
+    key: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lorebook:
+    entries: tuple[LoreEntry, ...]
+    scan_depth: int
+    case_sensitive: bool
+    whole_words: bool
+    token_budget: int | None
+    max_entries: int | None
+    problems: tuple[LoreProblem, ...]
+    digest: str  # sha256 of the file text, for cache keys
+
+
+EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
+
+
+def empty_lorebook() -> Lorebook:
+    return Lorebook((), DEFAULT_SCAN_DEPTH, False, True, None, None, (), EMPTY_DIGEST)
+
+
+# -- loading -----------------------------------------------------------------------------------------
+def load_lorebook(path: Path) -> Lorebook:
+    """Read and parse lorebook.toml; a missing file is an empty book."""
+    return parse_lorebook(read_lorebook_text(path), path)
+
+
+def read_lorebook_text(path: Path) -> str:
+    """The text of lorebook.toml ("" when there is none). Raises LorebookError if it cannot be read."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise LorebookError(path, None, None, f"too large (the limit is {MAX_FILE_BYTES // (1024 * 1024)} MB)")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise LorebookError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8-sig")  # a BOM (Windows editors) is fine
+    except UnicodeDecodeError as exc:
+        raise LorebookError(path, raw[: exc.start].count(b"\n") + 1, None, "not valid UTF-8") from None
+
+
+def parse_lorebook(text: str, path: Path) -> Lorebook:
+    """Parse and validate lorebook.toml text. Raises LorebookError naming file, line and key."""
+    if len(text) > MAX_FILE_BYTES:
+        raise LorebookError(path, None, None, f"too large (the limit is {MAX_FILE_BYTES // (1024 * 1024)} MB)")
+    try:
+        data = tomllib.loads(text)
+    except ValueError as exc:  # TOMLDecodeError, and odd values tomllib rejects on its own
+        found = re.search(r"\(at line (\d+)", str(exc))
+        line = int(found.group(1)) if found else max(1, len(text.splitlines()))  # else: at the end
+        message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
+        raise LorebookError(path, line, None, f"not valid TOML: {message}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise LorebookError(path, None, None, "not valid TOML: values are nested too deeply") from None
+    check = _Checker(text, path)
+    scan_depth = check.integer(data, "scan_depth", DEFAULT_SCAN_DEPTH, 0, MAX_SCAN_DEPTH)
+    case_sensitive = check.boolean(data, "case_sensitive", False)
+    whole_words = check.boolean(data, "whole_words", True)
+    token_budget = check.optional_integer(data, "token_budget", 0, 10_000_000)
+    max_entries = check.optional_integer(data, "max_entries", 0, MAX_ENTRIES)
+    check.string(data, "name", "")
+    check.string(data, "description", "")
+    check.table(data, "extensions")
+    raw_entries = data.get("entries", [])
+    if not isinstance(raw_entries, list) or not all(isinstance(e, dict) for e in raw_entries):
+        check.fail("entries", "expected [[entries]] tables")
+    if len(raw_entries) > MAX_ENTRIES:
+        check.fail("entries", f"more than {MAX_ENTRIES} entries")
+    entries: list[LoreEntry] = []
+    problems: list[LoreProblem] = []
+    for index, raw in enumerate(raw_entries):
+        entry = _entry(check, index, raw)
+        entries.append(entry)
+        problems.extend(_key_problems(entry))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return Lorebook(
+        entries=tuple(entries),
+        scan_depth=scan_depth,
+        case_sensitive=case_sensitive,
+        whole_words=whole_words,
+        token_budget=token_budget,
+        max_entries=max_entries,
+        problems=tuple(problems),
+        digest=digest,
+    )
+
+
+def validate_entry(raw: dict[str, Any], path: Path, index: int) -> LoreEntry:
+    """Check one entry table (as an editor is about to write it); raises LorebookError without a line."""
+    return _entry(_Checker("", path), index, raw)
+
+
+def _entry(check: _Checker, index: int, raw: dict[str, Any]) -> LoreEntry:
+    check.entry = index
+    keys = check.strings(raw, "keys")
+    secondary = check.strings(raw, "secondary_keys")
+    logic = check.string(raw, "logic", "and_any")
+    if logic not in LOGICS:
+        check.fail("logic", f"expected one of {', '.join(LOGICS)}, got '{logic}'")
+    if "id" in raw and (isinstance(raw["id"], bool) or not isinstance(raw["id"], int | str)):
+        check.fail("id", f"expected a whole number or a string, got {_type_name(raw['id'])}")
+    check.table(raw, "extensions")
+    entry = LoreEntry(
+        index=index,
+        title=check.string(raw, "title", ""),
+        keys=keys,
+        secondary_keys=secondary,
+        logic=logic,
+        content=check.string(raw, "content", ""),
+        priority=check.integer(raw, "priority", DEFAULT_PRIORITY, -(2**63), 2**63 - 1),
+        constant=check.boolean(raw, "constant", False),
+        enabled=check.boolean(raw, "enabled", True),
+        case_sensitive=check.optional_boolean(raw, "case_sensitive"),
+        whole_words=check.optional_boolean(raw, "whole_words"),
+        scan_depth=check.optional_integer(raw, "scan_depth", 0, MAX_SCAN_DEPTH),
+    )
+    check.entry = None
+    return entry
+
+
+def _type_name(value: object) -> str:
+    names = {bool: "true/false", int: "whole number", float: "number", str: "string", list: "list", dict: "table"}
+    return names.get(type(value), type(value).__name__)
+
+
+class _Checker:
+    """Type checks of known keys; failures name the line and the key (entries[i].key)."""
+
+    def __init__(self, text: str, path: Path) -> None:
+        self.text = text
+        self.path = path
+        self.entry: int | None = None
+
+    def fail(self, key: str, problem: str) -> NoReturn:
+        dotted = key if self.entry is None else f"entries[{self.entry}].{key}"
+        raise LorebookError(self.path, _line_of(self.text, self.entry, key), dotted, problem)
+
+    def string(self, data: dict[str, Any], key: str, default: str) -> str:
+        value = data.get(key, default)
+        if not isinstance(value, str):
+            self.fail(key, f"expected a string, got {_type_name(value)}")
+        return value
+
+    def strings(self, data: dict[str, Any], key: str) -> tuple[str, ...]:
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            self.fail(key, f"expected a list of strings, got {_type_name(value)}")
+        for item in value:
+            if not isinstance(item, str):
+                self.fail(key, f"expected a list of strings, found a {_type_name(item)}")
+        return tuple(value)
+
+    def boolean(self, data: dict[str, Any], key: str, default: bool) -> bool:
+        value = data.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(key, f"expected true or false, got {_type_name(value)}")
+        return value
+
+    def optional_boolean(self, data: dict[str, Any], key: str) -> bool | None:
+        return self.boolean(data, key, False) if key in data else None
+
+    def integer(self, data: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(key, f"expected a whole number, got {_type_name(value)}")
+        if not low <= value <= high:
+            self.fail(key, f"{value} is out of range ({low} to {high})")
+        return value
+
+    def optional_integer(self, data: dict[str, Any], key: str, low: int, high: int) -> int | None:
+        return self.integer(data, key, 0, low, high) if key in data else None
+
+    def table(self, data: dict[str, Any], key: str) -> None:
+        if key in data and not isinstance(data[key], dict):
+            self.fail(key, f"expected a table, got {_type_name(data[key])}")
+
+
+_HEADER = re.compile(r"^\s*\[(\[?)\s*([^\]]*?)\s*\]\]?\s*(?:#.*)?$")
+_ASSIGN = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*[.=]""")
+
+
+def _line_of(text: str, entry: int | None, key: str) -> int | None:
+    """Best-effort line of a top-level key, or of a key in the `entry`-th [[entries]] table."""
+    table: str | None = ""  # the current table's name; "" is the top level
+    seen = -1
+    header_line = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header:
+            name = header.group(2).replace(" ", "").replace('"', "").replace("'", "")
+            if name == "entries" and header.group(1):
+                seen += 1
+                table = "entries" if seen == entry else None
+                if seen == entry:
+                    header_line = number
+            else:
+                table = None
+            continue
+        assign = _ASSIGN.match(line)
+        if assign is None:
+            continue
+        name = assign.group(1).strip("\"'")
+        if entry is None and table == "" and name == key:
+            return number
+        if entry is not None and table == "entries" and name == key:
+            return number
+        if table == "" and name == "entries" and entry is not None:
+            return number  # entries = [ {...}, ... ] written inline
+    return header_line
+
+
+def _key_problems(entry: LoreEntry) -> Iterator[LoreProblem]:
+    for key in (*entry.keys, *entry.secondary_keys):
+        problem = key_problem(key)
+        if problem is not None:
+            yield LoreProblem(entry.index, entry.title, key, problem)
+
+
+__all__ = [
+    "DEFAULT_PRIORITY",
+    "DEFAULT_SCAN_DEPTH",
+    "LOGICS",
+    "MAX_ENTRIES",
+    "MAX_FILE_BYTES",
+    "MAX_REGEX_LENGTH",
+    "MAX_SCAN_DEPTH",
+    "LoreEntry",
+    "LoreProblem",
+    "Lorebook",
+    "LorebookError",
+    "empty_lorebook",
+    "load_lorebook",
+    "parse_lorebook",
+    "read_lorebook_text",
+    "validate_entry",
+]
