@@ -771,9 +771,10 @@ def _lore(paths: FamiliarPaths, args: argparse.Namespace) -> int:
 
 
 def _lore_problems(book: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    from app.lore.book import describe_problem
+
     problems = [dataclasses.asdict(p) for p in book.problems]
-    lines = [f'problem: entry #{p.index} "{p.title}": key "{p.key}" never matches: {p.message}' for p in book.problems]
-    return problems, lines
+    return problems, [f"problem: {describe_problem(p)}" for p in book.problems]
 
 
 def _lore_import(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:

@@ -5,7 +5,11 @@ Schema (DESIGN.md "Lorebook"). Top level, all optional: `scan_depth` (recent tur
 `description`, `[extensions]`. Then `[[entries]]`: `title`, `keys`, `secondary_keys`, `logic` (and_any |
 and_all | not_any | not_all; only with secondary keys), `content`, `priority` (default 100, higher first),
 `constant`, `enabled`, per-entry `case_sensitive` / `whole_words` / `scan_depth`, `id`, `[entries.extensions]`.
-Unknown keys are kept by the editor and ignored here.
+
+Any other key is an error naming the file, the line and the key (a misspelt `kyes` would otherwise leave the
+entry silently unable to fire), with the known key it most resembles. What the familiar does not act on
+(foreign fields of an imported book, notes of one's own) goes under an `[extensions]` table, where anything
+is kept as written. Errors about an entry name it by its 1-based position and its title (`entry 4 "Ember"`).
 
 Keys are stripped of surrounding whitespace. An empty key, or a regex that does not compile or is longer than
 200 characters, is recorded in `Lorebook.problems` and never matches; the rest of the book still works (how
@@ -14,6 +18,7 @@ keys match: scanner.py).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 import tomllib
@@ -32,13 +37,48 @@ MAX_SCAN_DEPTH = 1000
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_ENTRIES = 10_000
 LOGICS = ("and_any", "and_all", "not_any", "not_all")
+BOOK_KEYS = (
+    "name", "description", "scan_depth", "case_sensitive", "whole_words", "token_budget", "max_entries",
+    "extensions", "entries",
+)  # fmt: skip
+ENTRY_KEYS = (
+    "title", "id", "keys", "secondary_keys", "logic", "content", "priority", "constant", "enabled",
+    "case_sensitive", "whole_words", "scan_depth", "extensions",
+)  # fmt: skip
 
 
 class LorebookError(ConfigError, LoreError):
-    """lorebook.toml is unreadable or has a wrong type: names the file, the line and the key.
+    """lorebook.toml is unreadable or has a wrong type: names the file, the line, the entry and the key.
 
     A ConfigError (how every config file problem is reported) and a LoreError (the lore package's root).
+    `entry` is the 0-based index of the entry at fault (None: the problem is not in one entry); the
+    message counts entries from 1 and gives the entry's title, as a person reading the file would.
     """
+
+    def __init__(
+        self, path: Path, line: int | None, key: str | None, problem: str, *, entry: int | None = None, title: str = ""
+    ) -> None:
+        super().__init__(path, line, key, problem)
+        self.entry = entry
+        self.title = title
+        if entry is not None:
+            where = str(path) + ("" if line is None else f", line {line}") + f", {describe_entry(entry, title)}"
+            self.args = (where + (f", key '{key}'" if key else "") + f": {problem}",)
+
+
+def describe_entry(index: int, title: str) -> str:
+    """`entry 4 "Ember"`: the 1-based position of an entry in the file, and its title when it has one."""
+    title = " ".join(title.split())
+    if len(title) > 60:
+        title = title[:59] + "…"
+    return f'entry {index + 1} "{title}"' if title else f"entry {index + 1}"
+
+
+def describe_problem(problem: LoreProblem) -> str:
+    """One line for a key that never matches, naming its entry as a person counts them."""
+    return f'lorebook.toml {describe_entry(problem.index, problem.title)}: key "{problem.key}" never matches: ' + (
+        problem.message
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +160,7 @@ def parse_lorebook(text: str, path: Path) -> Lorebook:
     except RecursionError:  # tomllib recurses into nested arrays and inline tables
         raise LorebookError(path, None, None, "not valid TOML: values are nested too deeply") from None
     check = _Checker(text, path)
+    check.known(data, BOOK_KEYS, "[extensions]")
     scan_depth = check.integer(data, "scan_depth", DEFAULT_SCAN_DEPTH, 0, MAX_SCAN_DEPTH)
     case_sensitive = check.boolean(data, "case_sensitive", False)
     whole_words = check.boolean(data, "whole_words", True)
@@ -159,6 +200,8 @@ def validate_entry(raw: dict[str, Any], path: Path, index: int) -> LoreEntry:
 
 def _entry(check: _Checker, index: int, raw: dict[str, Any]) -> LoreEntry:
     check.entry = index
+    check.title = raw["title"] if isinstance(raw.get("title"), str) else ""
+    check.known(raw, ENTRY_KEYS, "[entries.extensions]")
     keys = check.strings(raw, "keys")
     secondary = check.strings(raw, "secondary_keys")
     logic = check.string(raw, "logic", "and_any")
@@ -182,6 +225,7 @@ def _entry(check: _Checker, index: int, raw: dict[str, Any]) -> LoreEntry:
         scan_depth=check.optional_integer(raw, "scan_depth", 0, MAX_SCAN_DEPTH),
     )
     check.entry = None
+    check.title = ""
     return entry
 
 
@@ -191,16 +235,24 @@ def _type_name(value: object) -> str:
 
 
 class _Checker:
-    """Type checks of known keys; failures name the line and the key (entries[i].key)."""
+    """Type checks of known keys; failures name the line, the entry (1-based, with its title) and the key."""
 
     def __init__(self, text: str, path: Path) -> None:
         self.text = text
         self.path = path
         self.entry: int | None = None
+        self.title = ""
 
     def fail(self, key: str, problem: str) -> NoReturn:
-        dotted = key if self.entry is None else f"entries[{self.entry}].{key}"
-        raise LorebookError(self.path, _line_of(self.text, self.entry, key), dotted, problem)
+        line = _line_of(self.text, self.entry, key)
+        raise LorebookError(self.path, line, key, problem, entry=self.entry, title=self.title)
+
+    def known(self, data: dict[str, Any], known: tuple[str, ...], elsewhere: str) -> None:
+        for key in data:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                hint = f"did you mean '{close[0]}'?" if close else f"known keys here: {', '.join(sorted(known))}"
+                self.fail(key, f"unknown key ({hint}); keep anything else under {elsewhere}")
 
     def string(self, data: dict[str, Any], key: str, default: str) -> str:
         value = data.get(key, default)
@@ -247,7 +299,8 @@ _ASSIGN = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*[.=]""")
 
 
 def _line_of(text: str, entry: int | None, key: str) -> int | None:
-    """Best-effort line of a top-level key, or of a key in the `entry`-th [[entries]] table."""
+    """Best-effort line of a top-level key, or of a key in the `entry`-th [[entries]] table (a key that is
+    a table of its own, [key] or [entries.key], is found at its header)."""
     table: str | None = ""  # the current table's name; "" is the top level
     seen = -1
     header_line = None
@@ -261,6 +314,10 @@ def _line_of(text: str, entry: int | None, key: str) -> int | None:
                 if seen == entry:
                     header_line = number
             else:
+                if entry is None and name.split(".")[0] == key:
+                    return number
+                if entry is not None and seen == entry and name.split(".")[:2] == ["entries", key]:
+                    return number
                 table = None
             continue
         assign = _ASSIGN.match(line)
@@ -284,8 +341,10 @@ def _key_problems(entry: LoreEntry) -> Iterator[LoreProblem]:
 
 
 __all__ = [
+    "BOOK_KEYS",
     "DEFAULT_PRIORITY",
     "DEFAULT_SCAN_DEPTH",
+    "ENTRY_KEYS",
     "LOGICS",
     "MAX_ENTRIES",
     "MAX_FILE_BYTES",
@@ -295,6 +354,8 @@ __all__ = [
     "LoreProblem",
     "Lorebook",
     "LorebookError",
+    "describe_entry",
+    "describe_problem",
     "empty_lorebook",
     "load_lorebook",
     "parse_lorebook",

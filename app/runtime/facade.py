@@ -48,6 +48,7 @@ class StatusSnapshot:
     last_error: str | None
     configured: bool  # a bot token and an LLM endpoint are both set
     missing: tuple[str, ...]  # what is still missing, in words ("bot token", "LLM endpoint")
+    lore_problem: str | None = None  # why lorebook.toml is not in use (the last good book is), as last read
 
 
 @dataclass(frozen=True, slots=True)

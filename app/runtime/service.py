@@ -35,13 +35,13 @@ from app.runtime.context.layers import (
     CharacterLayer,
     DossiersLayer,
     HistoryLayer,
-    LorebookLayer,
     MemoryLayer,
     ReflectionsLayer,
     ReplyContext,
     SummaryLayer,
     check_layer_names,
 )
+from app.runtime.context.lore_layer import LorebookLayer, LoreFile
 from app.runtime.controls_api import ControlsService
 from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
@@ -50,6 +50,7 @@ from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
 from app.runtime.llm import LLMClient, LLMEndpoint
+from app.runtime.lore_api import LoreService
 from app.runtime.memory_api import MemoryService
 from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
@@ -161,7 +162,9 @@ class Familiar:
             raise FamiliarError(f"{loaded.paths.character_toml}: [providers.embedding]: {exc}") from exc
         self.embeddings = EmbeddingIndex(history.store)
         self.retriever = Retriever(history, settings.memory.retrieval, self.embedder, self.embeddings)
-        self.lorebook_layer = LorebookLayer(loaded.paths.lorebook_toml, on_disabled=self._on_lore_disabled)
+        lore_file = LoreFile(loaded.paths.lorebook_toml)
+        self.lorebook_layer = LorebookLayer(lore_file, on_disabled=self._on_lore_disabled)
+        self.lore = LoreService(lore_file, self.publish)
         self._assembler = Assembler(
             [
                 CharacterLayer(loaded.persona),
@@ -254,6 +257,7 @@ class Familiar:
         # The window closing ends the undo window of the forgets it scheduled: apply them now.
         await self.memory.close_forgets()
         await self.changes.close()
+        await self.lore.close()
         await self._place_namer.close()
         await self._llm.aclose()
         await self._background_llm.aclose()
@@ -263,6 +267,7 @@ class Familiar:
         """For the window: publish foreign writes (the CLI beside it) and apply deferred forgets on time."""
         self.changes.start()
         self.memory.start_forget_timer()
+        self.lore.start_watching()
 
     # -- facade: memory work ---------------------------------------------------------------------
     async def start_learning(self) -> None:
@@ -347,6 +352,7 @@ class Familiar:
             last_error=self._last_error,
             configured=not missing,
             missing=missing,
+            lore_problem=self.lore.problem,
         )
 
     # -- facade: Discord -----------------------------------------------------------------------

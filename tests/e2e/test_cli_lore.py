@@ -104,7 +104,7 @@ def test_errors_print_one_line_and_change_nothing(cli: Cli, tmp_path: Path) -> N
 def test_a_broken_lorebook_is_a_config_error(cli: Cli, tmp_path: Path) -> None:
     cli.lorebook.parent.mkdir(parents=True, exist_ok=True)
     cli.lorebook.write_text('[[entries]]\ntitle = "Owl"\nkeys = ["owl"]\npriority = "high"\n', encoding="utf-8")
-    expected = f"error: {cli.lorebook}, line 4, key 'entries[0].priority': expected a whole number, got string\n"
+    expected = f"error: {cli.lorebook}, line 4, entry 1 \"Owl\", key 'priority': expected a whole number, got string\n"
     for argv in (
         ("lore", "try", "owl"),
         ("lore", "export", str(tmp_path / "out.json"), "--format", "st"),
@@ -126,7 +126,7 @@ def test_try_reports_problems_and_quiet_books(cli: Cli) -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == '#0 "Owl" (priority 100) fired on "owl", secondary "night"'
-    assert lines[1].startswith('problem: entry #0 "Owl": key "/(/" never matches: invalid regex')
+    assert lines[1].startswith('problem: lorebook.toml entry 1 "Owl": key "/(/" never matches: invalid regex')
     code, out, _err = cli.run("lore", "try", "nothing here")
     assert out.splitlines()[0] == "no entry fires"
     tried = cli.json("lore", "try", "an owl")
@@ -142,11 +142,12 @@ def test_lore_commands_need_no_character_settings(cli: Cli) -> None:
     assert [m["title"] for m in cli.json("lore", "try", "a kraken!")["matches"]] == ["Kraken"]
 
 
-def test_an_import_keeps_the_owner_s_comments_and_unknown_keys(cli: Cli) -> None:
+def test_an_import_keeps_the_owner_s_comments_and_extensions(cli: Cli) -> None:
     cli.lorebook.parent.mkdir(parents=True, exist_ok=True)
     cli.lorebook.write_text(
-        '# my own notes about this world\nmood = "gloomy"  # not a Familiar key: kept\n\n'
-        '[[entries]]\n# the oldest entry\ntitle = "Home"\nkeys = ["home"]\ncontent = "The lantern."\nsparkle = 3\n',
+        '# my own notes about this world\n[extensions]\nmood = "gloomy"  # not a Familiar key: kept\n\n'
+        '[[entries]]\n# the oldest entry\ntitle = "Home"\nkeys = ["home"]\ncontent = "The lantern."\n'
+        "[entries.extensions]\nsparkle = 3\n",
         encoding="utf-8",
     )
     assert cli.json("lore", "import", str(SAMPLES / "lorebook_v3.json"))["entries"] == 3

@@ -26,6 +26,7 @@ from app.runtime.events import (
     GuildsChanged,
     IndexHealthReport,
     LatencyMeasured,
+    LorebookStatus,
     MemoryChanged,
     RuntimeEvent,
 )
@@ -111,6 +112,8 @@ class FakeFacade:
                 self.status = replace(self.status, latency_ms=milliseconds)
             case FailureReported(message=message):
                 self.status = replace(self.status, last_error=message)
+            case LorebookStatus(problem=problem):
+                self.status = replace(self.status, lore_problem=problem)
             case Activity() | IndexHealthReport() | MemoryChanged():
                 pass
         for callback in list(self._subscribers):
