@@ -18,6 +18,7 @@ Matching rules:
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import re
 from collections import OrderedDict
@@ -32,6 +33,7 @@ from app.lore.keys import compile_regex_key, key_problem
 _log = logging.getLogger(__name__)
 
 MAX_TEXT_CHARS = 6000  # of each scanned text (a Discord message is at most 4000)
+SPAN_BUDGET = 0.02  # seconds the time-limited engine may spend locating where a regex key matched
 CONSTANT_KEY = "(constant)"
 
 
@@ -125,14 +127,50 @@ class _Regex:
             self._fallback = bounded_regex.compile_fallback(self.pattern.pattern, self.pattern.flags) or False
         return self._fallback or None
 
+    def span(self, text: str) -> tuple[int, int] | None:
+        """Where the key matches in one text, by RE2 when it answers as `re` would there, else by the
+        time-limited engine (SPAN_BUDGET); None when neither says."""
+        view = _TextView(text)
+        translation = self.translation
+        matcher = self.empty if not text and self.empty is not None else self
+        if (
+            translation is not None
+            and view.data is not None
+            and not (translation.word_boundary and not (view.folded_ascii if self.folds else view.is_ascii))
+            and not (translation.end_anchor and view.newline_end)
+        ):
+            single = matcher.single()
+            if single is not None:
+                found = single.search(view.folded if self.folds else text)
+                return None if found is None else (found.start(), found.end())
+        compiled = matcher.fallback()
+        return None if compiled is None else bounded_regex.span_with_budget(compiled, text, SPAN_BUDGET)
+
 
 _Matcher = _Token | _Literal | _Regex | None  # None never matches
+
+
+def spaceless(text: str) -> bool:
+    """Whether the text has a script written without spaces (CJK, Thai...): no word boundary applies there."""
+    return _HAS_NO_SPACE.search(text) is not None
 
 
 def _normal(text: str, case_sensitive: bool) -> str:
     """Whitespace runs become one space, and the text is lower-cased unless case-sensitive."""
     text = " ".join(text.split())
     return text if case_sensitive else text.lower()
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal_pattern(key: str, case_sensitive: bool, whole_words: bool) -> re.Pattern[str]:
+    """A literal key as a `re` pattern that finds where it matches in the text as written (whitespace runs,
+    case and the word rule as the scan applies them). Escaped text with one-character look-arounds: linear."""
+    text = " ".join(key.split())
+    before = whole_words and _IS_WORD_CHAR.match(text[:1]) is not None
+    after = whole_words and _IS_WORD_CHAR.match(text[-1:]) is not None
+    body = r"\s+".join(re.escape(part) for part in text.split(" "))
+    pattern = (_NOT_AFTER_WORD if before else "") + body + (_NOT_BEFORE_WORD if after else "")
+    return re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
 
 
 def _literal_matcher(key: str, case_sensitive: bool, whole_words: bool) -> _Matcher:
@@ -157,8 +195,35 @@ def _literal_matcher(key: str, case_sensitive: bool, whole_words: bool) -> _Matc
 class _Compiled:
     entry: LoreEntry
     depth: int
-    primary: tuple[int, ...]  # matcher ids, parallel to entry.keys
+    keys: tuple[str, ...]  # the primary keys: entry.keys, then @@additional_keys
+    primary: tuple[int, ...]  # matcher ids, parallel to keys
     secondary: tuple[int, ...]
+    exclude: tuple[int, ...]  # @@exclude_keys: none of them may be there
+
+
+@dataclass(frozen=True, slots=True)
+class KeyHit:
+    """Why an entry's keys fire: the first primary key found (its text: view 0 is the recent conversation,
+    view 1 the content of entries already activated, for recursion; `distance` counts texts back from the
+    newest), and the secondary key its logic names."""
+
+    key: str
+    secondary: str | None
+    view: int
+    distance: int
+
+
+class Scan:
+    """One window of texts looked at for a book: which entries' primary keys are there (`candidates`, positions
+    in the scanner's compiled entries), and the distances found so far (filled lazily)."""
+
+    __slots__ = ("candidates", "distances", "unbounded", "window")
+
+    def __init__(self, window: _Window, distances: list[int], candidates: set[int], unbounded: bool) -> None:
+        self.window = window
+        self.distances = distances
+        self.candidates = candidates
+        self.unbounded = unbounded  # any text counts, whatever an entry's scan depth (recursion)
 
 
 class _Window:
@@ -175,10 +240,12 @@ class _Window:
         "oddities",
         "set_hits",
         "texts",
+        "unbounded",
     )
 
-    def __init__(self, texts: list[str]) -> None:
+    def __init__(self, texts: list[str], *, unbounded: bool = False) -> None:
         self.texts = texts  # newest first
+        self.unbounded = unbounded  # a regex key searches every text, not only as deep as its entries scan
         self._normal: dict[bool, list[str]] = {}
         self._words: dict[bool, dict[str, int]] = {}
         self._joined: dict[bool, tuple[str, list[int]]] = {}
@@ -315,22 +382,26 @@ class LoreScanner:
         self._limits: list[int] = []  # per matcher: the deepest scan of the entries using it
         compiled: list[_Compiled] = []
         constants: list[LoreEntry] = []
+        # Disabled entries and those scanning no message (depth 0: only other entries' content, in recursion)
+        # are compiled too: activation reports a disabled entry whose keys were there.
         for entry in book.entries:
-            if not entry.enabled:
-                continue
             if entry.constant:
-                constants.append(entry)
+                if entry.enabled:
+                    constants.append(entry)
                 continue
-            depth = book.scan_depth if entry.scan_depth is None else entry.scan_depth
-            if depth == 0 or not entry.keys:
+            depth = self.depth_of(entry)
+            keys = (*entry.keys, *entry.decorators.additional_keys)
+            if not keys:
                 continue
             cs = book.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
             ww = book.whole_words if entry.whole_words is None else entry.whole_words
-            primary = tuple(self._intern(key, cs, ww, depth) for key in entry.keys)
+            primary = tuple(self._intern(key, cs, ww, depth) for key in keys)
             secondary = tuple(self._intern(key, cs, ww, depth) for key in entry.secondary_keys)
-            compiled.append(_Compiled(entry, depth, primary, secondary))
+            exclude = tuple(self._intern(key, cs, ww, depth) for key in entry.decorators.exclude_keys)
+            compiled.append(_Compiled(entry, depth, keys, primary, secondary, exclude))
         self._constants = tuple(constants)
         self._compiled = tuple(compiled)
+        self._position = {item.entry.index: position for position, item in enumerate(compiled)}
         self._depth = max((c.depth for c in compiled), default=0)
         # Per scan, distances start from this template. Tokens, broken keys and literals with whole words are
         # settled through the window's words (a literal is looked for only when its longest word is there);
@@ -364,6 +435,14 @@ class LoreScanner:
         self._in_sets = {n for n, m in regexes if m.translation} - set(self._sets.left_out)
         self._regex_depth = max((self._limits[n] for n, _ in regexes), default=0)
 
+    def depth_of(self, entry: LoreEntry) -> int:
+        """How many recent texts the entry's keys look at."""
+        if entry.scan_depth is not None:
+            return entry.scan_depth
+        if entry.decorators.scan_depth is not None:
+            return entry.decorators.scan_depth
+        return self.book.scan_depth
+
     @property
     def disabled(self) -> tuple[LoreProblem, ...]:
         """The regex keys switched off for running over their time limit, once per entry using them."""
@@ -390,46 +469,67 @@ class LoreScanner:
         return number
 
     def activate(self, recent: Sequence[str]) -> list[LoreMatch]:
-        """The entries that fire for these recent texts (oldest first), highest priority first, then file order."""
+        """The entries whose keys fire for these recent texts (oldest first), and the enabled constant ones,
+        highest priority first, then file order. Keys only: activation.py adds what else decides."""
         matches = [LoreMatch(entry, CONSTANT_KEY, None) for entry in self._constants]
-        if self._compiled and self._depth and recent:
-            texts = [text[:MAX_TEXT_CHARS] for text in reversed(recent[-self._depth :])]
-            window = _Window(texts)
-            distances = self._template.copy()
-            candidates: set[int] = set()
-            users = self._users
-            matchers = self._matchers
-            for case_sensitive, index in self._index.items():
-                if not index:
-                    continue
-                for word, distance in window.words(case_sensitive).items():
-                    for matcher_id in index.get(word, ()):
-                        matcher = matchers[matcher_id]
-                        found = _find(matcher, window) if isinstance(matcher, _Literal) else distance
-                        distances[matcher_id] = found
-                        if found != _NEVER and matcher_id in users:
-                            candidates.update(users[matcher_id])
-            for case_sensitive, substrings in self._substrings.items():
-                if not substrings:
-                    continue
-                joined, starts = window.joined(case_sensitive)
-                find = joined.find
-                for matcher_id, text in substrings:
-                    at = find(text)
-                    if at < 0:
-                        distances[matcher_id] = _NEVER
-                    else:
-                        distances[matcher_id] = bisect.bisect_right(starts, at) - 1
-                        candidates.update(users[matcher_id])
-            for matcher_id in self._searched:
-                if self._distance(matcher_id, distances, window) != _NEVER:
-                    candidates.update(users[matcher_id])
-            for position in candidates:
-                match = self._check(self._compiled[position], distances, window)
-                if match is not None:
-                    matches.append(match)
+        chat = self.scan(recent)
+        for position in chat.candidates:
+            item = self._compiled[position]
+            if not item.entry.enabled:
+                continue
+            hit = self.hit(position, (chat,))
+            if hit is not None:
+                matches.append(LoreMatch(item.entry, hit.key, hit.secondary))
         matches.sort(key=lambda m: (-m.entry.priority, m.entry.index))
         return matches
+
+    @property
+    def constants(self) -> tuple[LoreEntry, ...]:
+        """The enabled constant entries (always activated: keys are not looked for)."""
+        return self._constants
+
+    def entry_at(self, position: int) -> LoreEntry:
+        return self._compiled[position].entry
+
+    def scan(self, recent: Sequence[str], *, unbounded: bool = False) -> Scan:
+        """Look at these texts (oldest first): which compiled entries have a primary key there.
+
+        Bounded (the recent conversation): only the last texts as deep as the deepest entry scans, and each
+        entry's keys only as deep as it scans. Unbounded (activated entries' content, for recursion): all."""
+        distances = self._template.copy()
+        candidates: set[int] = set()
+        if not self._compiled or not recent or not (self._depth or unbounded):
+            return Scan(_Window([], unbounded=unbounded), distances, candidates, unbounded)
+        kept = recent if unbounded else recent[-self._depth :]
+        window = _Window([text[:MAX_TEXT_CHARS] for text in reversed(kept)], unbounded=unbounded)
+        users = self._users
+        matchers = self._matchers
+        for case_sensitive, index in self._index.items():
+            if not index:
+                continue
+            for word, distance in window.words(case_sensitive).items():
+                for matcher_id in index.get(word, ()):
+                    matcher = matchers[matcher_id]
+                    found = _find(matcher, window) if isinstance(matcher, _Literal) else distance
+                    distances[matcher_id] = found
+                    if found != _NEVER and matcher_id in users:
+                        candidates.update(users[matcher_id])
+        for case_sensitive, substrings in self._substrings.items():
+            if not substrings:
+                continue
+            joined, starts = window.joined(case_sensitive)
+            find = joined.find
+            for matcher_id, text in substrings:
+                at = find(text)
+                if at < 0:
+                    distances[matcher_id] = _NEVER
+                else:
+                    distances[matcher_id] = bisect.bisect_right(starts, at) - 1
+                    candidates.update(users[matcher_id])
+        for matcher_id in self._searched:
+            if self._distance(matcher_id, distances, window) != _NEVER:
+                candidates.update(users[matcher_id])
+        return Scan(window, distances, candidates, unbounded)
 
     def _distance(self, matcher_id: int, distances: list[int], window: _Window) -> int:
         found = distances[matcher_id]
@@ -447,7 +547,7 @@ class LoreScanner:
     # -- regex keys (bounded_regex.py) --------------------------------------------------------------------
     def _search(self, matcher_id: int, matcher: _Regex, window: _Window) -> int:
         """How many texts back the regex key last matches (no deeper than its entries scan), or _NEVER."""
-        limit = min(self._limits[matcher_id], len(window.texts))
+        limit = len(window.texts) if window.unbounded else min(self._limits[matcher_id], len(window.texts))
         if matcher_id in self._in_sets and not self._oddities(window).affect(matcher):
             found = self._first_set_hits(window).get(matcher_id, _NEVER)  # the usual case: one lookup
             return found if found < limit else _NEVER
@@ -478,7 +578,7 @@ class LoreScanner:
 
     def _oddities(self, window: _Window) -> _Oddities:
         if window.oddities is None:
-            depth = min(self._regex_depth, len(window.texts))
+            depth = len(window.texts) if window.unbounded else min(self._regex_depth, len(window.texts))
             window.oddities = _Oddities.of([window.view(d) for d in range(depth)])
         return window.oddities
 
@@ -486,7 +586,8 @@ class LoreScanner:
         """Each RE2 key that matches a text of the window -> the nearest such text (one pass per text)."""
         if window.first_set_hits is None:
             first: dict[int, int] = {}
-            for distance in range(min(self._regex_depth, len(window.texts))):
+            depth = len(window.texts) if window.unbounded else min(self._regex_depth, len(window.texts))
+            for distance in range(depth):
                 for matcher_id in self._set_hits(window, distance, False):
                     first.setdefault(matcher_id, distance)
             window.first_set_hits = first
@@ -535,29 +636,78 @@ class LoreScanner:
         if self._on_disabled is not None and problems:
             self._on_disabled(problems)
 
-    def _check(self, item: _Compiled, distances: list[int], window: _Window) -> LoreMatch | None:
+    # -- one entry's keys -------------------------------------------------------------------------------------
+    def _found(self, matcher_id: int, depth: int, scans: Sequence[Scan]) -> tuple[int, int] | None:
+        """(view, distance) of the first view where the key is, within the entry's depth where that applies."""
+        for view, scan in enumerate(scans):
+            distance = self._distance(matcher_id, scan.distances, scan.window)
+            if distance < (_NEVER if scan.unbounded else depth):
+                return view, distance
+        return None
+
+    def hit(self, position: int, scans: Sequence[Scan]) -> KeyHit | None:
+        """Whether the compiled entry at `position` fires on its keys in these views: its first primary key
+        found, then its secondary logic, then no @@exclude_keys there."""
+        item = self._compiled[position]
         depth = item.depth
-        entry = item.entry
-        fired = next(
-            (
-                key
-                for key, m in zip(entry.keys, item.primary, strict=True)
-                if self._distance(m, distances, window) < depth
-            ),
-            None,
-        )
+        fired = None
+        for key, matcher_id in zip(item.keys, item.primary, strict=True):
+            found = self._found(matcher_id, depth, scans)
+            if found is not None:
+                fired = (key, found)
+                break
         if fired is None:
             return None
+        key, (view, distance) = fired
+        if any(self._found(m, depth, scans) is not None for m in item.exclude):
+            return None
         if not item.secondary:
-            return LoreMatch(entry, fired, None)
-        present = [self._distance(m, distances, window) < depth for m in item.secondary]
+            return KeyHit(key, None, view, distance)
+        entry = item.entry
+        present = [self._found(m, depth, scans) is not None for m in item.secondary]
+        secondary: str | None = None
         if entry.logic == "and_any":
-            return LoreMatch(entry, fired, entry.secondary_keys[present.index(True)]) if any(present) else None
-        if entry.logic == "and_all":
-            return LoreMatch(entry, fired, entry.secondary_keys[0]) if all(present) else None
-        if entry.logic == "not_any":
-            return None if any(present) else LoreMatch(entry, fired, None)
-        return None if all(present) else LoreMatch(entry, fired, entry.secondary_keys[present.index(False)])
+            if not any(present):
+                return None
+            secondary = entry.secondary_keys[present.index(True)]
+        elif entry.logic == "and_all":
+            if not all(present):
+                return None
+            secondary = entry.secondary_keys[0]
+        elif entry.logic == "not_any":
+            if any(present):
+                return None
+        elif all(present):
+            return None
+        else:
+            secondary = entry.secondary_keys[present.index(False)]
+        return KeyHit(key, secondary, view, distance)
+
+    def score(self, position: int, scans: Sequence[Scan]) -> int:
+        """Group scoring: how many of the entry's keys are there (primary, and secondary under and_any/and_all)."""
+        item = self._compiled[position]
+        found = sum(self._found(m, item.depth, scans) is not None for m in dict.fromkeys(item.primary))
+        if item.entry.logic in ("and_any", "and_all"):
+            found += sum(self._found(m, item.depth, scans) is not None for m in dict.fromkeys(item.secondary))
+        return found
+
+    def position_of(self, entry: LoreEntry) -> int | None:
+        """The compiled position of an entry with keys (None: a constant entry, or one without keys)."""
+        return self._position.get(entry.index)
+
+    def span(self, key: str, entry: LoreEntry, text: str) -> tuple[int, int] | None:
+        """Where in `text` the key matches (start, end), as the scan found it; None if that cannot be said
+        within a short time (a regex key only the time-limited engine takes, on a hostile text)."""
+        text = text[:MAX_TEXT_CHARS]
+        regex = compile_regex_key(key)
+        if isinstance(regex, re.Pattern):
+            return _Regex(key.strip(), regex).span(text)
+        if regex is not None:
+            return None
+        cs = self.book.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
+        ww = self.book.whole_words if entry.whole_words is None else entry.whole_words
+        found = _literal_pattern(key, cs, ww).search(text)
+        return None if found is None else found.span()
 
 
 def describe_disabled(problem: LoreProblem) -> str:
@@ -595,8 +745,11 @@ class ScannerCache:
 __all__ = [
     "CONSTANT_KEY",
     "MAX_TEXT_CHARS",
+    "KeyHit",
     "LoreMatch",
     "LoreScanner",
+    "Scan",
     "ScannerCache",
     "describe_disabled",
+    "spaceless",
 ]

@@ -108,6 +108,7 @@ class ChangeKind(enum.StrEnum):
     TOMBSTONES = "tombstones"
     FORGETS = "forgets"  # deferred forgets scheduled, undone or applied; receipts
     PLACES = "places"
+    LORE = "lore"  # the lorebook's timed effects (sticky, cooldown) per place
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from app.memory.embeddings import EmbeddingError, EmbeddingIndex, make_embedder
 from app.memory.errors import StoreError
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
+from app.memory.lore_state import LoreState
 from app.memory.records import IndexHealth, NewTurn, Turn
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.assembler import Assembler, Assembly
@@ -50,7 +51,7 @@ from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
 from app.runtime.llm import LLMClient, LLMEndpoint
-from app.runtime.lore_api import LoreService
+from app.runtime.lore_api import LoreDeps, LoreService
 from app.runtime.memory_api import MemoryService
 from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
@@ -163,8 +164,8 @@ class Familiar:
         self.embeddings = EmbeddingIndex(history.store)
         self.retriever = Retriever(history, settings.memory.retrieval, self.embedder, self.embeddings)
         lore_file = LoreFile(loaded.paths.lorebook_toml)
-        self.lorebook_layer = LorebookLayer(lore_file, on_disabled=self._on_lore_disabled)
-        self.lore = LoreService(lore_file, self.publish)
+        lore_state = LoreState(history.store)
+        self.lorebook_layer = LorebookLayer(lore_file, lore_state, on_disabled=self._on_lore_disabled)
         self._assembler = Assembler(
             [
                 CharacterLayer(loaded.persona),
@@ -215,6 +216,19 @@ class Familiar:
             self.projections, catalog, self._names, self.changes, self.set_paused, lambda: self.learning.names
         )
         self.indexes = IndexesService(self.memory_ops, history)
+        self.lore = LoreService(
+            LoreDeps(
+                file=lore_file,
+                layer=self.lorebook_layer,
+                state=lore_state,
+                history=history,
+                names=self._names,
+                changes=self.changes,
+                budget_for=self._budget_for,
+                display_name=lambda: self._loaded.settings.familiar.display_name,
+                publish=self.publish,
+            )
+        )
 
     @classmethod
     async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
@@ -506,9 +520,7 @@ class Familiar:
         """What a reply at `place` is built from; for `answering`, the history window ends at that
         message, so it is the last thing said in the prompt whatever arrived after it."""
         settings = self._loaded.settings
-        section = settings.channels.get(channel_key(place))
-        tier = (section.budget_tier if section else "") or settings.budget.tier
-        budget: BudgetTier = getattr(settings.budget, tier)
+        tier, budget = self._tier_for(place)
         ending_at = answering.id if answering is not None else None
         recent, pause, versions = await asyncio.gather(
             self.history.recent_turns(place, settings.history.recent_turns, ending_at=ending_at),
@@ -526,6 +538,17 @@ class Familiar:
             now=datetime.now(UTC),
         )
 
+    def _tier_for(self, place: str) -> tuple[str, BudgetTier]:
+        """The budget tier in force at a place (its channel's, else the familiar's)."""
+        settings = self._loaded.settings
+        section = settings.channels.get(channel_key(place))
+        tier = (section.budget_tier if section else "") or settings.budget.tier
+        budget: BudgetTier = getattr(settings.budget, tier)
+        return tier, budget
+
+    def _budget_for(self, place: str) -> BudgetTier:
+        return self._tier_for(place)[1]
+
     async def assemble(self, place: str, answering: Turn | None = None) -> Assembly:
         """The prompt a reply at `place` (to `answering`, else to the newest message) would get now,
         and its explanation (no LLM call)."""
@@ -537,6 +560,7 @@ class Familiar:
         assembly = await self.assemble(place, answering)
         text = await self._llm.complete(assembly.messages)
         explanation_id = await self.projections.save_explanation(place, assembly.explanation, [])
+        await self.lorebook_layer.commit(place, answering.id)  # the lore's timed effects, once used
         return text, explanation_id
 
     # -- facade: local chat --------------------------------------------------------------------

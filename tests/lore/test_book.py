@@ -135,7 +135,7 @@ def test_a_missing_file_is_an_empty_book(tmp_path: Path) -> None:
          'entry 2 "Lighthouse"', "extension", "unknown key (did you mean 'extensions'?)"),
         ("# mine\nscan_dept = 4\n", 2, None, "scan_dept", "unknown key (did you mean 'scan_depth'?)"),
         ("[[entries]]\nfavourite_food = 'sardines'\n", 2, "entry 1", "favourite_food",
-         "unknown key (known keys here: case_sensitive, constant, content, enabled, extensions, id, keys,"),
+         "unknown key (known keys here: case_sensitive, constant, content, cooldown, delay, delay_until_recursion,"),
     ],
 )  # fmt: skip
 def test_wrong_types_and_unknown_keys_name_the_file_line_entry_and_key(

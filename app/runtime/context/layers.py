@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from app.config.settings import BudgetTier
+from app.lore.macros import expand, has_user_macro
 from app.memory.derived import Projections
 from app.memory.policy import visible_scopes
 from app.memory.records import Turn
@@ -55,6 +56,14 @@ class ReplyContext:
                 seen[turn.author_key] = None
         return tuple(seen)
 
+    @property
+    def speaker(self) -> str:
+        """Who the reply answers: the last person (not the familiar) to speak in the window."""
+        for turn in reversed(self.recent):
+            if turn.author_key != SELF_KEY:
+                return turn.author_name
+        return "User"
+
     def scan_texts(self) -> list[str]:
         return [f"{t.author_name}: {t.content}" for t in self.recent]
 
@@ -69,6 +78,7 @@ class LayerOutput:
     items: tuple[dict[str, Any], ...] = ()  # what went in, for the explanation
     dropped: tuple[dict[str, Any], ...] = ()  # what the budget or a cap left out
     note: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)  # layer-specific facts for the explanation
 
 
 class Layer(Protocol):
@@ -93,23 +103,27 @@ class CharacterLayer:
     name = "character"
 
     def __init__(self, persona: str) -> None:
+        """The persona may use SillyTavern's name macros ({{char}}, {{user}}, <BOT>, <USER>): cards bring them."""
         self._persona = persona.strip()
         self._digest = hashlib.sha256(self._persona.encode()).hexdigest()
+        self._per_speaker = has_user_macro(self._persona)
 
     def invalidation_key(self, ctx: ReplyContext) -> Hashable:
-        return (self._digest, ctx.display_name, describe_place(ctx.place), ctx.budget.character_tokens)
+        speaker = ctx.speaker if self._per_speaker else ""
+        return (self._digest, ctx.display_name, speaker, describe_place(ctx.place), ctx.budget.character_tokens)
 
     async def build(self, ctx: ReplyContext) -> LayerOutput:
+        persona = expand(self._persona, ctx.display_name, ctx.speaker)
         situation = (
             f"You are {ctx.display_name}. You are talking in {describe_place(ctx.place)}. "
             "Each user message starts with the speaker's name. Reply with your message only, without a name prefix."
         )
         budget = ctx.budget.character_tokens
         # The situation line is kept whole; the persona gives way when the budget is tight.
-        text = truncate_to_budget(self._persona, budget, lambda persona: f"{persona}\n\n{situation}".strip())
+        text = truncate_to_budget(persona, budget, lambda kept: f"{kept}\n\n{situation}".strip())
         if not text:
             text = situation if count_tokens(situation) <= budget else ""
-        dropped = () if text.startswith(self._persona) else ({"what": "persona", "reason": "budget (shortened)"},)
+        dropped = () if text.startswith(persona) else ({"what": "persona", "reason": "budget (shortened)"},)
         return LayerOutput(self.name, text=text, cost=count_tokens(text), budget=budget, dropped=dropped)
 
 
