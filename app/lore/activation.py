@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -116,6 +117,38 @@ def entry_key(entry: LoreEntry) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one activation needs to know of a book besides its keys, worked out once per scanner."""
+
+    keys: dict[int, str]  # entry index -> entry_key, for the entries with timed effects
+    activate: tuple[LoreEntry, ...]  # enabled, not constant, @@activate
+    timed: tuple[LoreEntry, ...]  # enabled, not constant, with timed effects (they may be held by a sticky)
+    levels: tuple[int, ...]  # the recursion levels entries wait for, lowest first
+    delayed: tuple[LoreEntry, ...]  # the entries that wait for one
+    groups: dict[int, tuple[str, ...]]  # entry index -> its inclusion groups (entries in none left out)
+
+
+_plans: weakref.WeakKeyDictionary[LoreScanner, _Plan] = weakref.WeakKeyDictionary()
+
+
+def _plan(scanner: LoreScanner) -> _Plan:
+    plan = _plans.get(scanner)
+    if plan is None:
+        entries = scanner.book.entries
+        live = [e for e in entries if e.enabled and not e.constant]
+        plan = _Plan(
+            keys={e.index: entry_key(e) for e in entries if e.timed},
+            activate=tuple(e for e in live if e.decorators.activate),
+            timed=tuple(e for e in live if e.timed and not e.decorators.activate),
+            levels=tuple(sorted({e.delay_until_recursion for e in entries if e.delay_until_recursion})),
+            delayed=tuple(e for e in entries if e.delay_until_recursion),
+            groups={e.index: e.groups for e in entries if e.group},
+        )
+        _plans[scanner] = plan
+    return plan
+
+
 @dataclass(slots=True)
 class _Candidate:
     entry: LoreEntry
@@ -137,7 +170,8 @@ class _Run:
         self.seed = seed
         self.rng = random.Random(seed)
         self.effects = tuple(effects)
-        self.timed = {entry_key(e) for e in self.book.entries if e.timed}
+        self.plan = _plan(scanner)
+        self.timed = set(self.plan.keys.values())
         self.sticky = {e.entry for e in self.effects if e.kind == "sticky" and e.active(clock)}
         self.cooling = {e.entry: e for e in self.effects if e.kind == "cooldown" and e.active(clock)}
         self.activated: dict[int, Fired] = {}
@@ -145,8 +179,11 @@ class _Run:
         self.dropped: list[Dropped] = []
         self.waiting: dict[int, _Candidate] = {}  # matched, delayed until a recursion level not reached yet
         self.groups_taken: dict[str, str] = {}  # group -> the title that took it in an earlier step
-        self.recursion: list[tuple[int, str]] = []  # (entry index, content) looked at in recursion steps
+        # Views: the conversation (view 0), then the content of each entry activated, for the steps after it
+        # (the entry of each view in `sources`); an entry's content is scanned once per book (content_scan).
+        self.sources: list[int | None] = [None]
         self.scans: tuple[Scan, ...] = ()
+        self.fresh: tuple[Scan, ...] = ()  # the scans of the text this step brings (none: a step of a new level)
 
     # -- gates ------------------------------------------------------------------------------------------
     def gate(self, candidate: _Candidate) -> tuple[DropReason, str] | None:
@@ -163,7 +200,7 @@ class _Run:
         if d.activate_only_every and self.clock % d.activate_only_every:
             return "decorator", f"@@activate_only_every {d.activate_only_every}: not on message {self.clock}"
         if entry.timed:
-            cooling = self.cooling.get(entry_key(entry))
+            cooling = self.cooling.get(self.plan.keys[entry.index])
             if cooling is not None:
                 until = "in this place" if cooling.end >= FOREVER else f"until message {cooling.end + 1}"
                 return "cooldown", f"cooling down: it cannot activate again {until}"
@@ -194,8 +231,9 @@ class _Run:
             index = len(self.texts) - 1 - hit.distance
             found = self.scanner.span(hit.key, candidate.entry, self.texts[index])
             return None if found is None else Span(index, None, *found)
-        source, content = self.recursion[len(self.recursion) - 1 - hit.distance]
-        found = self.scanner.span(hit.key, candidate.entry, content)
+        source = self.sources[hit.view]
+        assert source is not None
+        found = self.scanner.span(hit.key, candidate.entry, self.book.entries[source].content)
         return None if found is None else Span(None, source, *found)
 
     # -- steps ------------------------------------------------------------------------------------------
@@ -203,7 +241,8 @@ class _Run:
         scanner = self.scanner
         chat = scanner.scan(self.texts)
         self.scans = (chat,)
-        levels = sorted({e.delay_until_recursion for e in self.book.entries if e.delay_until_recursion})
+        self.fresh = (chat,)
+        levels = list(self.plan.levels)
         level = levels.pop(0) if levels else 0
         steps: list[tuple[int, ...]] = []
         step = 0
@@ -215,16 +254,16 @@ class _Run:
                 self.settled.add(item.entry.index)
             if step >= self.book.max_recursion_steps:
                 break
-            fresh = [(f.entry.index, f.entry.content) for f in chosen if not f.entry.prevent_recursion]
-            fresh = [(index, content) for index, content in fresh if content.strip()]
+            fresh = [f.entry.index for f in chosen if not f.entry.prevent_recursion and f.entry.content.strip()]
             if self.book.recursive_scanning and fresh:
-                self.recursion.extend(fresh)
-                contents = [content for _index, content in self.recursion]
-                self.scans = (chat, scanner.scan(contents, unbounded=True))
+                self.fresh = tuple(scanner.content_scan(index) for index in fresh)
+                self.scans = (*self.scans, *self.fresh)
+                self.sources.extend(fresh)
             elif levels and any(
-                e.delay_until_recursion > level and e.index not in self.settled for e in self.book.entries
+                e.delay_until_recursion > level and e.index not in self.settled for e in self.plan.delayed
             ):
                 level = levels.pop(0)  # nothing new: the entries waiting for the next recursion level get a step
+                self.fresh = ()
             else:
                 break
             step += 1
@@ -247,16 +286,24 @@ class _Run:
         out: list[_Candidate] = []
         if step == 0:
             out += [_Candidate(entry, CONSTANT_KEY, None, "constant", None, None) for entry in scanner.constants]
-            for entry in self.book.entries:
-                if entry.constant or not entry.enabled:
-                    continue
-                if entry.decorators.activate:
-                    out.append(_Candidate(entry, ACTIVATE_KEY, None, "decorator", scanner.position_of(entry), None))
-                elif entry.timed and entry_key(entry) in self.sticky:
-                    out.append(_Candidate(entry, STICKY_KEY, None, "sticky", scanner.position_of(entry), None))
+            for entry in self.plan.activate:
+                out.append(_Candidate(entry, ACTIVATE_KEY, None, "decorator", scanner.position_of(entry), None))
+            if self.sticky:
+                for entry in self.plan.timed:
+                    if self.plan.keys[entry.index] in self.sticky:
+                        out.append(_Candidate(entry, STICKY_KEY, None, "sticky", scanner.position_of(entry), None))
             out = [c for c in out if self.admit(c, step)]
         taken = {c.entry.index for c in out}
-        positions = set().union(*(scan.candidates for scan in self.scans))
+        # Step 0 looks at the conversation's candidates. A later step at those of the new content only, the
+        # entries waiting for a recursion level, and those whose secondary or exclude keys the new content
+        # could change: an entry whose key did not fire before does not fire now unless the new text has it.
+        if step == 0:
+            positions: set[int] = self.scans[0].candidates
+        else:
+            positions = set().union(*(scan.candidates for scan in self.fresh))
+            positions.update(c.position for c in self.waiting.values() if c.position is not None)
+            for scan in self.scans:
+                positions.update(p for p in scan.candidates if scanner.conditional(p))
         for position in sorted(positions):
             entry = scanner.entry_at(position)
             if entry.index in self.settled or entry.index in taken or (entry.decorators.activate and entry.enabled):
@@ -270,7 +317,7 @@ class _Run:
                     self.waiting.setdefault(entry.index, candidate)
                     continue
             elif step > 0 and entry.exclude_recursion:
-                if hit.view == 1:
+                if hit.view >= 1:
                     self.drop(candidate, "recursion", "never activated by other entries (exclude_recursion)", step)
                 continue
             if self.admit(candidate, step):
@@ -282,8 +329,9 @@ class _Run:
         found.sort(key=lambda c: (-c.entry.priority, c.entry.index))
         lost: set[int] = set()
         members: dict[str, list[_Candidate]] = {}
+        groups = self.plan.groups
         for candidate in found:
-            for group in candidate.entry.groups:
+            for group in groups.get(candidate.entry.index, ()):
                 members.setdefault(group, []).append(candidate)
         for group, grouped in members.items():
             grouped = [c for c in grouped if c.entry.index not in lost]
@@ -313,7 +361,7 @@ class _Run:
             span = self.span(candidate) if candidate.via == "key" else None
             chosen.append(Fired(entry, candidate.key, candidate.secondary, candidate.via, step, span, roll))
         for fired in chosen:
-            for group in fired.entry.groups:
+            for group in groups.get(fired.entry.index, ()):
                 self.groups_taken.setdefault(group, _title(fired.entry))
         return chosen
 
@@ -352,7 +400,7 @@ class _Run:
             entry = item.entry
             if item.via == "sticky" or not entry.timed:
                 continue
-            key = entry_key(entry)
+            key = self.plan.keys[entry.index]
             d = entry.decorators
             if key not in self.sticky:
                 if d.keep_activate_after_match:

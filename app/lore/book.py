@@ -286,11 +286,24 @@ def parse_book(text: str, path: Path) -> tuple[Lorebook, dict[str, Any]]:
     return book, data
 
 
-def rebuilt(book: Lorebook, entries: Sequence[LoreEntry], digest: str) -> Lorebook:
-    """The book with these entries (validated already; renumbered in order) and the problems they have."""
+def rebuilt(
+    book: Lorebook,
+    entries: Sequence[LoreEntry],
+    digest: str,
+    problems: Sequence[Sequence[LoreProblem]] | None = None,
+) -> Lorebook:
+    """The book with these entries (validated already; renumbered in order) and the problems they have
+    (`problems`: each entry's, when known already; else they are worked out)."""
     numbered = [entry if entry.index == i else dataclasses.replace(entry, index=i) for i, entry in enumerate(entries)]
-    problems = tuple(problem for entry in numbered for problem in entry_problems(entry))
-    return dataclasses.replace(book, entries=tuple(numbered), problems=problems, digest=digest)
+    if problems is None:
+        found = tuple(problem for entry in numbered for problem in entry_problems(entry))
+    else:
+        found = tuple(
+            problem if problem.index == i else dataclasses.replace(problem, index=i)
+            for i, own in enumerate(problems)
+            for problem in own
+        )
+    return dataclasses.replace(book, entries=tuple(numbered), problems=found, digest=digest)
 
 
 def validate_entry(raw: dict[str, Any], path: Path, index: int) -> LoreEntry:

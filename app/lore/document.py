@@ -40,6 +40,8 @@ from app.lore.book import (
     Lorebook,
     LorebookError,
     LoreEntry,
+    LoreProblem,
+    entry_problems,
     parse_book,
     parse_lorebook,
     rebuilt,
@@ -87,6 +89,9 @@ class LorebookDocument:
         book, data = parse_book(text, path)
         self._book = book  # the settings; the entries are kept below, edit by edit
         self._entries: list[LoreEntry] = list(book.entries)
+        self._problems: list[tuple[LoreProblem, ...]] = [() for _ in book.entries]  # each entry's, kept up to date
+        for problem in book.problems:
+            self._problems[problem.index] += (problem,)
         self._raw: list[dict[str, Any]] = list(data.get("entries", []))
         self._pieces: list[_Piece] | None = _cut(text, len(self._raw))
         self._whole: tomlkit.TOMLDocument | None = None  # the whole document, when the pieces cannot be used
@@ -136,7 +141,7 @@ class LorebookDocument:
     def _book_of(self, text: str) -> Lorebook:
         if self._pieces is None:
             return parse_lorebook(text, self.path)
-        return rebuilt(self._book, self._entries, _digest(text.encode("utf-8", "surrogatepass")))
+        return rebuilt(self._book, self._entries, _digest(text.encode("utf-8", "surrogatepass")), self._problems)
 
     def data(self) -> dict[str, Any]:
         if self._whole is not None:
@@ -149,6 +154,11 @@ class LorebookDocument:
     def entry(self, index: int) -> dict[str, Any]:
         self._check_index(index)
         return dict(self._raw[index])
+
+    def checked(self, index: int) -> LoreEntry:
+        """Entry `index` as the engine reads it (checked when it was loaded or last edited)."""
+        self._check_index(index)
+        return self._entries[index]
 
     def entry_text(self, index: int) -> str | None:
         """The entry's own text in the file (None when the file cannot be cut into entries)."""
@@ -189,6 +199,7 @@ class LorebookDocument:
                 self._set_whole(_parse(text, self.path))
         self._raw.extend(values for values, _entry in checked)
         self._entries.extend(entry for _values, entry in checked)
+        self._problems.extend(tuple(entry_problems(entry)) for _values, entry in checked)
         return list(range(start, start + len(checked)))
 
     def update_entry(self, index: int, fields: Mapping[str, Any]) -> None:
@@ -213,6 +224,7 @@ class LorebookDocument:
                 _add_key(table, key, _value(value, inline=inline))
         self._raw[index] = merged
         self._entries[index] = entry
+        self._problems[index] = tuple(entry_problems(entry))
 
     def remove_entry(self, index: int) -> None:
         self._check_index(index)
@@ -224,6 +236,7 @@ class LorebookDocument:
             del container[index]
         del self._raw[index]
         del self._entries[index]
+        del self._problems[index]
 
     def reorder(self, order: Sequence[int]) -> None:
         """Put the entries in this order (`order` lists every index once: the entry to put at each place)."""
@@ -248,6 +261,7 @@ class LorebookDocument:
                 container.append(item)
         self._raw = [self._raw[i] for i in order]
         self._entries = [self._entries[i] for i in order]
+        self._problems = [self._problems[i] for i in order]
 
     def clear_entries(self) -> int:
         """Remove every entry; returns how many there were."""
@@ -260,7 +274,7 @@ class LorebookDocument:
             document = self._document()
             if "entries" in document:
                 del document["entries"]
-        self._raw, self._entries = [], []
+        self._raw, self._entries, self._problems = [], [], []
         return count
 
     def set_entry_extension(self, index: int, name: str, value: Any) -> None:
@@ -292,6 +306,7 @@ class LorebookDocument:
             _add_key(table, "extensions", _value({name: value}, inline=inline))
         self._raw[index] = merged
         self._entries[index] = entry
+        self._problems[index] = tuple(entry_problems(entry))
 
     def top_level(self) -> dict[str, Any]:
         """The book's own keys (name, scan_depth...), as plain values."""
@@ -384,6 +399,9 @@ class LorebookDocument:
         encoded = text.encode("utf-8")
         write_atomically(self.path, encoded)
         self._loaded_digest = _digest(encoded)
+        for piece in self._pieces or ():
+            if piece.document is not None:  # written: its text is what it dumps (parsed again if edited again)
+                piece.text, piece.document = piece.dump(), None
         return book
 
     def _check_unchanged(self) -> None:

@@ -33,6 +33,7 @@ from app.lore.keys import compile_regex_key, key_problem
 _log = logging.getLogger(__name__)
 
 MAX_TEXT_CHARS = 6000  # of each scanned text (a Discord message is at most 4000)
+CONTENT_SCANS = 4096  # entries' contents kept scanned per book, for recursion
 SPAN_BUDGET = 0.02  # seconds the time-limited engine may spend locating where a regex key matched
 CONSTANT_KEY = "(constant)"
 
@@ -62,8 +63,6 @@ _ASCII_TOKEN = re.compile(r"\w+", re.ASCII)  # the same words in ASCII text, fou
 _UNICODE_TOKEN = re.compile(r"\w+")  # ... and in text without any of the scripts above
 _HAS_NO_SPACE = re.compile(f"[{_NO_SPACE}]")
 _IS_WORD_CHAR = re.compile(_WORD_CHAR)
-_NOT_AFTER_WORD = f"(?<!{_WORD_CHAR})"
-_NOT_BEFORE_WORD = f"(?!{_WORD_CHAR})"
 
 
 # -- activation ----------------------------------------------------------------------------------------
@@ -162,15 +161,26 @@ def _normal(text: str, case_sensitive: bool) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _literal_pattern(key: str, case_sensitive: bool, whole_words: bool) -> re.Pattern[str]:
-    """A literal key as a `re` pattern that finds where it matches in the text as written (whitespace runs,
-    case and the word rule as the scan applies them). Escaped text with one-character look-arounds: linear."""
-    text = " ".join(key.split())
-    before = whole_words and _IS_WORD_CHAR.match(text[:1]) is not None
-    after = whole_words and _IS_WORD_CHAR.match(text[-1:]) is not None
-    body = r"\s+".join(re.escape(part) for part in text.split(" "))
-    pattern = (_NOT_AFTER_WORD if before else "") + body + (_NOT_BEFORE_WORD if after else "")
-    return re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
+def _literal_pattern(key: str, case_sensitive: bool) -> re.Pattern[str]:
+    """A literal key as a `re` pattern that finds it in the text as written (whitespace runs and case as the
+    scan treats them; the word rule is checked on each find, as _find does). Escaped text: linear, and
+    quick to compile (a look-around over the word class takes some 40 ms to compile)."""
+    body = r"\s+".join(re.escape(part) for part in key.split())
+    return re.compile(body, 0 if case_sensitive else re.IGNORECASE)
+
+
+def _literal_span(key: str, case_sensitive: bool, whole_words: bool, text: str) -> tuple[int, int] | None:
+    normal = " ".join(key.split())
+    before = whole_words and _IS_WORD_CHAR.match(normal[:1]) is not None
+    after = whole_words and _IS_WORD_CHAR.match(normal[-1:]) is not None
+    for found in _literal_pattern(normal, case_sensitive).finditer(text):
+        start, end = found.span()
+        if (before and start > 0 and _IS_WORD_CHAR.match(text, start - 1)) or (
+            after and end < len(text) and _IS_WORD_CHAR.match(text, end)
+        ):
+            continue
+        return start, end
+    return None
 
 
 def _literal_matcher(key: str, case_sensitive: bool, whole_words: bool) -> _Matcher:
@@ -215,15 +225,24 @@ class KeyHit:
 
 class Scan:
     """One window of texts looked at for a book: which entries' primary keys are there (`candidates`, positions
-    in the scanner's compiled entries), and the distances found so far (filled lazily)."""
+    in the scanner's compiled entries), and the distances found so far (filled lazily). A finished scan of one
+    text keeps only the keys found there (`found`): what an entry's content, scanned once, is remembered by."""
 
-    __slots__ = ("candidates", "distances", "unbounded", "window")
+    __slots__ = ("candidates", "distances", "found", "unbounded", "window")
 
-    def __init__(self, window: _Window, distances: list[int], candidates: set[int], unbounded: bool) -> None:
+    def __init__(
+        self,
+        window: _Window,
+        distances: list[int],
+        candidates: set[int],
+        unbounded: bool,
+        found: frozenset[int] | None = None,
+    ) -> None:
         self.window = window
         self.distances = distances
         self.candidates = candidates
         self.unbounded = unbounded  # any text counts, whatever an entry's scan depth (recursion)
+        self.found = found
 
 
 class _Window:
@@ -402,6 +421,7 @@ class LoreScanner:
         self._constants = tuple(constants)
         self._compiled = tuple(compiled)
         self._position = {item.entry.index: position for position, item in enumerate(compiled)}
+        self._contents: OrderedDict[int, Scan] = OrderedDict()  # entry index -> its content, scanned (recursion)
         self._depth = max((c.depth for c in compiled), default=0)
         # Per scan, distances start from this template. Tokens, broken keys and literals with whole words are
         # settled through the window's words (a literal is looked for only when its longest word is there);
@@ -640,6 +660,10 @@ class LoreScanner:
     def _found(self, matcher_id: int, depth: int, scans: Sequence[Scan]) -> tuple[int, int] | None:
         """(view, distance) of the first view where the key is, within the entry's depth where that applies."""
         for view, scan in enumerate(scans):
+            if scan.found is not None:
+                if matcher_id in scan.found:
+                    return view, 0
+                continue
             distance = self._distance(matcher_id, scan.distances, scan.window)
             if distance < (_NEVER if scan.unbounded else depth):
                 return view, distance
@@ -691,6 +715,30 @@ class LoreScanner:
             found += sum(self._found(m, item.depth, scans) is not None for m in dict.fromkeys(item.secondary))
         return found
 
+    def content_scan(self, index: int) -> Scan:
+        """The content of entry `index` scanned for every key, as one text of a recursion step: done once per
+        entry and kept (the few hundred entries a place keeps activating cost their scan once)."""
+        found = self._contents.get(index)
+        if found is not None:
+            self._contents.move_to_end(index)
+            return found
+        scan = self.scan([self.book.entries[index].content], unbounded=True)
+        distances = scan.distances
+        for matcher_id, distance in enumerate(distances):
+            if distance == _UNKNOWN:
+                self._distance(matcher_id, distances, scan.window)
+        keys = frozenset(matcher_id for matcher_id, distance in enumerate(distances) if distance == 0)
+        found = Scan(_Window([], unbounded=True), [], scan.candidates, True, keys)
+        self._contents[index] = found
+        while len(self._contents) > CONTENT_SCANS:
+            self._contents.popitem(last=False)
+        return found
+
+    def conditional(self, position: int) -> bool:
+        """Whether the entry has keys that can stop it (secondary keys, @@exclude_keys) besides its own."""
+        item = self._compiled[position]
+        return bool(item.secondary or item.exclude)
+
     def position_of(self, entry: LoreEntry) -> int | None:
         """The compiled position of an entry with keys (None: a constant entry, or one without keys)."""
         return self._position.get(entry.index)
@@ -701,13 +749,14 @@ class LoreScanner:
         text = text[:MAX_TEXT_CHARS]
         regex = compile_regex_key(key)
         if isinstance(regex, re.Pattern):
-            return _Regex(key.strip(), regex).span(text)
+            number = self._ids.get((key.strip(), True, False))
+            matcher = self._matchers[number] if number is not None else None
+            return (matcher if isinstance(matcher, _Regex) else _Regex(key.strip(), regex)).span(text)
         if regex is not None:
             return None
         cs = self.book.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
         ww = self.book.whole_words if entry.whole_words is None else entry.whole_words
-        found = _literal_pattern(key, cs, ww).search(text)
-        return None if found is None else found.span()
+        return _literal_span(key, cs, ww, text)
 
 
 def describe_disabled(problem: LoreProblem) -> str:

@@ -47,7 +47,7 @@ from app.lore.errors import LoreError
 from app.lore.formats import FORMATS, ImportedLorebook, LorebookFormatError, export_file, import_lorebook
 from app.lore.formats import read_lorebook_file as read_lorebook_json
 from app.lore.keys import key_problem
-from app.lore.scanner import describe_disabled
+from app.lore.scanner import LoreScanner, describe_disabled
 from app.memory.errors import StoreError
 from app.memory.history import History
 from app.memory.lore_state import LoreState
@@ -337,6 +337,86 @@ def apply_plan(plan: _Plan, document: LorebookDocument, take: Collection[int] | 
     return len(added), updated, len(plan.items) - len(added) - updated
 
 
+def trial(
+    book: Lorebook,
+    texts: Sequence[str],
+    *,
+    seed: int,
+    tier: BudgetTier,
+    char: str,
+    turns: Sequence[Turn | None] | None = None,
+    clock: int | None = None,
+    effects: Sequence[TimedEffect] = (),
+    scanner: LoreScanner | None = None,
+) -> LoreTrial:
+    """What the lorebook would put in a reply to these texts (oldest first), through the engine the bot uses:
+    activation at message `clock` (default: as many as there are texts) with these timed effects, then the
+    budget of `tier`. `turns` are the stored messages of the texts (spans then name them)."""
+    scanner = scanner or LoreScanner(book)
+    messages: list[Turn | None] = list(turns) if turns is not None else [None] * len(texts)
+    at = len(texts) if clock is None else clock
+    activation = activate(scanner, list(texts), clock=at, effects=effects, seed=seed)
+    budget, cap = lore_budget(book, tier)
+    speaker = next(
+        (t.author_name for t in reversed(messages) if t is not None and t.author_key != "familiar:self"), "User"
+    )
+    chosen = select(activation, budget, cap, char=char, user=speaker, turns=messages)
+    return LoreTrial(
+        texts=tuple(texts),
+        turn_ids=tuple(None if t is None else t.id for t in messages),
+        fired=tuple(explained_lore(item) for item in chosen.items),
+        dropped=tuple(explained_lore_drop(item) for item in chosen.dropped),
+        steps=activation.steps,
+        seed=seed,
+        clock=at,
+        block=chosen.packed.text,
+        tokens=chosen.packed.cost,
+        budget=budget,
+        problems=(
+            *(describe_problem(p) for p in book.problems),
+            *(describe_disabled(p) for p in scanner.disabled),
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What `familiar lore import` did."""
+
+    imported: ImportedLorebook
+    added: int
+    updated: int
+    unchanged: int
+    changed_kept: int  # entries the file has in another version, left as the book has them (no --update)
+    replaced: int  # entries removed first (--replace)
+    book: Lorebook
+
+
+def import_into(source: Path, lorebook: Path, *, replace: bool = False, update: bool = False) -> ImportReport:
+    """Import a foreign lorebook (World Info, a V2 / V3 card as JSON or PNG...) into lorebook.toml: the entries
+    the book does not have are added (an entry it has as is is skipped: importing a file twice adds
+    nothing); with `update`, the entries it has in another version are updated; with `replace`, the book's
+    entries are replaced by the file's. Raises FamiliarError (the source) or LorebookError (lorebook.toml)
+    before anything is written."""
+    imported = read_lore_source(source)
+    document = LorebookDocument.load(lorebook)
+    if replace:
+        replaced = document.clear_entries()
+        document.set_fields({key: value for key, value in imported.book.items() if key != "extensions"})
+        foreign = imported.book.get("extensions", {})
+        for space in ("st", "card"):
+            document.set_extension(space, foreign.get(space))
+        document.add_entries(imported.entries)
+        return ImportReport(imported, len(imported.entries), 0, 0, 0, replaced, document.save())
+    plan = plan_import(imported, document)
+    take = None if update else {item.number for item in plan.items if item.action == "added"}
+    added, updated, _skipped = apply_plan(plan, document, take)
+    unchanged = sum(item.action == "unchanged" for item in plan.items)
+    changed = sum(item.action == "changed" for item in plan.items)
+    book = document.save() if added or updated else document.book()
+    return ImportReport(imported, added, updated, unchanged, changed - updated, 0, book)
+
+
 # -- the API -------------------------------------------------------------------------------------------------
 @dataclass(slots=True)
 class _Open:
@@ -426,7 +506,8 @@ class LoreService:
 
     def _load_view(self) -> LoreBookView:
         with self._lock:
-            return self._view(self._load_sync())
+            opened = self._load_sync()
+            return self._view(opened, opened.document.book())
 
     def _load_sync(self) -> _Open:
         path = self._file.path
@@ -443,8 +524,7 @@ class LoreService:
         self._open = _Open(document, digest, revision, views, settings_view(book, document.top_level()))
         return self._open
 
-    def _view(self, opened: _Open) -> LoreBookView:
-        book = opened.document.book()
+    def _view(self, opened: _Open, book: Lorebook) -> LoreBookView:
         budget, cap = lore_budget(book, self._deps.budget_for("local"))
         enabled = [v for v in opened.views if v.enabled]
         return LoreBookView(
@@ -495,12 +575,12 @@ class LoreService:
             except BaseException:
                 self._open = None
                 raise
-            digest, revision = _file_revision(path)
-            opened.digest, opened.revision, opened.views = digest, revision, views
+            digest = opened.document.loaded_digest
+            opened.digest, opened.revision, opened.views = digest, f"{digest}:{path.stat().st_mtime_ns}", views
             if settings is not None:
                 opened.settings = settings
             self._file.adopt(book)  # in use for the next reply, without parsing the file again
-            return self._view(opened)
+            return self._view(opened, book)
 
     def _apply(
         self, opened: _Open, entries: list[LoreEntryView], settings: LoreBookSettings | None
@@ -545,15 +625,13 @@ class LoreService:
             document.remove_entry(index)
         shifted = [i - _count_below(removed, i) for i in current]
         document.reorder(shifted)
-        book = document.book()
-        raws = document.entries()
         out: list[LoreEntryView] = []
         for position, view in enumerate(entries):
             if view.ref is not None and view.ref not in edited:
                 kept = old[view.ref]
                 out.append(kept if kept.ref == position else dataclasses.replace(kept, ref=position))
             else:
-                out.append(entry_view(book.entries[position], raws[position], position))
+                out.append(entry_view(document.checked(position), document.entry(position), position))
         return tuple(out)
 
     # -- lint and try ----------------------------------------------------------------------------------
@@ -592,7 +670,7 @@ class LoreService:
         first message of a new place: no timed effects. `seed` fixes the probability and group rolls."""
         book = await asyncio.to_thread(self._book_for, entries, settings)
         chosen = seed if seed is not None else text_seed(texts)
-        return self._trial(book, list(texts), [None] * len(texts), chosen, len(texts), [], "local", "User")
+        return self._trial(book, list(texts), [None] * len(texts), chosen, len(texts), [], "local")
 
     async def try_place(
         self,
@@ -620,8 +698,7 @@ class LoreService:
             raise FamiliarError(str(exc)) from exc
         chosen = seed if seed is not None else reply_seed(where, turns[-1].id if turns else 0)
         texts = [f"{t.author_name}: {t.content}" for t in turns]
-        speaker = next((t.author_name for t in reversed(turns) if t.author_key != "familiar:self"), "User")
-        return self._trial(book, texts, list(turns), chosen, clock, effects, where, speaker)
+        return self._trial(book, texts, list(turns), chosen, clock, effects, where)
 
     def _trial(
         self,
@@ -632,27 +709,17 @@ class LoreService:
         clock: int,
         effects: Sequence[TimedEffect],
         where: str,
-        speaker: str,
     ) -> LoreTrial:
-        scanner = self._deps.layer.scanner(book)
-        activation = activate(scanner, texts, clock=clock, effects=effects, seed=seed)
-        budget, cap = lore_budget(book, self._deps.budget_for(where))
-        chosen = select(activation, budget, cap, char=self._deps.display_name(), user=speaker, turns=turns)
-        return LoreTrial(
-            texts=tuple(texts),
-            turn_ids=tuple(None if t is None else t.id for t in turns),
-            fired=tuple(explained_lore(item) for item in chosen.items),
-            dropped=tuple(explained_lore_drop(item) for item in chosen.dropped),
-            steps=activation.steps,
+        return trial(
+            book,
+            texts,
             seed=seed,
+            tier=self._deps.budget_for(where),
+            char=self._deps.display_name(),
+            turns=turns,
             clock=clock,
-            block=chosen.packed.text,
-            tokens=chosen.packed.cost,
-            budget=budget,
-            problems=(
-                *(describe_problem(p) for p in book.problems),
-                *(describe_disabled(p) for p in scanner.disabled),
-            ),
+            effects=effects,
+            scanner=self._deps.layer.scanner(book),
         )
 
     # -- timed effects ---------------------------------------------------------------------------------
@@ -741,7 +808,8 @@ class LoreService:
                 self._open = None
                 raise FamiliarError(f"{file}: {exc}") from None
             self._file.adopt(book)
-            view = self._view(self._load_sync())
+            opened = self._load_sync()
+            view = self._view(opened, opened.document.book())
         return ImportOutcome(added, updated, skipped, view)
 
     async def export(self, target: Path, fmt: str) -> int:
@@ -766,6 +834,7 @@ def text_seed(texts: Sequence[str]) -> int:
 
 __all__ = [
     "EDIT_FIELDS",
+    "ImportReport",
     "LoreConflictError",
     "LoreDeps",
     "LoreService",
@@ -774,6 +843,9 @@ __all__ = [
     "entry_changes",
     "entry_fields",
     "entry_view",
+    "import_into",
     "plan_import",
     "read_lore_source",
+    "text_seed",
+    "trial",
 ]

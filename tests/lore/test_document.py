@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -293,3 +294,66 @@ def test_emptying_a_book_keeps_the_rest_even_when_text_looks_like_a_header(tmp_p
         }
         assert data["scan_depth"] == 6
         assert path.read_text(encoding="utf-8").startswith("# Saltmere lore, written by hand.\n")
+
+
+# -- speed: an edit hands tomlkit only the entry it changes ----------------------------------------------------
+def big_book(count: int) -> str:
+    head = "# A big book, by hand.\nscan_depth = 8\n\n"
+    body = "".join(
+        f'[[entries]]\n# entry {i}\ntitle = "E{i}"\nkeys = ["k{i}", "key {i}"]\ncontent = """Lore {i}.\nMore."""\n\n'
+        for i in range(count)
+    )
+    return head + body
+
+
+def test_one_edit_in_a_big_book_parses_and_writes_only_that_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tomlkit parses ~600 entries a second: handing it the whole file (as before) cost over a second per save
+    at 500 entries. Now it sees only the edited entry's own text, and every other byte stays as it was."""
+    path = tmp_path / "lorebook.toml"
+    text = big_book(500)
+    path.write_text(text, encoding="utf-8")
+    parsed: list[int] = []
+    real = tomlkit.parse
+    monkeypatch.setattr(tomlkit, "parse", lambda source: parsed.append(len(source)) or real(source))
+    document = LorebookDocument.load(path)
+    document.update_entry(250, {"priority": 7, "content": "Changed."})
+    book = document.save()
+    assert sum(parsed) < len(text) // 100
+    written = path.read_text(encoding="utf-8")
+    old = '[[entries]]\n# entry 250\ntitle = "E250"\nkeys = ["k250", "key 250"]\ncontent = """Lore 250.\nMore."""\n'
+    new = '[[entries]]\n# entry 250\ntitle = "E250"\nkeys = ["k250", "key 250"]\ncontent = "Changed."\npriority = 7\n'
+    assert written == text.replace(old, new)
+    assert book == load_lorebook(path)  # the book kept edit by edit is the book the file holds
+
+
+def test_removing_and_reordering_move_whole_entries_with_their_comments(tmp_path: Path) -> None:
+    path = tmp_path / "lorebook.toml"
+    path.write_text(big_book(4), encoding="utf-8")
+    document = LorebookDocument.load(path)
+    document.remove_entry(1)
+    document.reorder([2, 0, 1])
+    document.save()
+    written = path.read_text(encoding="utf-8")
+    assert [e.title for e in load_lorebook(path).entries] == ["E3", "E0", "E2"]
+    assert written.index("# entry 3\n") < written.index("# entry 0\n") < written.index("# entry 2\n")
+    assert "E1" not in written
+    assert written.startswith("# A big book, by hand.\nscan_depth = 8\n")
+
+
+def test_a_line_that_looks_like_a_header_inside_a_string_is_not_a_cut(tmp_path: Path) -> None:
+    path = tmp_path / "lorebook.toml"
+    tricky = (
+        '[[entries]]\ntitle = "A"\ncontent = """\n[[entries]]\n[extensions]\nnot a header"""\n\n'
+        '[[entries]]\ntitle = "B"\ncontent = """\n[extensions]\nnor this"""\n\n'
+        '[[entries]]\ntitle = "C"\n'
+    )
+    path.write_text(tricky, encoding="utf-8")
+    document = LorebookDocument.load(path)
+    document.update_entry(1, {"priority": 3})
+    document.remove_entry(0)
+    book = document.save()
+    assert [(e.title, e.priority) for e in book.entries] == [("B", 3), ("C", 100)]
+    assert load_lorebook(path).entries[0].content == "[extensions]\nnor this"
+    assert book == load_lorebook(path)

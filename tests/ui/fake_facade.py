@@ -30,7 +30,16 @@ from app.runtime.events import (
     MemoryChanged,
     RuntimeEvent,
 )
-from app.runtime.facade import ChatLine, ControlsApi, FamiliarFacade, IndexesApi, MemoryApi, StatusSnapshot, TurnHit
+from app.runtime.facade import (
+    ChatLine,
+    ControlsApi,
+    FamiliarFacade,
+    IndexesApi,
+    LoreApi,
+    MemoryApi,
+    StatusSnapshot,
+    TurnHit,
+)
 from app.runtime.service import Familiar
 from app.runtime.views import Explanation
 
@@ -169,6 +178,10 @@ class FakeFacade:
     @property
     def indexes(self) -> IndexesApi:
         return self._real().indexes
+
+    @property
+    def lore(self) -> LoreApi:
+        return self._real().lore
 
     async def explain(self, turn_id: int) -> Explanation:
         self.calls.append(Call("explain", {"turn_id": turn_id}))

@@ -6,6 +6,7 @@ The real familiar (real store, real files) against the fake Discord and the fake
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import AsyncIterator
 
 import pytest
@@ -148,3 +149,20 @@ async def test_the_explanation_says_where_each_key_fired_and_why_the_rest_was_le
     assert all(d.span is not None and d.span.turn_id == said.turn_id for d in explained.lore_dropped)
     layer = next(layer for layer in explained.layers if layer.name == "lorebook")
     assert layer.tokens <= 40
+
+
+async def test_familiar_explain_names_the_lore_left_out(opened: Familiar) -> None:
+    from app.cli import _explain
+
+    opened.lorebook_layer.file.path.write_text(
+        '[[entries]]\ntitle = "Owl"\nkeys = ["owl"]\ncontent = "An owl."\n\n'
+        '[[entries]]\ntitle = "Never"\nkeys = ["owl"]\nprobability = 0\ncontent = "x"\n',
+        encoding="utf-8",
+    )
+    line = await opened.chat_local("an owl")
+    document, text = await _explain(opened, argparse.Namespace(turn_id=line.turn_id))
+    assert "  lore: Owl (fired by 'owl')" in text.splitlines()
+    assert any(row.startswith("  lore left out: Never ('owl'): probability, rolled ") for row in text.splitlines())
+    assert "dropped from lorebook" not in text
+    assert [d["title"] for d in document["lorebook_dropped"]] == ["Never"]
+    assert document["lorebook_activation"]["clock"] == 1
