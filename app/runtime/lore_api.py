@@ -47,7 +47,7 @@ from app.lore.errors import LoreError
 from app.lore.formats import FORMATS, ImportedLorebook, LorebookFormatError, export_file, import_lorebook
 from app.lore.formats import read_lorebook_file as read_lorebook_json
 from app.lore.keys import key_problem
-from app.lore.scanner import LoreScanner, describe_disabled
+from app.lore.scanner import LoreScanner, ScannerCache, describe_disabled
 from app.memory.errors import StoreError
 from app.memory.history import History
 from app.memory.lore_state import LoreState
@@ -56,6 +56,7 @@ from app.memory.records import Turn
 from app.runtime.cards import CardError, read_card
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.budget import count_tokens
+from app.runtime.context.layers import SELF_KEY
 from app.runtime.context.lore_layer import (
     LorebookLayer,
     LoreFile,
@@ -357,9 +358,7 @@ def trial(
     at = len(texts) if clock is None else clock
     activation = activate(scanner, list(texts), clock=at, effects=effects, seed=seed)
     budget, cap = lore_budget(book, tier)
-    speaker = next(
-        (t.author_name for t in reversed(messages) if t is not None and t.author_key != "familiar:self"), "User"
-    )
+    speaker = next((t.author_name for t in reversed(messages) if t is not None and t.author_key != SELF_KEY), "User")
     chosen = select(activation, budget, cap, char=char, user=speaker, turns=messages)
     return LoreTrial(
         texts=tuple(texts),
@@ -450,7 +449,8 @@ class LoreService:
         self._published: LoreFileStatus | None = None
         self._task: asyncio.Task[None] | None = None
         self._open: _Open | None = None
-        self._lock = threading.Lock()  # one load or save at a time (they run on worker threads)
+        self._lock = threading.Lock()  # one load, save or try at a time (they run on worker threads)
+        self._try_scanners = ScannerCache(size=2)
 
     # -- status ----------------------------------------------------------------------------------------
     @property
@@ -509,7 +509,7 @@ class LoreService:
             opened = self._load_sync()
             return self._view(opened, opened.document.book())
 
-    def _load_sync(self) -> _Open:
+    def _load_sync(self, attempts: int = 3) -> _Open:
         path = self._file.path
         digest, revision = _file_revision(path)
         try:
@@ -517,7 +517,9 @@ class LoreService:
         except LorebookError as exc:
             raise FamiliarError(str(exc)) from None
         if document.loaded_digest != digest:  # changed between the two reads: read again
-            return self._load_sync()
+            if attempts <= 1:
+                raise FamiliarError(f"{path} keeps changing while it is read; try again in a moment")
+            return self._load_sync(attempts - 1)
         book = document.book()
         raws = document.entries()
         views = tuple(entry_view(entry, raw, i) for i, (entry, raw) in enumerate(zip(book.entries, raws, strict=True)))
@@ -537,7 +539,9 @@ class LoreService:
             ),
             budget=budget,
             max_entries_in_force=cap,
-            constant_tokens=sum(v.tokens for v in enabled if v.constant or "@@activate" in v.decorators),
+            constant_tokens=sum(
+                v.tokens for v in enabled if v.constant or any(line.strip() == "@@activate" for line in v.decorators)
+            ),
             total_tokens=sum(v.tokens for v in enabled),
         )
 
@@ -668,9 +672,11 @@ class LoreService:
     ) -> LoreTrial:
         """What the lorebook (on disk, or a draft) would put in a reply to these texts (oldest first), as the
         first message of a new place: no timed effects. `seed` fixes the probability and group rolls."""
-        book = await asyncio.to_thread(self._book_for, entries, settings)
         chosen = seed if seed is not None else text_seed(texts)
-        return self._trial(book, list(texts), [None] * len(texts), chosen, len(texts), [], "local")
+        texts = list(texts)
+        return await asyncio.to_thread(
+            self._trial, entries, settings, texts, [None] * len(texts), chosen, len(texts), [], "local"
+        )
 
     async def try_place(
         self,
@@ -689,7 +695,6 @@ class LoreService:
             raise FamiliarError(problem)
         if not 1 <= last <= 1000:
             raise FamiliarError(f"--last must be from 1 to 1000, not {last}")
-        book = await asyncio.to_thread(self._book_for, entries, settings)
         try:
             turns = await self._deps.history.recent_turns(where, last)
             clock = await self._deps.state.clock(where, turns[-1].id) if turns else 0
@@ -698,11 +703,14 @@ class LoreService:
             raise FamiliarError(str(exc)) from exc
         chosen = seed if seed is not None else reply_seed(where, turns[-1].id if turns else 0)
         texts = [f"{t.author_name}: {t.content}" for t in turns]
-        return self._trial(book, texts, list(turns), chosen, clock, effects, where)
+        return await asyncio.to_thread(
+            self._trial, entries, settings, texts, list(turns), chosen, clock, effects, where
+        )
 
     def _trial(
         self,
-        book: Lorebook,
+        entries: Sequence[LoreEntryView] | None,
+        settings: LoreBookSettings | None,
         texts: list[str],
         turns: list[Turn | None],
         seed: int,
@@ -710,17 +718,22 @@ class LoreService:
         effects: Sequence[TimedEffect],
         where: str,
     ) -> LoreTrial:
-        return trial(
-            book,
-            texts,
-            seed=seed,
-            tier=self._deps.budget_for(where),
-            char=self._deps.display_name(),
-            turns=turns,
-            clock=clock,
-            effects=effects,
-            scanner=self._deps.layer.scanner(book),
-        )
+        """On a worker thread (compiling a big draft takes a while), with scanners of its own: the reply
+        path's are used on the event loop's thread only."""
+        with self._lock:
+            book = self._book_for(entries, settings)
+            scanner = self._try_scanners.scanner(book)
+            return trial(
+                book,
+                texts,
+                seed=seed,
+                tier=self._deps.budget_for(where),
+                char=self._deps.display_name(),
+                turns=turns,
+                clock=clock,
+                effects=effects,
+                scanner=scanner,
+            )
 
     # -- timed effects ---------------------------------------------------------------------------------
     async def timed(self, where: str | None = None) -> list[TimedEffectView]:

@@ -6,10 +6,13 @@ and that every entry that matched but is not used says why. Pure: no store, no r
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.lore.activation import FOREVER, STICKY_KEY, Activation, Span, TimedEffect, activate, entry_key
 from app.lore.book import Lorebook, parse_decorators, parse_lorebook
@@ -335,3 +338,99 @@ def test_a_disabled_entry_that_matched_is_reported_with_its_span() -> None:
 def test_spans_are_offsets_in_the_text_as_written(key: str, text: str, span: tuple[int, int]) -> None:
     result = run(entry("E", f"[{key}]"), text)
     assert result.fired[0].span == Span(0, None, *span)
+
+
+# -- any book, any conversation --------------------------------------------------------------------------------
+WORDS = ("owl", "moon", "tide", "sea", "bell")
+_entry = st.fixed_dictionaries(
+    {
+        "keys": st.lists(st.sampled_from(WORDS), max_size=2),
+        "content": st.lists(st.sampled_from(WORDS), max_size=3).map(" ".join),
+    },
+    optional={
+        "secondary_keys": st.lists(st.sampled_from(WORDS), min_size=1, max_size=2),
+        "logic": st.sampled_from(("and_any", "and_all", "not_any", "not_all")),
+        "probability": st.integers(0, 100),
+        "use_probability": st.booleans(),
+        "group": st.sampled_from(("a", "b", "a, b")),
+        "group_override": st.booleans(),
+        "group_weight": st.integers(0, 300),
+        "use_group_scoring": st.booleans(),
+        "sticky": st.integers(0, 3),
+        "cooldown": st.integers(0, 3),
+        "delay": st.integers(0, 5),
+        "exclude_recursion": st.booleans(),
+        "prevent_recursion": st.booleans(),
+        "delay_until_recursion": st.integers(0, 3),
+        "constant": st.booleans(),
+        "enabled": st.booleans(),
+        "scan_depth": st.integers(0, 3),
+        "priority": st.integers(-5, 5),
+        "decorators": st.lists(
+            st.sampled_from(
+                (
+                    "@@activate",
+                    "@@dont_activate",
+                    "@@activate_only_every 2",
+                    "@@activate_only_after 3",
+                    "@@keep_activate_after_match",
+                    "@@dont_activate_after_match",
+                    "@@additional_keys sea",
+                    "@@exclude_keys bell",
+                    "@@ignore_on_max_context",
+                    "@@depth 2",
+                    "@@@activate",
+                )
+            ),
+            max_size=3,
+        ),
+    },
+)
+
+
+def _toml_entry(index: int, raw: dict[str, object]) -> str:
+    lines = ["[[entries]]", f'title = "e{index}"']
+    decorators = raw.pop("decorators", None)
+    for key, value in raw.items():
+        lines.append(f"{key} = {json.dumps(value)}")
+    if decorators:
+        lines += ["[entries.extensions]", f"decorators = {json.dumps(decorators)}"]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    entries=st.lists(_entry, max_size=8),
+    talk=st.lists(st.lists(st.sampled_from(WORDS), max_size=3).map(" ".join), min_size=1, max_size=6),
+    recursive=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_activation_never_raises_and_keeps_its_invariants(
+    entries: list[dict[str, object]], talk: list[str], recursive: bool, seed: int
+) -> None:
+    text = f"recursive_scanning = {json.dumps(recursive)}\nmax_recursion_steps = 2\n" + "".join(
+        _toml_entry(i, dict(raw)) for i, raw in enumerate(entries)
+    )
+    book = book_of(text)
+    scanner = LoreScanner(book)
+    effects: tuple[TimedEffect, ...] = ()
+    timed = {entry_key(e) for e in book.entries if e.timed}
+    for clock, _said in enumerate(talk, start=1):
+        result = activate(scanner, [f"Alice: {t}" for t in talk[:clock]], clock=clock, effects=effects, seed=seed)
+        fired = [f.entry.index for f in result.fired]
+        assert len(fired) == len(set(fired))
+        assert not set(fired) & {d.entry.index for d in result.dropped}
+        assert all(f.entry.enabled and not f.entry.decorators.dont_activate for f in result.fired)
+        for group in ("a", "b"):
+            assert sum(group in f.entry.groups for f in result.fired) <= 1
+        assert all(e.entry in timed and e.start <= e.end for e in result.effects)
+        assert sorted(i for step in result.steps for i in step) == sorted(fired)
+        scanned = [f"Alice: {t}" for t in talk[:clock]]
+        for item in (*result.fired, *result.dropped):
+            span = item.span
+            if span is None:
+                assert item.key.startswith("(")  # only constants, @@activate and sticky have no span
+                continue
+            text = scanned[span.text] if span.text is not None else book.entries[span.entry or 0].content
+            assert text[span.start : span.end].lower() == item.key.lower()
+        effects = result.effects
