@@ -128,7 +128,7 @@ class LorebookDocument:
     # -- reading -----------------------------------------------------------------------------------------
     def text(self) -> str:
         if self._pieces is not None:
-            return "".join(piece.dump() for piece in self._pieces)
+            return "".join([piece.text if piece.document is None else piece.dump() for piece in self._pieces])
         if self._whole is not None:
             return tomlkit.dumps(self._whole)
         assert self._source is not None
@@ -138,10 +138,11 @@ class LorebookDocument:
         """The document as the engine sees it (every entry was checked when it was edited)."""
         return self._book_of(self.text())
 
-    def _book_of(self, text: str) -> Lorebook:
+    def _book_of(self, text: str, digest: str | None = None) -> Lorebook:
         if self._pieces is None:
             return parse_lorebook(text, self.path)
-        return rebuilt(self._book, self._entries, _digest(text.encode("utf-8", "surrogatepass")), self._problems)
+        digest = digest or _digest(text.encode("utf-8", "surrogatepass"))
+        return rebuilt(self._book, self._entries, digest, self._problems)
 
     def data(self) -> dict[str, Any]:
         if self._whole is not None:
@@ -393,12 +394,13 @@ class LorebookDocument:
     def save(self, *, force: bool = False) -> Lorebook:
         """Atomically replace the file. Unless `force`, refuse if it changed since loading."""
         text = self.text()
-        book = self._book_of(text)
+        encoded = text.encode("utf-8")  # lone surrogates were replaced when their values came in
+        digest = _digest(encoded)
+        book = self._book_of(text, digest)
         if not force:
             self._check_unchanged()
-        encoded = text.encode("utf-8")
         write_atomically(self.path, encoded)
-        self._loaded_digest = _digest(encoded)
+        self._loaded_digest = digest
         for piece in self._pieces or ():
             if piece.document is not None:  # written: its text is what it dumps (parsed again if edited again)
                 piece.text, piece.document = piece.dump(), None
