@@ -382,8 +382,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    # 8, not 7: main took 7 for the tombstone key ids while this branch was open (a merge keeps both).
     Migration(
-        7,
+        8,
         "lorebook timed effects and message clocks",
         # The lorebook engine is pure: the runtime keeps its per-place state here. A timed effect (sticky or
         # cooldown, in SillyTavern's sense) of one entry in one place, in the place's message numbers; an
