@@ -34,6 +34,16 @@ class TimedEffectRow:
     end: int
 
 
+@dataclass(frozen=True, slots=True)
+class FiredRow:
+    """How many replies (kept explanations) an entry went into, as the replies named it (index, title)."""
+
+    index: int  # 0-based, in the book as it was then
+    title: str
+    replies: int
+    last: str  # ISO time of the newest
+
+
 class LoreState:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -76,6 +86,19 @@ class LoreState:
         if count:
             await self._store.write([(f"DELETE FROM lore_timed_effects{where}", params)])
         return count
+
+    # -- what fired --------------------------------------------------------------------------------------
+    async def fired_since(self, since: str) -> list[FiredRow]:
+        """The entries that went into replies explained since `since` (ISO time; the explanations kept:
+        app.memory.derived keeps the newest replies'), per entry as each reply named it."""
+        rows = await self._store.read_all(
+            "SELECT CAST(json_extract(j.value, '$.index') AS INTEGER) AS idx,"
+            " COALESCE(json_extract(j.value, '$.title'), '') AS title, COUNT(DISTINCT e.id), MAX(e.created_at)"
+            " FROM explanations e, json_each(e.body, '$.lorebook') j"
+            " WHERE e.created_at >= ? AND json_valid(e.body) GROUP BY idx, title",
+            (since,),
+        )
+        return [FiredRow(int(r[0]), str(r[1]), int(r[2]), str(r[3])) for r in rows if r[0] is not None]
 
     # -- message clocks ----------------------------------------------------------------------------------
     async def clock(self, place: str, turn_id: int) -> int:
@@ -123,4 +146,4 @@ def _where(place: str | None, entry: str | None) -> tuple[str, tuple[str, ...]]:
     return (" WHERE " + " AND ".join(parts) if parts else ""), tuple(params)
 
 
-__all__ = ["LoreState", "TimedEffectRow"]
+__all__ = ["FiredRow", "LoreState", "TimedEffectRow"]

@@ -30,6 +30,7 @@ from app.runtime.views import (
     LoreBookSettings,
     LoreBookView,
     LoreEntryView,
+    LoreFiredView,
     LoreLint,
     LoreTrial,
     PauseKind,
@@ -262,6 +263,11 @@ class LoreApi(Protocol):
         entries: Sequence[LoreEntryView] | None = None,
         settings: LoreBookSettings | None = None,
     ) -> LoreTrial: ...
+
+    async def fired(self, days: float = 7.0) -> list[LoreFiredView]:
+        """The entries of the book now that went into replies in the last `days` (how many, the newest),
+        from the replies' kept explanations; entries that did not are left out."""
+        ...
 
     async def timed(self, where: str | None = None) -> list[TimedEffectView]: ...
 

@@ -27,6 +27,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -77,6 +78,7 @@ from app.runtime.views import (
     LoreBookSettings,
     LoreBookView,
     LoreEntryView,
+    LoreFiredView,
     LoreLint,
     LoreProblemView,
     LoreTrial,
@@ -746,6 +748,38 @@ class LoreService:
                 effects=effects,
                 scanner=scanner,
             )
+
+    # -- what fired ------------------------------------------------------------------------------------
+    async def fired(self, days: float = 7.0) -> list[LoreFiredView]:
+        """The entries of the book now that went into replies in the last `days`: how many replies, and
+        when the newest was. A reply names an entry by its place and title then; an entry since moved is
+        found by its title when no other entry has it, one since renamed or removed is left out."""
+        if not days > 0:
+            raise FamiliarError(f"days must be above 0 (got {days})")
+        since = datetime.now(UTC) - timedelta(days=min(days, 36500.0))
+        try:
+            rows = await self._deps.state.fired_since(since.isoformat())
+        except StoreError as exc:
+            raise FamiliarError(str(exc)) from exc
+        book = await asyncio.to_thread(self._file.book)
+        by_title: dict[str, list[int]] = {}
+        for entry in book.entries:
+            by_title.setdefault(entry.title, []).append(entry.index)
+        counts: dict[int, int] = {}
+        newest: dict[int, str] = {}
+        for row in rows:
+            if 0 <= row.index < len(book.entries) and book.entries[row.index].title == row.title:
+                index = row.index
+            elif len(by_title.get(row.title, ())) == 1:
+                index = by_title[row.title][0]
+            else:
+                continue
+            counts[index] = counts.get(index, 0) + row.replies
+            newest[index] = max(newest.get(index, ""), row.last)
+        return [
+            LoreFiredView(index, book.entries[index].title, counts[index], datetime.fromisoformat(newest[index]))
+            for index in sorted(counts)
+        ]
 
     # -- timed effects ---------------------------------------------------------------------------------
     async def timed(self, where: str | None = None) -> list[TimedEffectView]:

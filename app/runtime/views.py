@@ -522,6 +522,16 @@ class LoreTrial:
 
 
 @dataclass(frozen=True, slots=True)
+class LoreFiredView:
+    """How often an entry of the book went into replies lately (read from the replies' explanations)."""
+
+    entry: int  # 0-based, in the book now
+    title: str
+    replies: int  # replies it went into since `days` ago
+    last: datetime  # the newest of them
+
+
+@dataclass(frozen=True, slots=True)
 class TimedEffectView:
     """A sticky or cooldown effect of an entry in a place (in the place's message numbers)."""
 

@@ -14,6 +14,7 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
 from app.runtime.views import LoreSpan
 from tests.conftest import ALICE, GENERAL, GUILD_ID, TOKEN, write_character_toml
@@ -166,3 +167,29 @@ async def test_familiar_explain_names_the_lore_left_out(opened: Familiar) -> Non
     assert "dropped from lorebook" not in text
     assert [d["title"] for d in document["lorebook_dropped"]] == ["Never"]
     assert document["lorebook_activation"]["clock"] == 1
+
+
+async def test_fired_counts_the_replies_each_entry_went_into_and_follows_a_moved_entry(opened: Familiar) -> None:
+    path = opened.lorebook_layer.file.path
+    path.write_text(
+        "scan_depth = 1\n\n"  # each reply looks at the message it answers only
+        '[[entries]]\ntitle = "Owl"\nkeys = ["owl"]\ncontent = "An owl."\n\n'
+        '[[entries]]\ntitle = "Moon"\nkeys = ["moon"]\ncontent = "A moon."\n\n'
+        '[[entries]]\ntitle = "Never"\nkeys = ["owl"]\nprobability = 0\ncontent = "x"\n',
+        encoding="utf-8",
+    )
+    assert await opened.lore.fired() == []
+    await opened.chat_local("an owl")
+    await opened.chat_local("the owl and the moon")
+    await opened.chat_local("nothing here")
+    fired = {f.title: (f.entry, f.replies) for f in await opened.lore.fired()}
+    assert fired == {"Owl": (0, 2), "Moon": (1, 1)}  # "Never" matched but never went in
+    book = await opened.lore.load()
+    owl, moon, never = book.entries
+    await opened.lore.save([moon, never, owl], book.revision)  # the Owl moves to the end
+    moved = {f.title: (f.entry, f.replies) for f in await opened.lore.fired()}
+    assert moved == {"Moon": (0, 1), "Owl": (2, 2)}
+    newest = max(f.last for f in await opened.lore.fired())
+    assert newest.tzinfo is not None
+    with pytest.raises(FamiliarError, match="days must be above 0"):
+        await opened.lore.fired(0)
