@@ -59,7 +59,6 @@ from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.budget import count_tokens
 from app.runtime.context.layers import SELF_KEY
 from app.runtime.context.lore_layer import (
-    LorebookLayer,
     LoreFile,
     LoreFileStatus,
     lore_budget,
@@ -433,7 +432,6 @@ class _Open:
 @dataclass(frozen=True, slots=True)
 class LoreDeps:
     file: LoreFile
-    layer: LorebookLayer
     state: LoreState
     history: History
     names: Names

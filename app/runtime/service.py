@@ -219,7 +219,6 @@ class Familiar:
         self.lore = LoreService(
             LoreDeps(
                 file=lore_file,
-                layer=self.lorebook_layer,
                 state=lore_state,
                 history=history,
                 names=self._names,
