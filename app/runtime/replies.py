@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from app.config.settings import BudgetTier
+from app.config.settings import BudgetTier, Settings
 from app.memory.derived import change_counters
 from app.memory.explanations import Explanations
 from app.memory.history import History
@@ -55,7 +55,12 @@ class Replies:
         assembly = await self._assemble(parts, place, answering)
         text = await parts.reply_llm.complete(assembly.messages)
         explanation_id = await self._explanations.save(place, assembly.explanation, [])
+        await parts.lorebook.commit(place, answering.id)  # the lore's timed effects, by the layer that chose them
         return text, explanation_id
+
+    def budget_for(self, place: str) -> BudgetTier:
+        """The budget tier in force at a place now (its channel's, else the familiar's)."""
+        return _tier_for(self._parts().settings, place)[1]
 
     async def _assemble(self, parts: Parts, place: str, answering: Turn | None) -> Assembly:
         section = parts.settings.channels.get(channel_key(place))
@@ -64,9 +69,7 @@ class Replies:
 
     async def _context(self, parts: Parts, place: str, answering: Turn | None) -> ReplyContext:
         settings = parts.settings
-        section = settings.channels.get(channel_key(place))
-        tier = (section.budget_tier if section else "") or settings.budget.tier
-        budget: BudgetTier = getattr(settings.budget, tier)
+        tier, budget = _tier_for(settings, place)
         ending_at = answering.id if answering is not None else None
         recent, pause, versions = await asyncio.gather(
             self._history.recent_turns(place, settings.history.recent_turns, ending_at=ending_at),
@@ -83,3 +86,11 @@ class Replies:
             versions=versions,
             now=datetime.now(UTC),
         )
+
+
+def _tier_for(settings: Settings, place: str) -> tuple[str, BudgetTier]:
+    """The budget tier in force at a place (its channel's, else the familiar's): its name and its budget."""
+    section = settings.channels.get(channel_key(place))
+    tier = (section.budget_tier if section else "") or settings.budget.tier
+    budget: BudgetTier = getattr(settings.budget, tier)
+    return tier, budget

@@ -20,6 +20,8 @@ from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, list_familiars
 from app.config.secrets import SecretStore
 from app.config.settings import Settings
+from app.lore.book import LoreProblem
+from app.lore.scanner import describe_disabled
 from app.memory.catalog import Catalog
 from app.memory.derived import Projections
 from app.memory.embeddings import Embedder, EmbeddingIndex
@@ -27,13 +29,13 @@ from app.memory.errors import StoreError
 from app.memory.explanations import Explanations
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
+from app.memory.lore_state import LoreState
 from app.memory.pauses import PauseKind, PauseState, PauseSwitches
 from app.memory.records import IndexHealth
 from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
-from app.runtime.context.layers import LorebookLayer
-from app.runtime.context.lorebook import LoreProblem, describe_disabled
+from app.runtime.context.lore_layer import LorebookLayer, LoreFile
 from app.runtime.controls_api import ControlsService
 from app.runtime.conversation import Conversation
 from app.runtime.errors import FamiliarError
@@ -43,6 +45,7 @@ from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
 from app.runtime.local_chat import LocalChat
+from app.runtime.lore_api import LoreDeps, LoreService
 from app.runtime.memory_api import MemoryService
 from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
@@ -79,7 +82,9 @@ class Familiar:
         self.pauses = PauseSwitches(history.store)
         self.explanations = Explanations(history.store)
         self.embeddings = EmbeddingIndex(history.store)
-        self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled)
+        lore_file = LoreFile(loaded.paths.lorebook_toml)  # the last good book while the file does not read
+        lore_state = LoreState(history.store)  # the lore's timed effects per place
+        self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled, lore_file, lore_state)
         # Everything the settings, secrets and persona decide: rebuilt and swapped whole by reconfigure().
         self._parts = build_parts(loaded, self._shared)
         self._reconfiguring = asyncio.Lock()
@@ -139,6 +144,18 @@ class Familiar:
             backend=lambda: self.settings.providers.embedding.backend,
             workers=lambda: self.learning.names,
             changes=self.changes,
+        )
+        self.lore = LoreService(
+            LoreDeps(
+                file=lore_file,
+                state=lore_state,
+                history=history,
+                names=self._names,
+                changes=self.changes,
+                budget_for=self.replies.budget_for,
+                display_name=self._display_name,
+                publish=self.publish,
+            )
         )
 
     def _display_name(self) -> str:
@@ -233,6 +250,7 @@ class Familiar:
         # The window closing ends the undo window of the forgets it scheduled: apply them now.
         await self.memory.close_forgets()
         await self.changes.close()
+        await self.lore.close()
         await self._place_namer.close()
         await self._parts.aclose()
         await self.history.close()
@@ -241,6 +259,7 @@ class Familiar:
         """For the window: publish foreign writes (the CLI beside it) and apply deferred forgets on time."""
         self.changes.start()
         self.memory.start_forget_timer()
+        self.lore.start_watching()
 
     # -- facade: memory work ---------------------------------------------------------------------
     async def start_learning(self) -> None:
@@ -315,6 +334,7 @@ class Familiar:
             last_error=self._events.last_error,
             configured=not missing,
             missing=missing,
+            lore_problem=self.lore.problem,
         )
 
     # -- facade: Discord -----------------------------------------------------------------------
