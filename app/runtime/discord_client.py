@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from app.runtime.errors import FamiliarError
 from app.runtime.events import (
     Activity,
     ActivityKind,
+    ChannelInfo,
     ConnectionChanged,
     ConnectionState,
     FailureReported,
@@ -365,6 +367,29 @@ class DiscordAdapter:
             for g in sorted(self._client.guilds, key=lambda g: g.name.lower())
         )
         self._publish(GuildsChanged(guilds=self.guilds))
+
+    def text_channels(self) -> tuple[ChannelInfo, ...] | None:
+        """The text channels of every server the bot is in now, from discord.py's cache (no request);
+        None while not connected."""
+        client = self._client
+        if client is None or self.state is not ConnectionState.CONNECTED:
+            return None
+        return tuple(
+            ChannelInfo(guild_id=g.id, guild_name=g.name, channel_id=c.id, name=c.name)
+            for g in client.guilds
+            for c in g.text_channels
+        )
+
+    def use_answering_rules(self, settings: DiscordSection) -> None:
+        """Answer by these settings from the next message on (home channels, DMs, other bots, reply
+        length); the connection's own settings (servers, intents, backfill) wait for the next start."""
+        self._settings = dataclasses.replace(
+            self._settings,
+            home_channels=settings.home_channels,
+            allow_dms=settings.allow_dms,
+            respond_to_bots=settings.respond_to_bots,
+            max_reply_messages=settings.max_reply_messages,
+        )
 
     # -- messages ----------------------------------------------------------------------------
     def _incoming(self, message: discord.Message, place: str | None = None) -> IncomingMessage:

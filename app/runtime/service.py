@@ -28,6 +28,7 @@ from app.memory.records import IndexHealth, NewTurn, Turn
 from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
+from app.runtime.character_api import CharacterService
 from app.runtime.context.assembler import Assembly
 from app.runtime.context.layers import DEFAULT_ORDER, LorebookLayer, ReplyContext
 from app.runtime.context.lorebook import LoreProblem, describe_disabled
@@ -130,6 +131,14 @@ class Familiar:
             lambda: self.learning.names,
         )
         self.indexes = IndexesService(self.memory_ops, history)
+        self.character = CharacterService(
+            loaded.paths,
+            catalog,
+            lambda: self.settings.familiar.display_name,
+            self.reconfigure,
+            lambda: self._discord.text_channels() if self._discord is not None else None,
+            env,
+        )
 
     # -- the parts the settings decide -----------------------------------------------------------
     @property
@@ -167,6 +176,8 @@ class Familiar:
             parts = build_parts(loaded, self._shared, previous=self._parts)
             old, self._parts = self._parts, parts
             self.learning.replace(parts.projectors, parts.projector_deps, parts.settings.memory.learning.tick_seconds)
+            if self._discord is not None:  # whom and where it answers changes now; the connection at its next start
+                self._discord.use_answering_rules(parts.settings.discord)
             await old.retire()
         _log.info("settings reloaded from %s", self._paths.folder)
 

@@ -31,7 +31,16 @@ from app.runtime.events import (
     MemoryChanged,
     RuntimeEvent,
 )
-from app.runtime.facade import ChatLine, ControlsApi, FamiliarFacade, IndexesApi, MemoryApi, StatusSnapshot, TurnHit
+from app.runtime.facade import (
+    CharacterApi,
+    ChatLine,
+    ControlsApi,
+    FamiliarFacade,
+    IndexesApi,
+    MemoryApi,
+    StatusSnapshot,
+    TurnHit,
+)
 from app.runtime.service import Familiar
 from app.runtime.views import Explanation, PauseKind, PauseView, WorkersView
 
@@ -198,6 +207,10 @@ class FakeFacade:
     @property
     def indexes(self) -> IndexesApi:
         return self._real().indexes
+
+    @property
+    def character(self) -> CharacterApi:
+        return self._real().character
 
     async def explain(self, turn_id: int) -> Explanation:
         self.calls.append(Call("explain", {"turn_id": turn_id}))
