@@ -63,7 +63,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("pane", ["dashboard", "chat", "memory"])
+@pytest.mark.parametrize("pane", ["dashboard", "chat", "memory", "character"])
 def test_a_screenshot_of_each_pane_over_real_data(home: Path, pane: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out = ARTIFACTS / f"screenshot_{pane}.png"
@@ -118,7 +118,7 @@ def test_an_unknown_pane_is_refused_listing_the_names(home: Path, tmp_path: Path
     out = tmp_path / "never.png"
     done = familiar_command(home, "screenshot", "--pane", "timeline-of-doom", "--out", str(out))
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: there is no pane 'timeline-of-doom'; choose one of: dashboard, chat, memory"
+    assert done.stderr.strip() == "error: there is no pane 'timeline-of-doom'; choose one of: dashboard, chat, memory, character"
     assert not out.exists()
     done = familiar_command(home, "--pane", "nowhere", probe=True)
     assert done.returncode == 2
