@@ -169,7 +169,7 @@ class CharacterPane(Pane):
         self.persona.setPlaceholderText("Who the familiar is, how it speaks, what it cares about…")
         self.persona.setTabChangesFocus(True)
         self.persona.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-        self.persona_label = section_label("Persona (character.md)")
+        self.persona_label = section_label("&Persona (character.md)")
         self.persona_label.setBuddy(self.persona)
         self.tokens_label = QLabel()
         self.persona_problem = _Problem()
@@ -189,8 +189,8 @@ class CharacterPane(Pane):
         self.greeting.setFixedHeight(self.greeting.fontMetrics().lineSpacing() * 4 + 12)
         self.channels = QTreeWidget()
         self.channels.setHeaderHidden(True)
-        self.channels.setMinimumHeight(110)
-        self.channels.setMaximumHeight(200)
+        self.channels.setMinimumHeight(90)
+        self.channels.setMaximumHeight(180)
         self.channels.setToolTip("Tick the channels where it answers every message (Space ticks the selected one)")
         self.channels_note = small_label("")
         self.allow_dms = QCheckBox("Answer direct messages")
@@ -255,7 +255,7 @@ class CharacterPane(Pane):
         form.addRow(section_label("Model"))
         row("&Model", self.model, "model", self.model_note)
         row("&Temperature", self.temperature, "temperature")
-        row("Max reply &tokens", self.max_tokens, "max_tokens")
+        row("Ma&x reply tokens", self.max_tokens, "max_tokens")
         row("&Budget tier", self.budget_tier, "budget_tier")
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -378,6 +378,7 @@ class CharacterPane(Pane):
                 top.addChild(item)
             tree.addTopLevelItem(top)
         tree.expandAll()
+        tree.setVisible(tree.topLevelItemCount() > 0)  # nothing to tick: the note below says why
         if not catalog.servers:
             note = "No servers yet: start the bot (Dashboard) to list the channels it can see."
         elif not catalog.connected:
