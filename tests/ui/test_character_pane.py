@@ -251,3 +251,20 @@ def test_character_pane_screenshot(qtbot: QtBot, run: Run[Any], real_familiar: F
     assert window.grab().save(str(ARTIFACTS / "character_pane_small.png"))
     assert pane.field_problems["temperature"].isVisible()
     run(window.shutdown())
+
+
+def test_a_file_broken_on_disk_is_named_and_the_pane_comes_back_once_it_is_fixed(
+    qtbot: QtBot, run: Run[Any], live: Live
+) -> None:
+    _window, pane, _familiar, _discord, _llm, paths = live
+    good = paths.character_toml.read_text(encoding="utf-8")
+    paths.character_toml.write_text(good.replace("[llm]", "[llm"), encoding="utf-8")
+    qtbot.waitUntil(lambda: pane.state is PaneState.ERROR, timeout=WAIT_MS)
+    assert str(paths.character_toml) in pane.state_text()
+    assert "line " in pane.state_text()
+
+    paths.character_toml.write_text(good, encoding="utf-8")
+    qtbot.mouseClick(pane._error_page.button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: pane.state is PaneState.READY, timeout=WAIT_MS)
+    assert pane.display_name.text() == "Wisp"
+    settle(qtbot)
