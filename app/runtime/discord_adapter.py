@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from app.runtime.discord_messages import (
 from app.runtime.discord_state import DiscordState
 from app.runtime.discord_transport import DiscordTransport, explain_start_failure
 from app.runtime.errors import FamiliarError
-from app.runtime.events import ActivityKind, ConnectionState, GuildInfo, RuntimeEvent
+from app.runtime.events import ActivityKind, ChannelInfo, ConnectionState, GuildInfo, RuntimeEvent
 from app.runtime.messages import IncomingMessage, MessageSink, split_reply
 
 _log = logging.getLogger(__name__)
@@ -87,6 +88,29 @@ class DiscordAdapter:
     @property
     def latency_ms(self) -> float | None:
         return self._state.latency_ms
+
+    def text_channels(self) -> tuple[ChannelInfo, ...] | None:
+        """The text channels of every server the bot is in now, from discord.py's cache (no request);
+        None while not connected."""
+        client = self._client
+        if client is None or self.state is not ConnectionState.CONNECTED:
+            return None
+        return tuple(
+            ChannelInfo(guild_id=g.id, guild_name=g.name, channel_id=c.id, name=c.name)
+            for g in client.guilds
+            for c in g.text_channels
+        )
+
+    def use_answering_rules(self, settings: DiscordSection) -> None:
+        """Answer by these settings from the next message on (home channels, DMs, other bots, reply
+        length); the connection's own settings (servers, intents, backfill) wait for the next start."""
+        self._settings = dataclasses.replace(
+            self._settings,
+            home_channels=settings.home_channels,
+            allow_dms=settings.allow_dms,
+            respond_to_bots=settings.respond_to_bots,
+            max_reply_messages=settings.max_reply_messages,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:

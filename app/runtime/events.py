@@ -40,6 +40,16 @@ class GuildInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelInfo:
+    """A text channel of a server the bot is in (the Character pane chooses home channels from these)."""
+
+    guild_id: int
+    guild_name: str
+    channel_id: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionChanged:
     state: ConnectionState
     detail: str = ""

@@ -2,7 +2,8 @@
 
 `FamiliarFacade` is the familiar itself (status, start / stop, local chat, settings, events); its
 typed sub-APIs are `memory` (facts, the queue, decisions and their undo, forgetting, people),
-`controls` (pause switches, workers), `indexes` (health, rebuild) and `lore` (the lorebook), plus
+`controls` (pause switches, workers), `indexes` (health, rebuild), `lore` (the lorebook) and
+`character` (the persona and the settings that make the character, edited and saved), plus
 `explain(turn_id)`.
 They return view records (app/runtime/views.py) with names resolved. Every write takes an optional
 `initiator`, an opaque token carried on the MemoryChanged it publishes.
@@ -19,10 +20,16 @@ from typing import Protocol
 from app.runtime.events import ConnectionState, GuildInfo, RuntimeEvent
 from app.runtime.views import (
     FORGET_UNDO_SECONDS,
+    ChannelCatalog,
+    CharacterDraft,
+    CharacterFiles,
+    CharacterSaved,
+    CharacterView,
     EmbeddingStatusView,
     Explanation,
     FactDetail,
     FactView,
+    FieldProblem,
     ForgetPreview,
     ForgetReceipt,
     ImportOutcome,
@@ -317,6 +324,35 @@ class LoreApi(Protocol):
     async def export(self, target: Path, fmt: str) -> int: ...
 
 
+class CharacterApi(Protocol):
+    """The character's files (character.toml and character.md), read, checked and saved. A save or a
+    restore carries the revision loaded; when the files changed on disk since it raises
+    CharacterChangedError and writes nothing. What is saved is in force from the next reply."""
+
+    async def load(self) -> CharacterView: ...
+
+    async def revision(self) -> str:
+        """The files' revision now (to notice an edit on disk while they are being edited)."""
+        ...
+
+    def check(self, draft: CharacterDraft) -> tuple[FieldProblem, ...]:
+        """Each field's problem in the settings loader's words, naming the key (no I/O)."""
+        ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    async def save(self, draft: CharacterDraft, base_revision: str) -> CharacterSaved: ...
+
+    async def restore(self, files: CharacterFiles, base_revision: str) -> CharacterView:
+        """Put the texts a save replaced (CharacterSaved.before) back: its undo."""
+        ...
+
+    async def channels(self, home: Sequence[int] = ()) -> ChannelCatalog:
+        """The servers and channels to choose home channels from, by name; `home` ids seen nowhere
+        come back in `unseen`."""
+        ...
+
+
 class FamiliarFacade(Protocol):
     """Everything a pane or a CLI command can do. All I/O is async; `get_*` never does I/O."""
 
@@ -342,6 +378,9 @@ class FamiliarFacade(Protocol):
 
     @property
     def lore(self) -> LoreApi: ...
+
+    @property
+    def character(self) -> CharacterApi: ...
 
     async def explain(self, turn_id: int) -> Explanation:
         """What went into the reply that produced this turn; FamiliarError when it is not a reply."""

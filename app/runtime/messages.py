@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from app.runtime.events import ConnectionState, GuildInfo
+from app.config.settings import DiscordSection
+from app.runtime.events import ChannelInfo, ConnectionState, GuildInfo
 
 DISCORD_LIMIT = 2000
 
@@ -96,6 +97,16 @@ class ChatConnection(Protocol):
 
     async def wait_closed(self) -> BaseException | None:
         """Wait until the connection ends by itself; returns the error that ended it, if any."""
+        ...
+
+    def text_channels(self) -> tuple[ChannelInfo, ...] | None:
+        """The text channels of every server it is in now, from what it knows (no request); None
+        while not connected."""
+        ...
+
+    def use_answering_rules(self, settings: DiscordSection) -> None:
+        """Answer by these settings from the next message on; its connection settings wait for the
+        next start."""
         ...
 
 

@@ -35,6 +35,7 @@ from app.memory.records import IndexHealth
 from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
+from app.runtime.character_api import CharacterService
 from app.runtime.context.lore_layer import LorebookLayer, LoreFile
 from app.runtime.controls_api import ControlsService
 from app.runtime.conversation import Conversation
@@ -157,6 +158,14 @@ class Familiar:
                 publish=self.publish,
             )
         )
+        self.character = CharacterService(
+            loaded.paths,
+            catalog,
+            self._display_name,
+            self.reconfigure,
+            lambda: self._discord.text_channels() if self._discord is not None else None,
+            env,
+        )
 
     def _display_name(self) -> str:
         return self._parts.settings.familiar.display_name
@@ -197,6 +206,8 @@ class Familiar:
             parts = build_parts(loaded, self._shared, previous=self._parts)
             old, self._parts = self._parts, parts
             self.learning.replace(parts.projectors, parts.projector_deps, parts.settings.memory.learning.tick_seconds)
+            if self._discord is not None:  # whom and where it answers changes now; the connection at its next start
+                self._discord.use_answering_rules(parts.settings.discord)
             await old.retire()
         _log.info("settings reloaded from %s", self._paths.folder)
 

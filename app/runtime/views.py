@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Literal
 
 FactStatus = Literal["pending", "active", "rejected", "archived", "forgotten"]
@@ -751,3 +752,93 @@ class Explanation:
     lore_seed: int | None = None  # the seed of the activation's RNG (None: recorded before there was one)
     lore_clock: int | None = None  # the number of the message answered in its place
     lore_steps: tuple[tuple[int, ...], ...] = ()  # entry indexes activated per step: the recursion chain
+
+
+# -- the character -------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CharacterDraft:
+    """The character as the editor holds it: persona (character.md) and the settings of character.toml
+    it edits. A number may be given as the text typed ("0.7", "1e-1", "abc"): it is read as a TOML
+    value would be, and what is not a number is refused with the loader's message."""
+
+    display_name: str
+    persona: str
+    greeting: str
+    home_channels: tuple[int, ...]
+    allow_dms: bool
+    respond_to_bots: bool
+    model: str
+    temperature: float | str
+    max_tokens: int | str
+    budget_tier: str
+
+
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    """What is wrong with one field of a draft, in the loader's words (naming the settings key)."""
+
+    field: str  # the CharacterDraft field, e.g. "temperature"
+    key: str  # the character.toml key, e.g. "llm.temperature"
+    message: str  # e.g. "key 'llm.temperature': 7.0 is out of range (0 to 2)"
+
+
+@dataclass(frozen=True, slots=True)
+class SettingOverride:
+    """A setting the environment overrides: the file's value is edited, this one is in force."""
+
+    field: str
+    variable: str  # e.g. FAMILIAR_LLM_MODEL
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterView:
+    """The character as its files hold it now, with the revision to save against."""
+
+    draft: CharacterDraft
+    revision: str  # of character.toml and character.md together; a save sends it back
+    folder: Path  # the familiar's data folder (character.toml, character.md, lorebook.toml...)
+    persona_budgets: Mapping[str, int]  # budget tier -> tokens for the persona ([budget.<tier>] character_tokens)
+    overrides: tuple[SettingOverride, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterFiles:
+    """The text of character.toml and character.md (what an undo of a save puts back)."""
+
+    toml: str
+    persona: str
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterSaved:
+    view: CharacterView  # as saved (and in force from the next reply)
+    before: CharacterFiles
+    after: CharacterFiles
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelChoice:
+    """A channel that can be a home channel, by name."""
+
+    channel_id: int
+    name: str  # "#general", or "channel 123 (not seen)"
+    place: PlaceRef | None  # guild:<id>/<channel id>, "Lantern Club #general"; None when never seen
+    live: bool  # in the connected bot's server list now (else known from what it heard before)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerChoice:
+    server: PlaceRef  # guild:<id>, "Lantern Club"
+    channels: tuple[ChannelChoice, ...]
+    live: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelCatalog:
+    """The servers and channels the familiar sees (the connected bot's list, and every place it has heard
+    in), and home channel ids seen nowhere."""
+
+    servers: tuple[ServerChoice, ...]
+    unseen: tuple[ChannelChoice, ...]
+    connected: bool

@@ -25,6 +25,7 @@ from app.ui.bridge import RuntimeBridge
 from app.ui.dialogs.settings_dialog import SettingsDialog
 from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
+from app.ui.panes.character import CharacterPane
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
 from app.ui.panes.index import IndexPane
@@ -46,6 +47,7 @@ PANES: tuple[type[Pane], ...] = (
     DashboardPane,
     ChatPane,
     MemoryPane,
+    CharacterPane,
     TimelinePane,
     IndexPane,
 )

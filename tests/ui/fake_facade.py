@@ -33,6 +33,7 @@ from app.runtime.events import (
     RuntimeEvent,
 )
 from app.runtime.facade import (
+    CharacterApi,
     ChatLine,
     ControlsApi,
     FamiliarFacade,
@@ -214,6 +215,10 @@ class FakeFacade:
     @property
     def lore(self) -> LoreApi:
         return self._real().lore
+
+    @property
+    def character(self) -> CharacterApi:
+        return self._real().character
 
     async def explain(self, turn_id: int) -> Explanation:
         self.calls.append(Call("explain", {"turn_id": turn_id}))
