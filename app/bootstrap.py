@@ -151,6 +151,7 @@ async def _headless(paths: FamiliarPaths, logs: LogSetup | None) -> int:
             return familiar
         events = EventLog(starting=True)
         familiar.subscribe(events)
+        familiar.lore.start_watching()
         try:
             return await _serve(familiar, paths, stop, events, _Terminal(paths, logs))
         finally:

@@ -26,7 +26,7 @@ from app.config.editing import set_values
 from app.config.paths import FamiliarPaths, ensure_familiar
 from app.config.secrets import SecretStore
 from app.console import error, output
-from app.memory.records import NewTurn
+from app.memory.records import OWNER_KEY, NewTurn
 from app.runtime.service import Familiar
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ async def _check_store(familiar: Familiar) -> str:
                 platform="local",
                 place="local",
                 channel_id=0,
-                author_key="local:owner",
+                author_key=OWNER_KEY,
                 author_name="You",
                 content="The lighthouse keeper feeds the grey harbour seals at dawn.",
                 created_at=datetime.now(UTC),

@@ -24,12 +24,10 @@ from pathlib import Path
 from app.config.paths import FamiliarPaths, ensure_familiar
 from app.config.secrets import SecretStore
 from app.memory.facts import NewFact
-from app.memory.records import NewTurn
+from app.memory.records import OWNER_KEY, SELF_KEY, NewTurn
 from app.runtime.service import Familiar
 
-SELF_KEY = "familiar:self"
 SELF_NAME = "Wisp"
-OWNER_KEY = "local:owner"
 PROJECTORS = ("rich_note", "rolling_summary", "reflection", "people_dossier", "fact_supersede")
 
 COMMON = (

@@ -2,7 +2,7 @@
 10k facts and 500 lorebook entries).
 
 Builds a familiar folder (bench/_familiar_data.py), opens it with Familiar.open and times
-`familiar.assemble(place)` across 20 places:
+`familiar.replies.assemble(place)` across 20 places:
 - fresh: a new user message was just appended in that place (and indexed), so the lorebook scan, the
   memory layer (a new recall cue) and the history layer really rebuild;
 - warm: the same place again with no new turn (every layer a cache hit);
@@ -73,11 +73,11 @@ async def assemble_runs(familiar: Familiar, world: World, runs: int) -> tuple[Sa
     for n in range(runs):
         place = await new_message(familiar, world, n)
         with fresh.measure():
-            assembly = await familiar.assemble(place)
+            assembly = await familiar.replies.assemble(place)
         for name in assembly.cached:
             reused[name] = reused.get(name, 0) + 1
         with warm.measure():
-            again = await familiar.assemble(place)
+            again = await familiar.replies.assemble(place)
         assert len(again.cached) == len(again.outputs), again.cached
     return fresh, warm, reused
 
@@ -102,7 +102,7 @@ async def layer_runs(familiar: Familiar, world: World, persona: str, runs: int) 
     for n in range(runs):
         place = await new_message(familiar, world, n)
         with times["context_for (3 SQL reads)"].measure():
-            ctx = await familiar.context_for(place)
+            ctx = await familiar.replies.context_for(place)
         for layer in layers:
             with times[layer.name].measure():
                 layer.invalidation_key(ctx)
@@ -118,7 +118,7 @@ async def layer_runs(familiar: Familiar, world: World, persona: str, runs: int) 
 async def warm_up(familiar: Familiar, world: World) -> None:
     """First assembly per place: the lorebook is read and compiled, SQLite and tantivy caches fill."""
     for place in world.places:
-        await familiar.assemble(place.key)
+        await familiar.replies.assemble(place.key)
 
 
 async def fill_vectors(familiar: Familiar) -> int:
@@ -163,7 +163,7 @@ async def main() -> None:
             await warm_up(familiar, world)
             fresh, warm, reused = await assemble_runs(familiar, world, args.runs)
             layers = await layer_runs(familiar, world, persona, args.layer_runs)
-            probe = await familiar.assemble(world.places[0].key)
+            probe = await familiar.replies.assemble(world.places[0].key)
         finally:
             await familiar.close()
 
@@ -174,7 +174,7 @@ async def main() -> None:
             await warm_up(familiar, world)
             fresh_emb, warm_emb, _ = await assemble_runs(familiar, world, args.runs)
             emb_layers = await layer_runs(familiar, world, persona, max(20, args.layer_runs // 2))
-            recalled = (await familiar.assemble(world.places[0].key)).explanation["facts"]
+            recalled = (await familiar.replies.assemble(world.places[0].key)).explanation["facts"]
             assert any(f["signals"]["embedding"] is not None for f in recalled), "the embedding signal is not in use"
         finally:
             await familiar.close()
@@ -186,7 +186,7 @@ async def main() -> None:
         f" dropped {len(explained['dropped'])}"
     )
     print()
-    print(header(f"familiar.assemble(place), {args.runs} replies over {len(world.places)} places"))
+    print(header(f"familiar.replies.assemble(place), {args.runs} replies over {len(world.places)} places"))
     print(row("fresh user turn (layers rebuild)", fresh, verdict(fresh)))
     print(row("warm cache, no new turn (all hits)", warm))
     reuse = ", ".join(f"{name} {count * 100 // args.runs}%" for name, count in sorted(reused.items()))

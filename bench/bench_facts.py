@@ -24,6 +24,7 @@ from app.memory.facts import NewFact
 from app.memory.fts import TURNS, FtsIndex
 from app.memory.history import History
 from app.memory.policy import dedup_key
+from app.memory.records import SELF_KEY
 from bench.bench_ingest import turn
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -177,7 +178,7 @@ async def redaction_figures(folder: Path, replies: int) -> None:
                 said = replace(
                     said,
                     content=f"{echo} {said.content}",
-                    author_key="familiar:self",
+                    author_key=SELF_KEY,
                     author_name="Wisp",
                     reply_to=said.message_id - 1,
                 )

@@ -32,11 +32,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.memory.facts import NewFact
+from app.memory.records import SELF_KEY
 from app.runtime.llm import ChatMessage, LLMClient
 from app.runtime.service import Familiar
 from bench._familiar_data import (
     PROJECTORS,
-    SELF_KEY,
     TOPICS,
     Samples,
     World,

@@ -102,7 +102,7 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
     """Fill an empty, open familiar with the demo world (see the module docstring)."""
     now = now or datetime.now(UTC)
     history = familiar.history
-    book = history.facts
+    book = history
     made = DemoFacts()
     await Catalog(history.store).name_places(
         {
@@ -148,7 +148,7 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
         valid_to: datetime | None = None,
     ) -> int:
         _days, place, speaker, _text = CONVERSATION[source]
-        outcome, _changes = await book.insert(
+        outcome, _changes = await book.intake.insert(
             NewFact(
                 content=text,
                 type=kind,
@@ -179,9 +179,9 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
     vegetarian = await fact(
         "vegetarian", "carol is vegetarian.", days=20.4, source=3, subjects=(CAROL,), kind="semantic", importance=7
     )
-    fact_view = await book.get(vegetarian)
+    fact_view = await book.facts.get(vegetarian)
     assert fact_view is not None
-    await book.accept(vegetarian, fact_view.revision, now=now - timedelta(days=19))
+    await book.decisions.decide(vegetarian, fact_view.revision, "accept", now=now - timedelta(days=19))
     made.active["vegetarian"] = vegetarian
     book_club = await fact(
         "book_club",
@@ -191,15 +191,15 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
         subjects=(),
         kind="procedural",
     )
-    club = await book.get(book_club)
+    club = await book.facts.get(book_club)
     assert club is not None
-    await book.accept(book_club, club.revision, now=now - timedelta(days=17))
+    await book.decisions.decide(book_club, club.revision, "accept", now=now - timedelta(days=17))
     made.active["book_club"] = book_club
     # A correction: Porto until a week ago, Lisbon since (world time), recorded as a new version.
     lisbon = await fact(
         "lisbon", "alice lives in Lisbon.", days=7, source=11, subjects=(ALICE,), valid_from=now - timedelta(days=7)
     )
-    await book.supersede(porto, lisbon, now=now - timedelta(days=6.9))
+    await book.corrections.supersede(porto, lisbon, now=now - timedelta(days=6.9))
     made.active["lisbon"], made.other["porto"] = lisbon, porto
     made.active["pepper_age"] = await fact(
         "pepper_age", "bob's cat Pepper is fourteen years old.", days=3, source=15, subjects=(BOB,)
@@ -257,19 +257,21 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
     lighthouse = await fact(
         "lighthouse", "carol saw the old lighthouse in the fog.", days=4, source=14, subjects=(CAROL,), confidence=0.6
     )
-    seen = await book.get(lighthouse)
+    seen = await book.facts.get(lighthouse)
     assert seen is not None
     if seen.status == "pending":
-        await book.reject(lighthouse, seen.revision, now=now - timedelta(days=3.5))
+        await book.decisions.decide(lighthouse, seen.revision, "reject", now=now - timedelta(days=3.5))
     made.other["rejected"] = lighthouse
     snoozed = made.pending.pop("walk")
-    walk = await book.get(snoozed)
+    walk = await book.facts.get(snoozed)
     assert walk is not None
-    await book.snooze(snoozed, walk.revision, now + timedelta(days=2), now=now - timedelta(hours=20))
+    await book.decisions.decide(
+        snoozed, walk.revision, "snooze", until=now + timedelta(days=2), now=now - timedelta(hours=20)
+    )
     made.other["snoozed"] = snoozed
-    market = await book.get(made.active["market"])
+    market = await book.facts.get(made.active["market"])
     assert market is not None
-    await book.archive(market.id, market.revision, now=now - timedelta(days=1))
+    await book.decisions.decide(market.id, market.revision, "archive", now=now - timedelta(days=1))
     made.other["archived"] = made.active.pop("market")
     # Forgotten by the owner: a tombstone and a receipt, no text.
     secret = await fact(
@@ -283,7 +285,7 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
         ("festival", "The lighthouse was open to visitors for the autumn festival.", 16.0, 13.0),
         ("market_closed", "The harbour market is closed for repairs until next Saturday.", 2.0, -5.0),
     ):
-        noted, _changes = await book.insert(
+        noted, _changes = await book.intake.insert(
             NewFact(
                 content=text,
                 type="episodic",

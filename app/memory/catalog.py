@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.memory.sql import in_chunks
 from app.memory.store import Store
-
-_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +44,7 @@ class Catalog:
         """The last display name seen for each canonical key that has spoken (unknown keys are left out)."""
         wanted = sorted(set(keys))
         out: dict[str, str] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(wanted):
             rows = await self._store.read_all(
                 f"SELECT canonical_key, display_name FROM participants WHERE canonical_key IN ({marks})", chunk
             )
@@ -93,9 +90,7 @@ class Catalog:
         """The stored name of each of these places (a guild's or a channel's own name) that is known."""
         wanted = sorted(set(places))
         out: dict[str, str] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(wanted):
             rows = await self._store.read_all(
                 f"SELECT place, name FROM places WHERE place IN ({marks}) AND name != ''", chunk
             )

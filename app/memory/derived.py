@@ -1,9 +1,10 @@
-"""Projections of the conversation (summaries, dossiers, reflections), the pause switches and the
-per-reply explanations. (The workers' watermarks are in watermarks.py, their queue in work_queue.py.)
+"""Projections of the conversation (summaries, dossiers, reflections). (The workers' watermarks are
+in watermarks.py, their queue in work_queue.py.)
 
-Every projection here can be dropped and rebuilt from turns and facts; the pause switches and the
-explanations are owner-facing records. No Qt, no Discord, no LLM: the projectors in app/runtime
-decide what to write; this module only stores it, one explicit transaction per change.
+Every projection here can be dropped and rebuilt from turns and facts. (The pause switches are in
+pauses.py, the replies' explanations in explanations.py: owner-facing records, not projections.) No
+Qt, no Discord, no LLM: the projectors in app/runtime decide what to write; this module only stores
+it, one explicit transaction per change.
 """
 
 from __future__ import annotations
@@ -12,20 +13,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import aiosqlite
 
-from app.memory.errors import StoreError
-from app.memory.policy import place_problem
+from app.memory.pauses import PauseState, pause_state_of
 from app.memory.store import Store, now_iso
 from app.memory.watermarks import WatermarkAdvance, advance_in, rewind_in
 
-PauseKind = Literal["learning", "recall"]
-EVERYWHERE = "*"
 REFLECTION_WORKER = "reflection"  # the worker the reflections are written by (its watermark moves with them)
-KEEP_EXPLANATIONS = 5000  # replies whose explanation stays available
-PRUNE_EVERY = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,17 +50,6 @@ class Reflection:
     cited_fact_ids: tuple[int, ...]
     created_at: datetime
     stale: bool  # a cited fact has been retired since
-
-
-@dataclass(frozen=True, slots=True)
-class PauseState:
-    learning: tuple[str, ...]  # "*" = everywhere, else places
-    recall: tuple[str, ...]
-
-    def paused(self, kind: PauseKind, place: str) -> bool:
-        """Paused everywhere, in this place, or in the guild a channel belongs to."""
-        chosen = self.learning if kind == "learning" else self.recall
-        return EVERYWHERE in chosen or place in chosen or place.split("/", 1)[0] in chosen
 
 
 class Projections:
@@ -238,10 +223,7 @@ class Projections:
             for r in rows
         ]
 
-    # -- pause ---------------------------------------------------------------------------------
-    async def pause_state(self) -> PauseState:
-        return _pause_state(await self._store.read_all("SELECT kind, place FROM memory_pause"))
-
+    # -- the memory tick ----------------------------------------------------------------------
     async def tick_state(self) -> tuple[PauseState, frozenset[str]]:
         """The pause switches and the kinds of work queued, in one read (once per memory tick)."""
         rows = await self._store.read_all(
@@ -249,68 +231,7 @@ class Projections:
             " SELECT DISTINCT kind, NULL FROM memory_work WHERE status = 'queued'"
         )
         queued = frozenset(str(r[0]) for r in rows if r[1] is None)
-        return _pause_state([r for r in rows if r[1] is not None]), queued
-
-    async def set_paused(self, kind: PauseKind, place: str, paused: bool) -> PauseState:
-        """Pause or resume learning or recall, everywhere (place "*") or in one place."""
-        if kind not in ("learning", "recall"):
-            raise StoreError(f"cannot pause {kind!r}: choose learning or recall")
-        if place != EVERYWHERE and (problem := place_problem(place)) is not None:
-            raise StoreError(f"{problem} (or * for everywhere)")
-        if paused:
-            sql = "INSERT OR IGNORE INTO memory_pause (kind, place, since) VALUES (?, ?, ?)"
-            await self._store.write([(sql, (kind, place, now_iso()))])
-        else:
-            await self._store.write([("DELETE FROM memory_pause WHERE kind = ? AND place = ?", (kind, place))])
-        return await self.pause_state()
-
-    # -- explanations ----------------------------------------------------------------------------
-    async def save_explanation(self, place: str, body: dict[str, Any], turn_ids: Sequence[int]) -> int:
-        """One reply's explanation, reachable from each turn it produced (a long reply is several messages)."""
-        async with self._store.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO explanations (place, created_at, body) VALUES (?, ?, ?)",
-                (place, now_iso(), json.dumps(body, ensure_ascii=False)),
-            )
-            explanation_id = int(cursor.lastrowid or 0)
-            await conn.executemany(
-                "INSERT OR REPLACE INTO explanation_turns (turn_id, explanation_id) VALUES (?, ?)",
-                [(t, explanation_id) for t in turn_ids],
-            )
-            if explanation_id % PRUNE_EVERY == 0:  # keep the newest KEEP_EXPLANATIONS, not every reply forever
-                oldest_kept = explanation_id - KEEP_EXPLANATIONS
-                await conn.execute("DELETE FROM explanation_turns WHERE explanation_id <= ?", (oldest_kept,))
-                await conn.execute("DELETE FROM explanations WHERE id <= ?", (oldest_kept,))
-        return explanation_id
-
-    async def link_explanation(self, explanation_id: int, turn_ids: Sequence[int]) -> None:
-        await self._store.write(
-            [
-                (
-                    "INSERT OR REPLACE INTO explanation_turns (turn_id, explanation_id) VALUES (?, ?)",
-                    (t, explanation_id),
-                )
-                for t in turn_ids
-            ]
-        )
-
-    async def explanation(self, turn_id: int) -> dict[str, Any] | None:
-        row = await self._store.read_one(
-            "SELECT e.id, e.place, e.created_at, e.body FROM explanation_turns t"
-            " JOIN explanations e ON e.id = t.explanation_id WHERE t.turn_id = ?",
-            (turn_id,),
-        )
-        if row is None:
-            return None
-        body: dict[str, Any] = json.loads(row[3])
-        return {"explanation_id": int(row[0]), "place": str(row[1]), "created_at": str(row[2]), **body}
-
-
-def _pause_state(rows: Sequence[Sequence[Any]]) -> PauseState:
-    """The switches from memory_pause (kind, place) rows, places sorted."""
-    learning = tuple(sorted(str(r[1]) for r in rows if r[0] == "learning"))
-    recall = tuple(sorted(str(r[1]) for r in rows if r[0] == "recall"))
-    return PauseState(learning=learning, recall=recall)
+        return pause_state_of([r for r in rows if r[1] is not None]), queued
 
 
 async def _any_gone_turn(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> bool:
@@ -330,6 +251,16 @@ async def _any_gone_fact(conn: aiosqlite.Connection, fact_ids: Sequence[int]) ->
     ) as cursor:
         row = await cursor.fetchone()
     return int(row[0] if row else 0) < len(set(fact_ids))
+
+
+async def drop_dossiers_in(conn: aiosqlite.Connection, canonical_keys: Sequence[str]) -> int:
+    """In the caller's transaction (a forget): drop every dossier of these people, to be rebuilt from
+    what is left. Returns how many."""
+    if not canonical_keys:
+        return 0
+    marks = ",".join("?" * len(canonical_keys))
+    cursor = await conn.execute(f"DELETE FROM people_dossiers WHERE canonical_key IN ({marks})", list(canonical_keys))
+    return max(cursor.rowcount, 0)
 
 
 async def drop_reflections_citing(
@@ -360,6 +291,23 @@ async def drop_reflections_citing(
         )
         await rewind_in(conn, REFLECTION_WORKER, place, int(next(iter(rows))[0]))
     return len(dropped)
+
+
+async def drop_summaries_covering(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> int:
+    """In the caller's transaction: drop the summaries that folded any of these turns in (a summary
+    of a place covers its turns up to its last_turn_id); the summary worker rebuilds them."""
+    if not turn_ids:
+        return 0
+    async with conn.execute(
+        f"SELECT place, MIN(id) FROM turns WHERE id IN ({','.join('?' * len(turn_ids))}) GROUP BY place",
+        list(turn_ids),
+    ) as cursor:
+        spans = [(str(r[0]), int(r[1])) for r in await cursor.fetchall()]
+    dropped = 0
+    for place, first in spans:
+        cursor = await conn.execute("DELETE FROM summaries WHERE place = ? AND last_turn_id >= ?", (place, first))
+        dropped += max(cursor.rowcount, 0)
+    return dropped
 
 
 def _dossier(row: Sequence[Any]) -> Dossier:

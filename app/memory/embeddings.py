@@ -41,7 +41,10 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import aiosqlite
+
 from app.memory.errors import StoreError
+from app.memory.sql import in_chunks
 from app.memory.store import Store
 
 if TYPE_CHECKING:
@@ -64,7 +67,6 @@ _STAMP = "familiar-model.json"  # written last: its presence means the folder wa
 _KNOWN_DIMS = {DEFAULT_FASTEMBED_MODEL: 384}
 
 _CURRENT_FACT = "f.superseded_at IS NULL AND f.status NOT IN ('forgotten', 'rejected')"
-_CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 _WORD = re.compile(r"\w+")
 
 
@@ -602,9 +604,7 @@ class EmbeddingIndex:
         """The stored vectors of `model` for these facts (ids without one are absent)."""
         ids = list(dict.fromkeys(int(i) for i in fact_ids))
         found: dict[int, list[float]] = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             rows = await self._store.read_all(
                 f"SELECT fact_id, dim, vector FROM fact_embeddings WHERE model = ? AND fact_id IN ({marks})",
                 (model, *chunk),
@@ -703,3 +703,13 @@ class EmbeddingIndex:
             swapped = max(cursor.rowcount, 0)
             await conn.execute("DELETE FROM fact_embeddings WHERE model = ?", (staging,))
         return swapped
+
+
+async def drop_vectors_in(conn: aiosqlite.Connection, fact_ids: Sequence[int]) -> int:
+    """In the caller's transaction (a forget): delete every model's vectors of these facts."""
+    if not fact_ids:
+        return 0
+    cursor = await conn.execute(
+        f"DELETE FROM fact_embeddings WHERE fact_id IN ({','.join('?' * len(fact_ids))})", list(fact_ids)
+    )
+    return max(cursor.rowcount, 0)

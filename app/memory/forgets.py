@@ -4,7 +4,7 @@ A forget from the window is not applied at once: it is scheduled, with a deadlin
 From that moment every version of the fact is held out of every read (recall, the queue, the slices),
 so it is gone for the familiar and for the owner; until the deadline the owner can undo it, which
 deletes the row and changes nothing else. The runtime applies it (the real, irreversible forget of
-FactBook.forget) at the deadline, when the window closes, or at the next open after a crash, so it is
+Erasure.forget) at the deadline, when the window closes, or at the next open after a crash, so it is
 never lost and never half-done.
 
 A receipt records what a forget erased, content-free (ids, counts, subject keys, the scope), so the
@@ -21,8 +21,9 @@ from typing import Any
 
 import aiosqlite
 
+from app.memory.erasure import ForgetReceipt
 from app.memory.errors import RevisionConflictError
-from app.memory.facts import FactBook, FactError, ForgetReceipt
+from app.memory.facts import FactBook, FactError
 from app.memory.store import Store
 
 _SCHEDULE_COLUMNS = "id, fact_id, redact_sources, due_at, created_at"
@@ -52,17 +53,6 @@ class StoredReceipt:
     subjects: tuple[str, ...]  # canonical keys, never text
     scope: str
     created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class ForgetPreview:
-    """What forgetting a fact would erase, counted now without writing anything."""
-
-    fact_ids: tuple[int, ...]  # the versions still holding text
-    subjects: tuple[str, ...]
-    scope: str
-    source_turn_ids: tuple[int, ...]  # the messages it came from (erased too only when redacting)
-    stores: tuple[tuple[str, int], ...]  # (store, rows or documents that would go)
 
 
 def _iso(moment: datetime) -> str:
@@ -220,66 +210,6 @@ class ForgetQueue:
             list(tombstone_ids),
         )
         return {int(r[1]): _receipt(r) for r in rows}
-
-    # -- preview -----------------------------------------------------------------------------------
-    async def preview(self, fact_id: int, *, redact_sources: bool = False) -> ForgetPreview:
-        """What `FactBook.forget` would erase now: the same stores its receipt lists, counted."""
-        chain = await self._facts.chain(fact_id)
-        live = [f for f in chain.facts if f.status != "forgotten"]
-        if not live:
-            raise FactError(f"fact {fact_id} is already forgotten")
-        ids = [f.id for f in live]
-        subjects = sorted({s for f in live for s in f.subjects})
-        sources = sorted({t for f in live for t in f.source_turn_ids})
-        marks = ",".join("?" * len(ids))
-        stores: list[tuple[str, int]] = [("facts", len(ids)), ("fts/facts", len(ids))]
-        vectors = await self._count(f"SELECT COUNT(*) FROM fact_embeddings WHERE fact_id IN ({marks})", ids)
-        stores.append(("fact_embeddings", vectors))
-        if subjects:
-            subject_marks = ",".join("?" * len(subjects))
-            dossiers = await self._count(
-                f"SELECT COUNT(*) FROM people_dossiers WHERE canonical_key IN ({subject_marks})", subjects
-            )
-            stores.append(("people_dossiers", dossiers))
-        reflections = await self._count(
-            "SELECT COUNT(*) FROM reflections r WHERE EXISTS (SELECT 1 FROM json_each(r.cited_fact_ids) j"
-            f" WHERE j.value IN ({marks}))"
-            + (
-                " OR EXISTS (SELECT 1 FROM json_each(r.cited_turn_ids) j"
-                f" WHERE j.value IN ({','.join('?' * len(sources))}))"
-                if sources
-                else ""
-            ),
-            [*ids, *sources],
-        )
-        stores.append(("reflections", reflections))
-        summaries = 0
-        if sources:
-            summaries = await self._count(
-                "SELECT COUNT(*) FROM summaries s WHERE EXISTS (SELECT 1 FROM turns t"
-                f" WHERE t.id IN ({','.join('?' * len(sources))}) AND t.place = s.place AND s.last_turn_id >= t.id)",
-                sources,
-            )
-        stores.append(("summaries", summaries))
-        if redact_sources:
-            replies = [r for r in await self._facts.replies_quoting_sources(ids) if r not in set(sources)]
-            stores += [
-                ("turns", len(sources)),
-                ("turns (replies quoting them)", len(replies)),
-                ("fts/turns", len(sources) + len(replies)),
-            ]
-        head = next((f for f in chain.facts if f.id == chain.head_id), live[-1])
-        return ForgetPreview(
-            fact_ids=tuple(ids),
-            subjects=tuple(subjects),
-            scope=head.scope,
-            source_turn_ids=tuple(sources),
-            stores=tuple(stores),
-        )
-
-    async def _count(self, sql: str, params: Sequence[Any]) -> int:
-        row = await self._store.read_one(sql, params)
-        return int(row[0]) if row else 0
 
 
 async def _insert_receipt(

@@ -9,22 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from app.memory.committer import IndexCommitter
-from app.memory.errors import IndexUnavailableError, StoreError
-from app.memory.facts import (
-    Changes,
-    Fact,
-    FactBook,
-    ForgetReceipt,
-    InsertOutcome,
-    NewFact,
-    drop_projections_quoting,
-)
+from app.memory.corrections import Corrections
+from app.memory.decisions import Decisions
+from app.memory.erasure import Erasure, ForgetReceipt
+from app.memory.errors import IndexUnavailableError
+from app.memory.facts import Changes, Fact, FactBook, InsertOutcome, NewFact
 from app.memory.fts import FACTS, TURNS, FtsIndex, IndexTiming
+from app.memory.intake import FactIntake
 from app.memory.policy import TYPE_WEIGHTS, visible_scopes
 from app.memory.records import IndexHealth, NewTurn, Turn, TurnSearchHit
 from app.memory.scan import merge_hits, scan_facts, scan_turns
+from app.memory.sql import in_chunks
 from app.memory.store import Store
 from app.memory.tombstone_keys import TombstoneKeys
+from app.memory.tombstones import Tombstones
 from app.memory.watermarks import WatermarkAdvance
 
 _log = logging.getLogger(__name__)
@@ -123,9 +121,7 @@ class FactIndexSource:
 
     async def documents_by_ids(self, ids: Sequence[int]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             rows = await self._store.read_all(
                 f"SELECT id, scope, content FROM facts WHERE id IN ({marks}) AND {self._INDEXABLE}", chunk
             )
@@ -160,7 +156,13 @@ async def _backlog(store: Store, name: str, count_after: str, watermark: int) ->
 
 
 class History:
-    """Append, edit, redact and search turns. SQL first; the index follows through the committer."""
+    """Append, edit, redact and search turns; the facts beside them. SQL first; the indexes follow
+    through their committers, woken after each change.
+
+    The fact tables have one object per job: `facts` reads them, `intake` inserts (every rule of what
+    may be learnt), `decisions` moves a fact's status (the owner's decisions and their undo),
+    `corrections` supersedes (edits, the supersede worker, edited sources), `tombstones` keeps what
+    was forgotten from being learnt again, and `erasure` forgets (everywhere, in one transaction)."""
 
     def __init__(
         self,
@@ -172,7 +174,12 @@ class History:
         self.store = store
         self.turns_index = turns_index
         self.facts_index = facts_index
-        self.facts = FactBook(store, keys)
+        self.tombstones = Tombstones(store, keys)
+        self.facts = FactBook(store)
+        self.intake = FactIntake(store, self.tombstones)
+        self.decisions = Decisions(store, self.facts)
+        self.corrections = Corrections(store, self.facts, self.tombstones)
+        self.erasure = Erasure(store, self.facts, self.tombstones)
         self._scanning: set[str] = set()  # indexes whose searches the store answers now (logged once)
 
     @classmethod
@@ -230,7 +237,8 @@ class History:
         history = cls(store, committer, facts_committer, keys)
         if committer.owns_index:  # the process that owns the memory finishes what a crash cut short
             try:
-                finished = await history.finish_interrupted_deletions()
+                finished = await history.erasure.finish_interrupted_deletions()
+                history.facts_index.notify()
             except BaseException:
                 await history.close()
                 raise
@@ -270,7 +278,7 @@ class History:
         turn = await self.store.edit_message(platform, message_id, content, edited_at)
         self.turns_index.notify()
         if turn is not None and before is not None:
-            await self.facts.on_turn_edited(before.id, turn.id)
+            await self.corrections.retire_edited(before.id, turn.id)
         return turn
 
     async def redact_message(self, platform: str, message_id: int, deleted_at: datetime) -> list[int]:
@@ -278,47 +286,10 @@ class History:
         queued work on it is cancelled. The deletion marker keeps a later backfill out."""
         ids = await self.store.redact_message(platform, message_id, deleted_at)
         self.turns_index.notify()
-        await self._propagate_deletion(platform, message_id, ids)
-        return ids
-
-    async def _propagate_deletion(self, platform: str, message_id: int, ids: Sequence[int]) -> None:
-        """Each step is safe to repeat; the marker says the last one finished."""
+        await self.erasure.propagate_deletion(platform, message_id, ids)
         if ids:
-            await self.facts.on_turns_deleted(ids)
-            await self._drop_quoting(ids)
             self.facts_index.notify()
-        await self.store.write(
-            [
-                (
-                    "UPDATE deleted_sources SET propagated = 1 WHERE platform = ? AND message_id = ?",
-                    (platform, message_id),
-                )
-            ]
-        )
-
-    async def finish_interrupted_deletions(self) -> int:
-        """Deletions a crash cut short (the turn redacted, its facts not yet forgotten) are finished."""
-        pending = await self.store.read_all(
-            "SELECT platform, message_id FROM deleted_sources WHERE propagated = 0 ORDER BY rowid"
-        )
-        finished = 0
-        for platform, message_id in pending:
-            rows = await self.store.read_all(
-                "SELECT id FROM turns WHERE platform = ? AND message_id = ?", (platform, message_id)
-            )
-            try:
-                await self._propagate_deletion(str(platform), int(message_id), [int(r[0]) for r in rows])
-            except StoreError as exc:  # never a reason not to start: the marker stays for the next time
-                _log.warning("could not finish the deletion of %s message %s: %s", platform, message_id, exc)
-                continue
-            finished += 1
-        return finished
-
-    async def _drop_quoting(self, turn_ids: Sequence[int]) -> None:
-        """Projections that may quote redacted turns are dropped (see `drop_projections_quoting`)."""
-        if turn_ids:
-            async with self.store.transaction() as conn:
-                await drop_projections_quoting(conn, turn_ids)
+        return ids
 
     async def recent_turns(self, place: str, limit: int, *, ending_at: int | None = None) -> list[Turn]:
         return await self.store.recent_turns(place, limit, ending_at=ending_at)
@@ -377,7 +348,7 @@ class History:
 
     # -- facts -------------------------------------------------------------------------------------
     async def insert_fact(self, new: NewFact) -> InsertOutcome:
-        outcome, changes = await self.facts.insert(new)
+        outcome, changes = await self.intake.insert(new)
         self._wake(changes)
         return outcome
 
@@ -386,12 +357,12 @@ class History:
     ) -> list[InsertOutcome]:
         """A batch in one transaction (all validated first: one invalid fact writes none), moving the
         watermarks of `advance` in the same transaction."""
-        outcomes, changes = await self.facts.insert_many(news, advance=advance)
+        outcomes, changes = await self.intake.insert_many(news, advance=advance)
         self._wake(changes)
         return outcomes
 
     async def edit_fact(self, fact_id: int, revision: int, text: str) -> Fact:
-        fact, changes = await self.facts.edit(fact_id, revision, text)
+        fact, changes = await self.corrections.edit(fact_id, revision, text)
         self._wake(changes)
         return fact
 
@@ -400,7 +371,7 @@ class History:
     ) -> ForgetReceipt:
         """Forget, and return the receipt only once the indexes no longer hold the text."""
         # The forget itself drops what quotes its source messages, redacted or not.
-        receipt, changes = await self.facts.forget(fact_id, revision=revision, redact_sources=redact_sources)
+        receipt, changes = await self.erasure.forget(fact_id, revision=revision, redact_sources=redact_sources)
         await self.store.checkpoint()  # the erased text must not linger in the write-ahead log either
         self._wake(changes)
         for committer, touched in ((self.facts_index, changes.facts_index), (self.turns_index, changes.turns_index)):

@@ -24,7 +24,6 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-FAMILIAR_SELF = "familiar:self"  # the author key of the familiar's own turns (app.runtime.service.SELF_KEY)
 MIN_RUN = 4
 MIN_RUN_DIRECT = 2
 MIN_SHORT_CHARS = 4

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+# The author keys that are no platform's: the familiar's own turns and the window owner's.
+SELF_KEY = "familiar:self"
+OWNER_KEY = "local:owner"
+
 
 @dataclass(frozen=True, slots=True)
 class NewTurn:

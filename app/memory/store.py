@@ -22,6 +22,7 @@ from app.config.paths import private_file
 from app.memory.errors import StoreError
 from app.memory.migrations import migrate
 from app.memory.records import NewTurn, Turn
+from app.memory.sql import in_chunks
 
 _log = logging.getLogger(__name__)
 
@@ -282,24 +283,30 @@ class Store:
             ) as cursor:
                 ids = [int(r[0]) for r in await cursor.fetchall()]
             if ids:
-                await self._redact_ids(ids)
+                await redact_turns_in(self._writer, ids)
         return ids
 
-    async def _redact_ids(self, ids: Sequence[int]) -> None:
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            await self._writer.execute(f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks})", chunk)
-            await self._writer.executemany(
-                "INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(i,) for i in chunk]
-            )
+    async def deletions_to_propagate(self) -> list[tuple[str, int]]:
+        """(platform, message id) of deleted messages whose consequences a crash cut short."""
+        rows = await self.read_all(
+            "SELECT platform, message_id FROM deleted_sources WHERE propagated = 0 ORDER BY rowid"
+        )
+        return [(str(r[0]), int(r[1])) for r in rows]
+
+    async def message_turn_ids(self, platform: str, message_id: int) -> list[int]:
+        """Every revision of one message."""
+        rows = await self.read_all("SELECT id FROM turns WHERE platform = ? AND message_id = ?", (platform, message_id))
+        return [int(r[0]) for r in rows]
+
+    async def mark_propagated(self, platform: str, message_id: int) -> None:
+        """A deletion's consequences are all written (see `redact_message`)."""
+        sql = "UPDATE deleted_sources SET propagated = 1 WHERE platform = ? AND message_id = ?"
+        await self.write([(sql, (platform, message_id))])
 
     async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
         """Turns in the order of `ids` (missing ids are left out)."""
         found: dict[int, Turn] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids):
             for row in await self.read_all(f"SELECT {_TURN_COLUMNS} FROM turns WHERE id IN ({marks})", chunk):
                 found[row[0]] = _turn(row)
         return self._seen([found[i] for i in ids if i in found])
@@ -436,6 +443,20 @@ class Store:
             return await asyncio.to_thread(run)
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
+
+
+async def redact_turns_in(conn: aiosqlite.Connection, turn_ids: Sequence[int]) -> list[int]:
+    """In the caller's transaction: clear these turns' text (those not redacted already), keeping the
+    rows, and queue their index documents' removal. Returns the ids redacted now, in order."""
+    done: list[int] = []
+    for chunk, marks in in_chunks(turn_ids):
+        rows = await conn.execute_fetchall(
+            f"UPDATE turns SET content = '', redacted = 1 WHERE id IN ({marks}) AND redacted = 0 RETURNING id", chunk
+        )
+        now = sorted(int(r[0]) for r in rows)
+        await conn.executemany("INSERT INTO index_outbox (name, doc_id) VALUES ('turns', ?)", [(t,) for t in now])
+        done.extend(now)
+    return sorted(done)
 
 
 class _Transaction:

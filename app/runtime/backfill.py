@@ -41,7 +41,7 @@ class BackfillSink(Protocol):
 
     async def known_dm_channels(self) -> list[tuple[str, int, str | None]]: ...
 
-    async def on_discord_backfill(self, place: str, messages: Sequence[IncomingMessage]) -> int: ...
+    async def on_backfill(self, place: str, messages: Sequence[IncomingMessage]) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +222,7 @@ class Backfill:
                 # The later pieces of a long reply answer what its first piece answered.
                 incoming = replace(incoming, reply_to=messages[-1].reply_to)
             messages.append(incoming)
-        stored = await self._sink.on_discord_backfill(each.place, messages)
+        stored = await self._sink.on_backfill(each.place, messages)
         if stored:
             self._activity(ActivityKind.INFO, each.where, f"backfilled {_messages(stored)} in {each.label}")
         _log.info("catch-up of %s: %d fetched, %d new", each.where, len(messages), stored)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from app.memory.catalog import Catalog
-from app.memory.derived import PauseState, Projections
+from app.memory.derived import Projections
 from app.memory.errors import StoreError
+from app.memory.pauses import EVERYWHERE, PauseState, PauseSwitches
 from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError
@@ -15,7 +16,6 @@ from app.runtime.events import ChangeKind
 from app.runtime.names import Names, NameTable
 from app.runtime.views import FailedWork, PauseKind, PauseView, PlaceRef, PlaceSwitches, Switch, WorkersView
 
-EVERYWHERE = "*"
 _NOT_SWITCHABLE = frozenset({"familiar", "quarantine"})
 
 
@@ -58,6 +58,7 @@ def pause_view(state: PauseState, places: set[str], names: NameTable) -> PauseVi
 class ControlsService:
     def __init__(
         self,
+        pauses: PauseSwitches,
         projections: Projections,
         work_queue: WorkQueue,
         catalog: Catalog,
@@ -66,6 +67,7 @@ class ControlsService:
         set_paused: Callable[[PauseKind, str, bool], Awaitable[PauseState]],
         projector_names: Callable[[], tuple[str, ...]],
     ) -> None:
+        self._pauses = pauses
         self._projections = projections
         self._work_queue = work_queue
         self._catalog = catalog
@@ -77,7 +79,7 @@ class ControlsService:
     async def state(self) -> PauseView:
         """Every switch, and how each known place is affected (paused here, by its server, everywhere)."""
         try:
-            state = await self._projections.pause_state()
+            state = await self._pauses.state()
             places = set(await self._catalog.known_places())
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc

@@ -23,3 +23,8 @@ class StaleRevisionError(FamiliarError):
         super().__init__(message)
         self.fact_id = fact_id
         self.current = current
+
+
+class CharacterChangedError(FamiliarError):
+    """A save (or an undo of one) carried a revision of character.toml / character.md that is no longer
+    what is on disk: someone edited them meanwhile. Reload them first; nothing was written."""

@@ -19,6 +19,7 @@ from app.runtime.events import (
     ConnectionState,
     FailureReported,
     GuildsChanged,
+    LorebookStatus,
     RuntimeEvent,
 )
 
@@ -53,3 +54,11 @@ class EventLog:
                 _log.info("%s %s %s", event.kind.value, event.where, event.summary)
         elif isinstance(event, FailureReported):
             _log.error("%s", event.message, extra={"said": event.message, "console": console})
+        elif isinstance(event, LorebookStatus):  # lorebook.toml broken (the last good book in use) or read again
+            if event.problem is not None:
+                _log.warning("%s", event.banner)
+            else:
+                for warning in event.warnings:
+                    _log.warning("%s", warning)
+                if not event.warnings:
+                    _log.info("%s reads again: it is the lorebook in use", event.file)

@@ -2,15 +2,16 @@
 
 `FamiliarFacade` is the familiar itself (status, start / stop, local chat, settings, events); its
 typed sub-APIs are `memory` (facts, the queue, decisions and their undo, forgetting, people),
-`controls` (pause switches, workers), `indexes` (health, rebuild) and `setup` (settings in force and
-their sources, token and endpoint checks, saving), plus `explain(turn_id)`.
+`controls` (pause switches, workers), `indexes` (health, rebuild), `setup` (settings in force and
+their sources, token and endpoint checks, saving), `lore` (the lorebook) and `character` (the
+persona and the settings that make the character, edited and saved), plus `explain(turn_id)`.
 They return view records (app/runtime/views.py) with names resolved. Every write takes an optional
 `initiator`, an opaque token carried on the MemoryChanged it publishes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,13 +29,27 @@ from app.runtime.setup_views import (
 )
 from app.runtime.views import (
     FORGET_UNDO_SECONDS,
+    ChannelCatalog,
+    CharacterDraft,
+    CharacterFiles,
+    CharacterSaved,
+    CharacterView,
     EmbeddingStatusView,
     Explanation,
     FactDetail,
     FactView,
+    FieldProblem,
     ForgetPreview,
     ForgetReceipt,
+    ImportOutcome,
+    ImportPreview,
     IndexStatusView,
+    LoreBookSettings,
+    LoreBookView,
+    LoreEntryView,
+    LoreFiredView,
+    LoreLint,
+    LoreTrial,
     PauseKind,
     PauseView,
     PendingQueue,
@@ -45,6 +60,7 @@ from app.runtime.views import (
     RememberOutcome,
     ScheduledForget,
     SourceMessage,
+    TimedEffectView,
     TimelineDiff,
     TimelineExtent,
     TimelineFilters,
@@ -63,6 +79,7 @@ class StatusSnapshot:
     last_error: str | None
     configured: bool  # a bot token and an LLM endpoint are both set
     missing: tuple[str, ...]  # what is still missing, in words ("bot token", "LLM endpoint")
+    lore_problem: str | None = None  # why lorebook.toml is not in use (the last good book is), as last read
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +288,105 @@ class SetupApi(Protocol):
     async def apply_card(self, path: Path) -> CardApplied: ...
 
 
+class LoreApi(Protocol):
+    """The lorebook (lorebook.toml): load, edit and save it, lint it, try it, its timed effects, import and
+    export. Failures are FamiliarError in one line; a save or an import against a revision the file no
+    longer has is LoreConflictError (app.runtime.lore_api), with the revision the file has now."""
+
+    @property
+    def problem(self) -> str | None:
+        """Why lorebook.toml is not the book in use (the last good one is), as last read; None when it is."""
+        ...
+
+    def check_key(self, key: str) -> str | None:
+        """Why a key can never match (empty, an invalid or too long regex), None when it can: no I/O."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """What a text costs in a prompt, as the lorebook's budget counts it: no I/O."""
+        ...
+
+    async def load(self) -> LoreBookView: ...
+
+    async def save(
+        self, entries: Sequence[LoreEntryView], base_revision: str, *, settings: LoreBookSettings | None = None
+    ) -> LoreBookView:
+        """The book becomes `entries`, in this order (those with a `ref` as loaded, edited or not; those left
+        out removed; those without a ref added), and `settings`; only what changed is written."""
+        ...
+
+    async def lint(
+        self, entries: Sequence[LoreEntryView] | None = None, *, settings: LoreBookSettings | None = None
+    ) -> list[LoreLint]: ...
+
+    async def try_text(
+        self,
+        texts: Sequence[str],
+        *,
+        seed: int | None = None,
+        entries: Sequence[LoreEntryView] | None = None,
+        settings: LoreBookSettings | None = None,
+    ) -> LoreTrial: ...
+
+    async def try_place(
+        self,
+        where: str,
+        last: int = 20,
+        *,
+        seed: int | None = None,
+        entries: Sequence[LoreEntryView] | None = None,
+        settings: LoreBookSettings | None = None,
+    ) -> LoreTrial: ...
+
+    async def fired(self, days: float = 7.0) -> list[LoreFiredView]:
+        """The entries of the book now that went into replies in the last `days` (how many, the newest),
+        from the replies' kept explanations; entries that did not are left out."""
+        ...
+
+    async def timed(self, where: str | None = None) -> list[TimedEffectView]: ...
+
+    async def clear_timed(
+        self, where: str | None = None, key: str | None = None, *, initiator: object | None = None
+    ) -> int: ...
+
+    async def import_preview(self, file: Path) -> ImportPreview: ...
+
+    async def import_apply(
+        self, file: Path, base_revision: str, *, take: Collection[int] | None = None
+    ) -> ImportOutcome: ...
+
+    async def export(self, target: Path, fmt: str) -> int: ...
+
+
+class CharacterApi(Protocol):
+    """The character's files (character.toml and character.md), read, checked and saved. A save or a
+    restore carries the revision loaded; when the files changed on disk since it raises
+    CharacterChangedError and writes nothing. What is saved is in force from the next reply."""
+
+    async def load(self) -> CharacterView: ...
+
+    async def revision(self) -> str:
+        """The files' revision now (to notice an edit on disk while they are being edited)."""
+        ...
+
+    def check(self, draft: CharacterDraft) -> tuple[FieldProblem, ...]:
+        """Each field's problem in the settings loader's words, naming the key (no I/O)."""
+        ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    async def save(self, draft: CharacterDraft, base_revision: str) -> CharacterSaved: ...
+
+    async def restore(self, files: CharacterFiles, base_revision: str) -> CharacterView:
+        """Put the texts a save replaced (CharacterSaved.before) back: its undo."""
+        ...
+
+    async def channels(self, home: Sequence[int] = ()) -> ChannelCatalog:
+        """The servers and channels to choose home channels from, by name; `home` ids seen nowhere
+        come back in `unseen`."""
+        ...
+
+
 class FamiliarFacade(Protocol):
     """Everything a pane or a CLI command can do. All I/O is async; `get_*` never does I/O."""
 
@@ -296,6 +412,12 @@ class FamiliarFacade(Protocol):
 
     @property
     def setup(self) -> SetupApi: ...
+
+    @property
+    def lore(self) -> LoreApi: ...
+
+    @property
+    def character(self) -> CharacterApi: ...
 
     async def explain(self, turn_id: int) -> Explanation:
         """What went into the reply that produced this turn; FamiliarError when it is not a reply."""

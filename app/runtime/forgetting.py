@@ -6,13 +6,20 @@ A deferred forget is a durable row (app/memory/forgets.py): the fact is out of e
 ones this process scheduled (the window closing ends their undo window), and by `apply_due_forgets()`
 at the next open for any a crash left behind. Never lost, never half-done: the forget itself is one
 transaction, and a row whose fact turns out already forgotten is simply cleared.
+
+Every forget applied here ends with the erased words purged from the files of the search indexes
+this process writes (a compaction, off the event loop), so no caller has to remember it and a
+process that exits right after (a CLI command, a window closing) leaves none behind; the receipt
+says where each index stands (`index_files`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from app.memory.errors import STORE_FAILURES
@@ -24,13 +31,13 @@ from app.memory.waiting import wait_set
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.memory_base import MemoryBase
-from app.runtime.memory_ops import IndexPurge
 from app.runtime.names import NameTable
 from app.runtime.view_builder import source_message
 from app.runtime.views import (
     FORGET_UNDO_SECONDS,
     ForgetPreview,
     ForgetReceipt,
+    IndexPurge,
     ScheduledForget,
     StoreCount,
     TombstoneView,
@@ -78,7 +85,7 @@ class ForgettingMixin(MemoryBase):
     async def forget_preview(self, fact_id: int, *, redact_sources: bool = False) -> ForgetPreview:
         """What a forget would erase, counted now (nothing is written)."""
         async with self._explained(fact_id):
-            found = await self._deps.forgets.preview(fact_id, redact_sources=redact_sources)
+            found = await self._history.erasure.preview(fact_id, redact_sources=redact_sources)
             turns = await self._views.turns(found.source_turn_ids)
         names = await self._views.names.table(people=found.subjects, places=[found.scope, *(t.place for t in turns)])
         return ForgetPreview(
@@ -107,7 +114,7 @@ class ForgettingMixin(MemoryBase):
                 receipt, subjects=before.subjects if before else (), scope=before.scope if before else ""
             )
         await self._wrote(initiator, *_FORGOTTEN_CHANGES)
-        return await self._receipt(stored)
+        return await self._receipt(stored, await self._purge())
 
     async def schedule_forget(
         self,
@@ -148,7 +155,7 @@ class ForgettingMixin(MemoryBase):
             async with self._explained():
                 rows = await self._deps.forgets.scheduled()
             due = [r for r in rows if r.due_at <= now or (own_too and r.id in self._own_forgets)]
-            receipts: list[ForgetReceipt] = []
+            applied: list[StoredReceipt] = []
             for row in due:
                 try:
                     stored = await self._apply(row)
@@ -157,10 +164,11 @@ class ForgettingMixin(MemoryBase):
                     continue
                 self._own_forgets.discard(row.id)
                 if stored is not None:
-                    receipts.append(await self._receipt(stored))
+                    applied.append(stored)
         if due:
             await self._wrote(None, *_FORGOTTEN_CHANGES)
-        return receipts
+        purged = await self._purge() if applied else {}
+        return [await self._receipt(stored, purged) for stored in applied]
 
     async def _apply(self, row: StoredSchedule) -> StoredReceipt | None:
         before = await self._history.facts.get(row.fact_id)
@@ -190,15 +198,24 @@ class ForgettingMixin(MemoryBase):
         )
         return [_receipt_view(r, names) for r in rows]
 
-    async def _receipt(self, row: StoredReceipt) -> ForgetReceipt:
+    async def _receipt(self, row: StoredReceipt, purged: Mapping[str, IndexPurge]) -> ForgetReceipt:
         names = await self._views.names.table(people=row.subjects, places=[row.scope])
-        return _receipt_view(row, names)
+        return dataclasses.replace(_receipt_view(row, names), index_files=purged)
+
+    async def _purge(self) -> dict[str, IndexPurge]:
+        """The words of what was just forgotten leave the index files this process writes (see
+        IndexPurge for each index's outcome). Never a reason to fail the forget: it is done already."""
+        try:
+            return await self._deps.ops.purge_index_files()
+        except FamiliarError as exc:
+            _log.warning("forgotten; the index files are purged later: %s", exc)
+            return {}
 
     # -- tombstones ---------------------------------------------------------------------------------
     async def tombstones(self) -> list[TombstoneView]:
         """Tombstones in force, each with a content-free label: who, where, when, and its receipt."""
         async with self._explained():
-            stones = await self._history.facts.tombstones()
+            stones = await self._history.tombstones.fetch_all()
             by_stone = await self._deps.forgets.receipts_for_tombstones([t.id for t in stones])
             foreign = await foreign_tombstones(self._history.store, [t.id for t in stones])
         receipts = list(by_stone.values())
@@ -237,7 +254,7 @@ class ForgettingMixin(MemoryBase):
     async def lift_tombstone(self, tombstone_id: int, *, initiator: object | None = None) -> TombstoneView:
         """Allow what it blocked to be learned again."""
         async with self._explained():
-            stone = await self._history.facts.lift_tombstone(tombstone_id)
+            stone = await self._history.tombstones.lift(tombstone_id)
         await self._wrote(initiator, ChangeKind.TOMBSTONES)
         return TombstoneView(
             id=stone.id,
@@ -257,11 +274,6 @@ class ForgettingMixin(MemoryBase):
         if found is None:  # lifted again by another process meanwhile
             raise FamiliarError(f"tombstone {tombstone_id} was lifted again meanwhile")
         return found
-
-    async def purge_index_files(self, timeout: float = 300.0) -> dict[str, IndexPurge]:
-        """Compact now every index this process writes that still holds removed documents' words (a
-        one-shot command, before it exits); see IndexPurge for each index's outcome."""
-        return await self._deps.ops.purge_index_files(timeout)
 
     # -- the timer -----------------------------------------------------------------------------------
     def start_forget_timer(self) -> None:

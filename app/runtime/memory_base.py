@@ -16,6 +16,7 @@ from app.memory.derived import Projections
 from app.memory.errors import RevisionConflictError, StoreError
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
+from app.memory.pauses import PauseSwitches
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError, StaleRevisionError
 from app.runtime.events import ChangeKind
@@ -29,6 +30,7 @@ from app.runtime.views import FactView
 class MemoryDeps:
     history: History
     projections: Projections
+    pauses: PauseSwitches  # recall honours the pause switches, as a reply does
     catalog: Catalog
     forgets: ForgetQueue
     views: ViewBuilder

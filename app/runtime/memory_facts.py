@@ -7,12 +7,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
+from app.memory.decisions import Move
 from app.memory.facts import Fact, NewFact
 from app.memory.policy import place_problem
+from app.memory.records import OWNER_KEY
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.memory_base import MemoryBase
-from app.runtime.names import OWNER_KEY, NameTable
+from app.runtime.names import NameTable
 from app.runtime.textdiff import DUPLICATE_RATIO, similarity, word_diff
 from app.runtime.view_builder import fact_view, source_message
 from app.runtime.views import (
@@ -126,7 +128,7 @@ class FactsMixin(MemoryBase):
         if (problem := place_problem(where)) is not None:
             raise FamiliarError(problem)
         async with self._explained():
-            if (await self._deps.projections.pause_state()).paused("recall", where):
+            if (await self._deps.pauses.state()).paused("recall", where):
                 return []
             scored = await self._deps.retriever.facts(query, where, limit)
         views = await self._views.facts([s.fact for s in scored])
@@ -174,28 +176,21 @@ class FactsMixin(MemoryBase):
         )
 
     async def accept(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
-        async with self._explained(fact_id):
-            fact = await self._history.facts.accept(fact_id, revision)
-        return await self._decided(fact, initiator)
+        return await self._move(fact_id, revision, "accept", initiator)
 
     async def reject(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
-        async with self._explained(fact_id):
-            fact = await self._history.facts.reject(fact_id, revision)
-        return await self._decided(fact, initiator)
+        return await self._move(fact_id, revision, "reject", initiator)
 
     async def snooze(
         self, fact_id: int, revision: int, until: datetime | None = None, *, initiator: object | None = None
     ) -> FactView:
         """Out of the queue until `until` (default: a day from now)."""
-        async with self._explained(fact_id):
-            fact = await self._history.facts.snooze(fact_id, revision, until or datetime.now(UTC) + DEFAULT_SNOOZE)
-        return await self._decided(fact, initiator)
+        until = until or datetime.now(UTC) + DEFAULT_SNOOZE
+        return await self._move(fact_id, revision, "snooze", initiator, until=until)
 
     async def archive(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
         """An active fact leaves current truth (it stays in the history slices)."""
-        async with self._explained(fact_id):
-            fact = await self._history.facts.archive(fact_id, revision)
-        return await self._decided(fact, initiator)
+        return await self._move(fact_id, revision, "archive", initiator)
 
     async def edit(self, fact_id: int, revision: int, text: str, *, initiator: object | None = None) -> FactView:
         """A correction: a new version (active: the owner wrote it) supersedes this one. Returns the new head."""
@@ -206,28 +201,30 @@ class FactsMixin(MemoryBase):
     # -- reversals (undo) ------------------------------------------------------------------------------
     async def reopen(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
         """Undo an accept or a reject: back to the pending queue."""
-        async with self._explained(fact_id):
-            fact = await self._history.facts.reopen(fact_id, revision)
-        return await self._decided(fact, initiator)
+        return await self._move(fact_id, revision, "reopen", initiator)
 
     async def unarchive(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
-        async with self._explained(fact_id):
-            fact = await self._history.facts.unarchive(fact_id, revision)
-        return await self._decided(fact, initiator)
+        return await self._move(fact_id, revision, "unarchive", initiator)
 
     async def restore_snooze(
         self, fact_id: int, revision: int, until: datetime | None, *, initiator: object | None = None
     ) -> FactView:
         """Undo a snooze: the snooze it had before (None: back in the queue now)."""
-        async with self._explained(fact_id):
-            fact = await self._history.facts.restore_snooze(fact_id, revision, until)
-        return await self._decided(fact, initiator)
+        return await self._move(fact_id, revision, "restore_snooze", initiator, until=until)
 
     async def revert_edit(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
         """Undo an edit: the text before comes back as a new version (with the status it had)."""
         async with self._explained(fact_id):
-            fact, _changes = await self._history.facts.revert_edit(fact_id, revision)
+            fact, _changes = await self._history.corrections.revert_edit(fact_id, revision)
         self._history.facts_index.notify()
+        return await self._decided(fact, initiator)
+
+    async def _move(
+        self, fact_id: int, revision: int, move: Move, initiator: object | None, *, until: datetime | None = None
+    ) -> FactView:
+        """One of the owner's status moves (app.memory.decisions.TRANSITIONS)."""
+        async with self._explained(fact_id):
+            fact = await self._history.decisions.decide(fact_id, revision, move, until=until)
         return await self._decided(fact, initiator)
 
     async def _decided(self, fact: Fact, initiator: object | None) -> FactView:

@@ -31,8 +31,8 @@ from app.memory.export import (
 from app.memory.history import History
 from app.memory.records import IndexHealth
 from app.runtime.errors import FamiliarError
+from app.runtime.views import IndexPurge
 
-OWNER_KEY = "local:owner"
 _log = logging.getLogger(__name__)
 
 
@@ -77,16 +77,6 @@ class RebuildProgress:
 
 class RebuildCancelledError(FamiliarError):
     """The rebuild was cancelled: every index answers exactly as it did before."""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexPurge:
-    """Where removed documents' words stand in one index's files after a forget: "purged" here,
-    "running" (the familiar running elsewhere purges them within seconds) or "pending" (the index is
-    locked: they leave its files once the lock is gone; search already leaves them out)."""
-
-    status: Literal["purged", "running", "pending"]
-    reason: str | None = None
 
 
 class MemoryOps:
@@ -135,7 +125,7 @@ class MemoryOps:
                 try:
                     chunk: list[str] = []
                     records = export_records(
-                        self._history.store, keys=self._history.facts.keys, include_key=with_tombstone_key
+                        self._history.store, keys=self._history.tombstones.keys, include_key=with_tombstone_key
                     )
                     async for record in records:
                         chunk.append(json.dumps(record, ensure_ascii=False) + "\n")
@@ -188,7 +178,7 @@ class MemoryOps:
                 )
             local = await asyncio.to_thread(self._local_keys) if self._local_keys is not None else ()
             await import_records(
-                store, lines, sha256=digest, file=source.name, keys=self._history.facts.keys, local_keys=local
+                store, lines, sha256=digest, file=source.name, keys=self._history.tombstones.keys, local_keys=local
             )
             marker = await import_marker(store)
         _crash_point("import-committed")

@@ -1,16 +1,24 @@
-"""Platform-neutral messages passed from the Discord adapter to the familiar, and reply splitting."""
+"""The runtime's own message types: what a chat platform's adapter hands the familiar (and what it
+gets back), the `MessageSink` it feeds, and reply splitting. Nothing here knows a platform's library:
+an adapter (the Discord one: discord_adapter.py) translates its objects into these."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
+
+from app.config.settings import DiscordSection
+from app.runtime.events import ChannelInfo, ConnectionState, GuildInfo
 
 DISCORD_LIMIT = 2000
 
 
 @dataclass(frozen=True, slots=True)
 class IncomingMessage:
+    platform: str  # "discord"; a person on it is "<platform>:<author id>"
     message_id: int
     place: str  # "guild:<guild id>/<channel id>" or "dm:<user id>"
     guild_id: int | None
@@ -26,6 +34,80 @@ class IncomingMessage:
     from_familiar: bool = False  # its own message (seen in history fetched after a restart)
     guild_name: str | None = None  # the server's and the channel's names, kept so views can say where
     channel_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SentMessage:
+    """One message of a reply as the platform accepted it (a long reply is several)."""
+
+    message_id: int
+    content: str
+    created_at: datetime
+
+
+class MessageSink(Protocol):
+    """What the familiar does with the conversation a platform adapter hands it."""
+
+    async def on_message(self, message: IncomingMessage) -> None:
+        """A message said where the familiar can see it (stored; the adapter decides whether to answer)."""
+        ...
+
+    async def reply_for(self, message: IncomingMessage) -> str | None:
+        """The reply text (None = stay silent). Called inside the typing indicator."""
+        ...
+
+    async def on_reply_sent(self, message: IncomingMessage, sent: SentMessage) -> None:
+        """One message of the reply to `message` was accepted by the platform."""
+        ...
+
+    async def on_edit(self, platform: str, message_id: int, content: str, edited_at: datetime) -> None: ...
+
+    async def on_delete(self, platform: str, message_id: int) -> None: ...
+
+    async def backfill_point(self, place: str) -> int | None:
+        """The message id after which `place` may have missed messages (None: nothing stored there)."""
+        ...
+
+    async def known_dm_channels(self) -> list[tuple[str, int, str | None]]:
+        """(place, channel id, the other person's name) of each DM conversation the familiar has had."""
+        ...
+
+    async def on_backfill(self, place: str, messages: Sequence[IncomingMessage]) -> int:
+        """Messages missed while offline, oldest first, stored and never answered; returns how many were new."""
+        ...
+
+
+class ChatConnection(Protocol):
+    """A running connection to a chat platform that feeds a MessageSink (the Discord adapter is one)."""
+
+    @property
+    def state(self) -> ConnectionState: ...
+
+    @property
+    def guilds(self) -> tuple[GuildInfo, ...]: ...
+
+    @property
+    def latency_ms(self) -> float | None: ...
+
+    async def start(self) -> None:
+        """Connect; returns once ready. Raises FamiliarError with one line a user can act on."""
+        ...
+
+    async def stop(self) -> None: ...
+
+    async def wait_closed(self) -> BaseException | None:
+        """Wait until the connection ends by itself; returns the error that ended it, if any."""
+        ...
+
+    def text_channels(self) -> tuple[ChannelInfo, ...] | None:
+        """The text channels of every server it is in now, from what it knows (no request); None
+        while not connected."""
+        ...
+
+    def use_answering_rules(self, settings: DiscordSection) -> None:
+        """Answer by these settings from the next message on; its connection settings wait for the
+        next start."""
+        ...
 
 
 def place_for(guild_id: int | None, channel_id: int, author_id: int) -> str:

@@ -11,10 +11,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from app.memory.catalog import Catalog
+from app.memory.records import OWNER_KEY, SELF_KEY
 from app.runtime.views import PersonRef, PlaceRef
 
-OWNER_KEY = "local:owner"
-SELF_KEY = "familiar:self"
 LOCAL_PLACE = "local"
 
 _FIXED_PLACES = {

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 
 from app.memory.catalog import Catalog
 from app.memory.errors import STORE_FAILURES
-from app.runtime.events import GuildInfo
+from app.runtime.events import GuildInfo, GuildsChanged, RuntimeEvent
 
 _log = logging.getLogger(__name__)
 
@@ -31,6 +31,11 @@ class PlaceNamer:
             _log.warning("could not record place names: %s", exc)
             return
         self._known.update(fresh)
+
+    def on_event(self, event: RuntimeEvent) -> None:
+        """Listens to the runtime's events for the adapter's guild list."""
+        if isinstance(event, GuildsChanged):
+            self.note_guilds(event.guilds)
 
     def note_guilds(self, guilds: Iterable[GuildInfo]) -> None:
         """From the adapter's guild list (an event, so not awaited by the caller)."""

@@ -1,79 +1,72 @@
-"""The familiar: one object the window and the CLI talk to (the FamiliarFacade), and the sink the
-Discord adapter feeds. It owns the store, the LLM clients and the Discord connection."""
+"""The familiar: the facade the window and the CLI talk to (app.runtime.facade.FamiliarFacade), and
+the composition root of the runtime: it builds the parts, owns their lifetimes and delegates.
+
+The jobs are elsewhere: what the settings decide (wiring.py, swapped whole by `reconfigure`), the
+conversation a platform hands over (conversation.py), how a reply is built (replies.py), the local
+chat (local_chat.py), events (event_hub.py), the memory sub-APIs (memory_api.py, controls_api.py,
+indexes_api.py) and the background memory workers (projectors/).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, list_familiars
 from app.config.secrets import SecretStore
-from app.config.settings import BudgetTier, Settings
+from app.config.settings import Settings
+from app.lore.book import LoreProblem
+from app.lore.scanner import describe_disabled
 from app.memory.catalog import Catalog
-from app.memory.derived import PauseKind, PauseState, Projections, change_counters
+from app.memory.derived import Projections
 from app.memory.embeddings import Embedder, EmbeddingIndex
 from app.memory.errors import StoreError
+from app.memory.explanations import Explanations
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
-from app.memory.records import IndexHealth, NewTurn, Turn
+from app.memory.lore_state import LoreState
+from app.memory.pauses import PauseKind, PauseState, PauseSwitches
+from app.memory.records import IndexHealth
 from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
-from app.runtime.context.assembler import Assembly
-from app.runtime.context.layers import DEFAULT_ORDER, LorebookLayer, ReplyContext
-from app.runtime.context.lorebook import LoreProblem, describe_disabled
+from app.runtime.character_api import CharacterService
+from app.runtime.context.lore_layer import LorebookLayer, LoreFile
 from app.runtime.controls_api import ControlsService
+from app.runtime.conversation import Conversation
 from app.runtime.errors import FamiliarError
-from app.runtime.events import ConnectionState, FailureReported, GuildsChanged, IndexHealthReport, RuntimeEvent
+from app.runtime.event_hub import EventHub
+from app.runtime.events import ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
 from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
+from app.runtime.local_chat import LocalChat
+from app.runtime.lore_api import LoreDeps, LoreService
 from app.runtime.memory_api import MemoryService
 from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
-from app.runtime.messages import IncomingMessage
+from app.runtime.messages import ChatConnection
 from app.runtime.names import Names
 from app.runtime.places import PlaceNamer
 from app.runtime.projectors.base import ProjectorDeps
 from app.runtime.projectors.runner import ProjectorRunner
+from app.runtime.replies import Replies
 from app.runtime.retrieval import Retriever
 from app.runtime.setup_api import SetupService
 from app.runtime.setup_views import SettingsUpdate
 from app.runtime.view_builder import ViewBuilder
 from app.runtime.views import Explanation
-from app.runtime.wiring import Loaded, Parts, Shared, build_parts, load_familiar
+from app.runtime.wiring import Loaded, Shared, build_parts, load_familiar
 
 if TYPE_CHECKING:  # discord.py loads with the adapter, on Start: not for the window, the CLI or the store
-    import discord
-
-    from app.runtime.discord_client import DiscordAdapter
-
-SELF_KEY = "familiar:self"
+    pass
 
 _log = logging.getLogger(__name__)
-
-LOCAL_PLACE = "local"
-OWNER_KEY = "local:owner"
-MAX_LOCAL_CHARS = 8000
-# How many of a channel's newest stored messages a backfill looks at again: a crash in a burst can
-# leave a reply Discord accepted unstored among them.
-BACKFILL_OVERLAP = 50
-
-
-def channel_key(place: str) -> str:
-    """The `[channels.<key>]` table that applies to a place."""
-    if place.startswith("guild:") and "/" in place:
-        return place.rsplit("/", 1)[1]
-    if place.startswith("dm:"):
-        return "dm"
-    return place
 
 
 class Familiar:
@@ -86,17 +79,24 @@ class Familiar:
         self._env = env
         self.history = history
         self._secret_store = secret_store
-        self._subscribers: list[Callable[[RuntimeEvent], None]] = []
-        self._discord: DiscordAdapter | None = None
-        self._last_error: str | None = None
+        self._events = EventHub()
+        self._discord: ChatConnection | None = None
         self._index_health: dict[str, IndexHealth] = {}
+        self._closed = False
         self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml, self._other_tombstone_keys)
         self.projections = Projections(history.store)
+        self.pauses = PauseSwitches(history.store)
+        self.explanations = Explanations(history.store)
         self.embeddings = EmbeddingIndex(history.store)
-        self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled)
+        lore_file = LoreFile(loaded.paths.lorebook_toml)  # the last good book while the file does not read
+        lore_state = LoreState(history.store)  # the lore's timed effects per place
+        self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled, lore_file, lore_state)
         # Everything the settings, secrets and persona decide: rebuilt and swapped whole by reconfigure().
         self._parts = build_parts(loaded, self._shared)
         self._reconfiguring = asyncio.Lock()
+        catalog = Catalog(history.store)
+        self._place_namer = PlaceNamer(catalog)
+        self._events.subscribe(self._place_namer.on_event)  # first: names are known before anyone shows them
         # One change broadcast (MemoryChanged) after every facade write, worker tick and foreign write.
         self.changes = ChangeBroadcaster(history.store, self.publish)
         self.work_queue = WorkQueue(history.store)
@@ -106,16 +106,24 @@ class Familiar:
             self._parts.settings.memory.learning.tick_seconds,
             after_tick=self.changes.check,
         )
-        self._explanations: dict[int, int] = {}  # Discord message id -> explanation of its reply
-        self._closed = False
+        self.replies = Replies(history, self.pauses, self.explanations, lambda: self._parts)
+        self.conversation = Conversation(
+            history, self.replies, self.explanations, self._place_namer, display_name=self._display_name
+        )
+        self.local_chat = LocalChat(
+            history,
+            self.replies,
+            self.explanations,
+            display_name=self._display_name,
+            missing=lambda: self._parts.reply_llm.endpoint.missing(),
+        )
         # The facade's typed sub-APIs, shared by the window and the CLI.
-        catalog = Catalog(history.store)
-        self._names = Names(catalog, lambda: self.settings.familiar.display_name)
-        self._place_namer = PlaceNamer(catalog)
+        self._names = Names(catalog, self._display_name)
         self.memory = MemoryService(
             MemoryDeps(
                 history=history,
                 projections=self.projections,
+                pauses=self.pauses,
                 catalog=catalog,
                 forgets=ForgetQueue(history.store, history.facts),
                 views=ViewBuilder(history.store, self._names),
@@ -125,6 +133,7 @@ class Familiar:
             )
         )
         self.controls = ControlsService(
+            self.pauses,
             self.projections,
             self.work_queue,
             catalog,
@@ -143,6 +152,29 @@ class Familiar:
             changes=self.changes,
         )
         self.setup = SetupService(loaded.paths, secret_store, env, lambda: self._parts.loaded, self.reconfigure)
+        self.lore = LoreService(
+            LoreDeps(
+                file=lore_file,
+                state=lore_state,
+                history=history,
+                names=self._names,
+                changes=self.changes,
+                budget_for=self.replies.budget_for,
+                display_name=self._display_name,
+                publish=self.publish,
+            )
+        )
+        self.character = CharacterService(
+            loaded.paths,
+            catalog,
+            self._display_name,
+            self.reconfigure,
+            lambda: self._discord.text_channels() if self._discord is not None else None,
+            env,
+        )
+
+    def _display_name(self) -> str:
+        return self._parts.settings.familiar.display_name
 
     # -- the parts the settings decide -----------------------------------------------------------
     @property
@@ -180,6 +212,8 @@ class Familiar:
             parts = build_parts(loaded, self._shared, previous=self._parts)
             old, self._parts = self._parts, parts
             self.learning.replace(parts.projectors, parts.projector_deps, parts.settings.memory.learning.tick_seconds)
+            if self._discord is not None:  # whom and where it answers changes now; the connection at its next start
+                self._discord.use_answering_rules(parts.settings.discord)
             await old.retire()
         _log.info("settings reloaded from %s", self._paths.folder)
 
@@ -233,6 +267,7 @@ class Familiar:
         # The window closing ends the undo window of the forgets it scheduled: apply them now.
         await self.memory.close_forgets()
         await self.changes.close()
+        await self.lore.close()
         await self._place_namer.close()
         await self._parts.aclose()
         await self.history.close()
@@ -241,6 +276,7 @@ class Familiar:
         """For the window: publish foreign writes (the CLI beside it) and apply deferred forgets on time."""
         self.changes.start()
         self.memory.start_forget_timer()
+        self.lore.start_watching()
 
     # -- facade: memory work ---------------------------------------------------------------------
     async def start_learning(self) -> None:
@@ -254,12 +290,12 @@ class Familiar:
         return dict(self.learning.reports)
 
     async def pause_state(self) -> PauseState:
-        return await self.projections.pause_state()
+        return await self.pauses.state()
 
     async def set_paused(self, kind: PauseKind, where: str, paused: bool) -> PauseState:
         """Pause or resume learning or recall, everywhere ("*") or in one place; kept across restarts."""
         try:
-            state = await self.projections.set_paused(kind, where, paused)
+            state = await self.pauses.set(kind, where, paused)
         except StoreError as exc:
             raise FamiliarError(str(exc)) from exc
         self._parts.assembler.clear()
@@ -269,7 +305,7 @@ class Familiar:
 
     async def explain(self, turn_id: int) -> Explanation:
         """What went into the reply that produced this turn."""
-        return await explain(self.projections, self.history.facts, self._names, turn_id)
+        return await explain(self.explanations, self.history.facts, self._names, turn_id)
 
     # -- facade: identity and events -----------------------------------------------------------
     @property
@@ -293,24 +329,10 @@ class Familiar:
         return self._parts.settings
 
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._subscribers.remove(callback)
-
-        return unsubscribe
+        return self._events.subscribe(callback)
 
     def publish(self, event: RuntimeEvent) -> None:
-        if isinstance(event, FailureReported):
-            self._last_error = event.message
-        elif isinstance(event, GuildsChanged):
-            self._place_namer.note_guilds(event.guilds)
-        for callback in list(self._subscribers):
-            try:
-                callback(event)
-            except Exception:  # noqa: BLE001 - one broken listener must not silence the others
-                _log.exception("event listener failed")
+        self._events.publish(event)
 
     def _missing(self) -> tuple[str, ...]:
         missing: list[str] = []
@@ -326,9 +348,10 @@ class Familiar:
             state=adapter.state if adapter is not None else ConnectionState.STOPPED,
             guilds=adapter.guilds if adapter is not None else (),
             latency_ms=adapter.latency_ms if adapter is not None else None,
-            last_error=self._last_error,
+            last_error=self._events.last_error,
             configured=not missing,
             missing=missing,
+            lore_problem=self.lore.problem,
         )
 
     # -- facade: Discord -----------------------------------------------------------------------
@@ -340,10 +363,12 @@ class Familiar:
             raise self._fail(f"No {' and no '.join(missing)} yet: set them in Settings.")
         if self._discord is not None:
             return
-        from app.runtime.discord_client import DiscordAdapter
+        # discord.py (and aiohttp under it) load only when the familiar connects: the window and the
+        # CLI's memory commands start without them, and nothing else of the runtime knows the platform.
+        from app.runtime.discord_adapter import DiscordAdapter
 
         loaded = self._parts.loaded
-        adapter = DiscordAdapter(loaded.settings.discord, loaded.secrets.discord_token, self, self.publish)
+        adapter = DiscordAdapter(loaded.settings.discord, loaded.secrets.discord_token, self.conversation, self.publish)
         self._discord = adapter
         try:
             await adapter.start()
@@ -372,190 +397,12 @@ class Familiar:
             return None
         return await adapter.wait_closed()
 
-    # -- MessageSink: what the familiar does with Discord traffic --------------------------------
-    async def _append_discord(
-        self,
-        message: IncomingMessage,
-        *,
-        message_id: int,
-        author_key: str,
-        author_name: str,
-        content: str,
-        created_at: datetime,
-        reply_to: int | None,
-    ) -> Turn | None:
-        return await self.history.append_turn(
-            NewTurn(
-                platform="discord",
-                place=message.place,
-                guild_id=message.guild_id,
-                channel_id=message.channel_id,
-                message_id=message_id,
-                author_key=author_key,
-                author_name=author_name,
-                content=content,
-                created_at=created_at,
-                reply_to=reply_to,
-            )
-        )
-
-    async def on_discord_message(self, message: IncomingMessage) -> None:
-        if message.guild_id is not None and message.guild_name and message.channel_name:
-            await self._place_namer.note(
-                {f"guild:{message.guild_id}": message.guild_name, message.place: message.channel_name}
-            )
-        await self._append_discord(
-            message,
-            message_id=message.message_id,
-            author_key=f"discord:{message.author_id}",
-            author_name=message.author_name,
-            content=message.content,
-            created_at=message.created_at,
-            reply_to=message.reply_to,
-        )
-
-    async def reply_for(self, message: IncomingMessage) -> str | None:
-        """The reply to one message, built from the channel's history up to that message.
-
-        None when the message is no longer there to answer (deleted before its turn came).
-        """
-        answering = await self.history.store.latest_revision("discord", message.message_id)
-        if answering is None or answering.redacted:
-            _log.info("message %s was deleted before it could be answered", message.message_id)
-            return None
-        text, explanation_id = await self._reply(message.place, answering)
-        self._explanations[message.message_id] = explanation_id
-        while len(self._explanations) > 256:
-            self._explanations.pop(next(iter(self._explanations)))
-        return text
-
-    async def on_discord_reply_sent(self, message: IncomingMessage, sent: discord.Message) -> None:
-        turn = await self._append_discord(
-            message,
-            message_id=sent.id,
-            author_key=SELF_KEY,
-            author_name=self.settings.familiar.display_name,
-            content=sent.content,
-            created_at=sent.created_at,
-            reply_to=message.message_id,
-        )
-        explanation_id = self._explanations.get(message.message_id)
-        if turn is None:  # already stored (its gateway echo came first): link the stored one
-            turn = await self.history.store.latest_revision("discord", sent.id)
-        if explanation_id is not None and turn is not None:
-            await self.projections.link_explanation(explanation_id, [turn.id])
-
-    async def backfill_point(self, place: str) -> int | None:
-        """The message id after which `place` may have missed messages (None: nothing stored there)."""
-        return await self.history.store.resume_point(place, BACKFILL_OVERLAP)
-
-    async def known_dm_channels(self) -> list[tuple[str, int, str | None]]:
-        """(place, channel id, the other person's name) of each DM conversation the familiar has had."""
-        return await self.history.store.dm_channels()
-
-    async def on_discord_backfill(self, place: str, messages: Sequence[IncomingMessage]) -> int:
-        """Messages missed while offline, oldest first, stored as turns and never answered; the
-        familiar's own messages are its replies. Already stored or deleted ones are skipped.
-        Returns how many were new."""
-        name = self.settings.familiar.display_name
-        turns = [
-            NewTurn(
-                platform="discord",
-                place=place,
-                guild_id=m.guild_id,
-                channel_id=m.channel_id,
-                message_id=m.message_id,
-                author_key=SELF_KEY if m.from_familiar else f"discord:{m.author_id}",
-                author_name=name if m.from_familiar else m.author_name,
-                content=m.content,
-                created_at=m.created_at,
-                reply_to=m.reply_to,
-            )
-            for m in messages
-        ]
-        return len(await self.history.append_turns(turns)) if turns else 0
-
-    async def on_discord_edit(self, message_id: int, content: str, edited_at: datetime) -> None:
-        await self.history.edit_message("discord", message_id, content, edited_at)
-
-    async def on_discord_delete(self, message_id: int) -> None:
-        await self.history.redact_message("discord", message_id, datetime.now(UTC))
-
-    async def context_for(self, place: str, answering: Turn | None = None) -> ReplyContext:
-        """What a reply at `place` is built from; for `answering`, the history window ends at that
-        message, so it is the last thing said in the prompt whatever arrived after it."""
-        settings = self.settings
-        section = settings.channels.get(channel_key(place))
-        tier = (section.budget_tier if section else "") or settings.budget.tier
-        budget: BudgetTier = getattr(settings.budget, tier)
-        ending_at = answering.id if answering is not None else None
-        recent, pause, versions = await asyncio.gather(
-            self.history.recent_turns(place, settings.history.recent_turns, ending_at=ending_at),
-            self.projections.pause_state(),
-            change_counters(self.history.store),
-        )
-        return ReplyContext(
-            place=place,
-            display_name=settings.familiar.display_name,
-            tier=tier,
-            budget=budget,
-            recent=tuple(recent),
-            recall_paused=pause.paused("recall", place),
-            versions=versions,
-            now=datetime.now(UTC),
-        )
-
-    async def assemble(self, place: str, answering: Turn | None = None) -> Assembly:
-        """The prompt a reply at `place` (to `answering`, else to the newest message) would get now,
-        and its explanation (no LLM call)."""
-        return await self._assemble(self._parts, place, answering)
-
-    async def _assemble(self, parts: Parts, place: str, answering: Turn | None) -> Assembly:
-        section = parts.settings.channels.get(channel_key(place))
-        order = (section.prompt_layers if section else ()) or DEFAULT_ORDER
-        return await parts.assembler.assemble(await self.context_for(place, answering), order)
-
-    async def _reply(self, place: str, answering: Turn) -> tuple[str, int]:
-        parts = self._parts  # one set for the whole reply, even if the settings change meanwhile
-        assembly = await self._assemble(parts, place, answering)
-        text = await parts.reply_llm.complete(assembly.messages)
-        explanation_id = await self.projections.save_explanation(place, assembly.explanation, [])
-        return text, explanation_id
-
     # -- facade: local chat --------------------------------------------------------------------
     async def chat_local(self, text: str) -> ChatLine:
-        text = text.strip()
-        if not text:
-            raise FamiliarError("Type a message first.")
-        if len(text) > MAX_LOCAL_CHARS:
-            raise FamiliarError(f"That message is too long ({len(text)} characters, at most {MAX_LOCAL_CHARS}).")
-        missing = self._parts.reply_llm.endpoint.missing()
-        if missing:
-            raise FamiliarError(f"No {' and no '.join(missing)} yet: set them in Settings.")
-        said = await self._append_local(OWNER_KEY, "You", text)
-        reply, explanation_id = await self._reply(LOCAL_PLACE, said)
-        turn = await self._append_local(SELF_KEY, self.settings.familiar.display_name, reply)
-        await self.projections.link_explanation(explanation_id, [turn.id])
-        return _chat_line(turn)
-
-    async def _append_local(self, author_key: str, author_name: str, content: str) -> Turn:
-        turn = await self.history.append_turn(
-            NewTurn(
-                platform="local",
-                place=LOCAL_PLACE,
-                channel_id=0,
-                author_key=author_key,
-                author_name=author_name,
-                content=content,
-                created_at=datetime.now(UTC),
-            )
-        )
-        if turn is None:  # pragma: no cover - local turns carry no message id, so they are never skipped
-            raise FamiliarError("the local chat could not be saved")
-        return turn
+        return await self.local_chat.send(text)
 
     async def load_local_history(self, limit: int = 50) -> list[ChatLine]:
-        return [_chat_line(t) for t in await self.history.recent_turns(LOCAL_PLACE, limit)]
+        return await self.local_chat.recent(limit)
 
     # -- facade: memory --------------------------------------------------------------------------
     async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:
@@ -601,13 +448,3 @@ class Familiar:
         from app.runtime.diagnostics import familiar_report
 
         return await familiar_report(self, self._parts.loaded.secrets, extra_versions)
-
-
-def _chat_line(turn: Turn) -> ChatLine:
-    return ChatLine(
-        turn_id=turn.id,
-        author=turn.author_name,
-        content=turn.content,
-        from_familiar=turn.author_key == SELF_KEY,
-        created_at=turn.created_at,
-    )

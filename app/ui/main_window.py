@@ -40,6 +40,7 @@ from app.ui.dialogs.welcome_dialog import WelcomeDialog
 from app.ui.dialogs.window_prefs import WindowPreferencesBox
 from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
+from app.ui.panes.character import CharacterPane
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
 from app.ui.panes.index import IndexPane
@@ -69,6 +70,7 @@ PANES: tuple[type[Pane], ...] = (
     PeoplePane,
     TimelinePane,
     MemoryPane,
+    CharacterPane,
     IndexPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""

@@ -452,7 +452,7 @@ def test_a_snoozed_fact_leaves_the_pending_queue_until_its_snooze_ends(cli: Cli,
     # A snooze that has ended puts the fact back in the queue, in its place.
     async def snooze_in_the_past(familiar: Familiar) -> None:
         start = datetime(2020, 1, 1, tzinfo=UTC)
-        await familiar.history.facts.snooze(c, 0, start + timedelta(days=1), now=start)
+        await familiar.history.decisions.decide(c, 0, "snooze", until=start + timedelta(days=1), now=start)
 
     _in_familiar(home, snooze_in_the_past)
     queue = cli.json("facts", "list", "--status", "pending")

@@ -1,10 +1,18 @@
-"""Turn builders shared by the store tests."""
+"""Turn builders shared by the store tests, and the fact objects over a bare store."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from app.memory.corrections import Corrections
+from app.memory.decisions import Decisions
+from app.memory.erasure import Erasure
+from app.memory.facts import FactBook
+from app.memory.intake import FactIntake
 from app.memory.records import NewTurn
+from app.memory.store import Store
+from app.memory.tombstones import Tombstones
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 GUILD = 500
@@ -37,3 +45,26 @@ def turn(
         guild_id=GUILD if place.startswith("guild:") else None,
         message_id=message_id,
     )
+
+
+@dataclass(frozen=True)
+class FactTables:
+    """The fact objects a History builds, over a bare store (no search indexes)."""
+
+    facts: FactBook
+    intake: FactIntake
+    decisions: Decisions
+    corrections: Corrections
+    erasure: Erasure
+
+    @classmethod
+    def over(cls, store: Store) -> FactTables:
+        tombstones = Tombstones(store)
+        facts = FactBook(store)
+        return cls(
+            facts=facts,
+            intake=FactIntake(store, tombstones),
+            decisions=Decisions(store, facts),
+            corrections=Corrections(store, facts, tombstones),
+            erasure=Erasure(store, facts, tombstones),
+        )

@@ -38,8 +38,9 @@ from app.memory.embeddings import (
     pack,
     unpack,
 )
-from app.memory.facts import Fact, FactBook, NewFact
+from app.memory.facts import Fact, NewFact
 from app.memory.store import Store
+from tests.memory.helpers import FactTables
 
 REPO = Path(__file__).resolve().parents[2]
 ALICE = "discord:7001"
@@ -75,8 +76,8 @@ def new_fact(content: str, **overrides: Any) -> NewFact:
     return NewFact(content=content, **fields)
 
 
-async def inserted(book: FactBook, content: str, **overrides: Any) -> Fact:
-    outcome, _changes = await book.insert(new_fact(content, **overrides))
+async def inserted(book: FactTables, content: str, **overrides: Any) -> Fact:
+    outcome, _changes = await book.intake.insert(new_fact(content, **overrides))
     assert outcome.outcome == "inserted", outcome
     assert outcome.fact is not None
     return outcome.fact
@@ -282,7 +283,7 @@ def test_make_embedder(tmp_path: Path) -> None:
 # -- the side-index ----------------------------------------------------------------------------------
 @pytest.mark.asyncio
 async def test_missing_lists_current_facts_without_a_vector(store: Store) -> None:
-    book = FactBook(store)
+    book = FactTables.over(store)
     index = EmbeddingIndex(store)
     first = await inserted(book, "Alice has a cat named Tom.")
     old = await inserted(book, "Alice lives in Paris.")
@@ -290,9 +291,9 @@ async def test_missing_lists_current_facts_without_a_vector(store: Store) -> Non
     rejected = await inserted(book, "Alice hates mornings.", type="semantic")
     forgotten = await inserted(book, "Alice's locker code is 4512.")
     assert pending.status == rejected.status == "pending"
-    await book.reject(rejected.id, rejected.revision)
-    new, _changes = await book.edit(old.id, old.revision, "Alice lives in Berlin.")
-    await book.forget(forgotten.id)
+    await book.decisions.decide(rejected.id, rejected.revision, "reject")
+    new, _changes = await book.corrections.edit(old.id, old.revision, "Alice lives in Berlin.")
+    await book.erasure.forget(forgotten.id)
 
     expected = [(first.id, first.content), (pending.id, pending.content), (new.id, new.content)]
     assert await index.missing(MODEL_A, 10) == expected
@@ -307,7 +308,7 @@ async def test_missing_lists_current_facts_without_a_vector(store: Store) -> Non
 
 @pytest.mark.asyncio
 async def test_put_and_vectors_filter_on_the_model(store: Store) -> None:
-    book = FactBook(store)
+    book = FactTables.over(store)
     index = EmbeddingIndex(store)
     one = await inserted(book, "Alice has a cat named Tom.")
     two = await inserted(book, "Bob is allergic to peanuts.", subjects=("discord:7002",))
@@ -333,7 +334,7 @@ async def test_put_and_vectors_filter_on_the_model(store: Store) -> None:
 
 @pytest.mark.asyncio
 async def test_put_skips_unknown_facts_and_refuses_wrong_sizes(store: Store) -> None:
-    book = FactBook(store)
+    book = FactTables.over(store)
     index = EmbeddingIndex(store)
     fact = await inserted(book, "Alice has a cat named Tom.")
     assert await index.put(MODEL_A, 2, [(fact.id + 100, [1.0, 0.0]), (fact.id, [0.0, 1.0])]) == 1
@@ -345,7 +346,7 @@ async def test_put_skips_unknown_facts_and_refuses_wrong_sizes(store: Store) -> 
 
 @pytest.mark.asyncio
 async def test_a_forgotten_fact_never_gets_a_vector(store: Store) -> None:
-    book = FactBook(store)
+    book = FactTables.over(store)
     index = EmbeddingIndex(store)
     kept = await inserted(book, "Alice has a cat named Tom.")
     gone = await inserted(book, "Alice's locker code is 4512.")
@@ -353,13 +354,15 @@ async def test_a_forgotten_fact_never_gets_a_vector(store: Store) -> None:
     assert [i for i, _ in pending] == [kept.id, gone.id]
 
     # the forget lands between the embedder's read and its write
-    await book.forget(gone.id)
+    await book.erasure.forget(gone.id)
     assert await index.put(MODEL_A, 2, [(kept.id, [1.0, 0.0]), (gone.id, [0.0, 1.0])]) == 1
     assert await index.vectors([kept.id, gone.id], MODEL_A) == {kept.id: [1.0, 0.0]}
 
     # and racing: whichever transaction goes first, no vector of a forgotten fact survives
     racer = await inserted(book, "Alice's bank PIN is 9911.")
-    receipt, written = await asyncio.gather(book.forget(racer.id), index.put(MODEL_A, 2, [(racer.id, [0.0, 1.0])]))
+    receipt, written = await asyncio.gather(
+        book.erasure.forget(racer.id), index.put(MODEL_A, 2, [(racer.id, [0.0, 1.0])])
+    )
     assert receipt[0].fact_ids == (racer.id,)
     assert written in (0, 1)
     assert await index.vectors([racer.id], MODEL_A) == {}
@@ -369,7 +372,7 @@ async def test_a_forgotten_fact_never_gets_a_vector(store: Store) -> None:
 
 @pytest.mark.asyncio
 async def test_coverage_and_drop_model(store: Store) -> None:
-    book = FactBook(store)
+    book = FactTables.over(store)
     index = EmbeddingIndex(store)
     facts = [await inserted(book, f"Alice visited museum number {n}.") for n in range(4)]
     assert await index.coverage(MODEL_A) == (0, 4, 0)
@@ -378,9 +381,11 @@ async def test_coverage_and_drop_model(store: Store) -> None:
     assert await index.coverage(MODEL_A) == (3, 4, 4)
     assert await index.coverage(MODEL_B) == (4, 4, 3)
 
-    await book.forget(facts[0].id)  # FactBook erases its vectors of every model
+    await book.erasure.forget(facts[0].id)  # a forget erases its vectors of every model
     old = facts[1]
-    await book.edit(old.id, old.revision, "Alice visited the museum of modern art.")  # old leaves current truth
+    await book.corrections.edit(
+        old.id, old.revision, "Alice visited the museum of modern art."
+    )  # old leaves current truth
     assert await index.coverage(MODEL_A) == (1, 3, 3)
     assert await index.coverage(MODEL_B) == (2, 3, 2)
 
@@ -392,7 +397,7 @@ async def test_coverage_and_drop_model(store: Store) -> None:
 
 @pytest.mark.asyncio
 async def test_embed_and_store_end_to_end_with_the_hash_backend(store: Store) -> None:
-    book = FactBook(store)
+    book = FactTables.over(store)
     index = EmbeddingIndex(store)
     embedder = HashEmbedder()
     for text in ("Alice has a cat named Tom.", "Bob is allergic to peanuts.", "Carol moved to Berlin."):

@@ -23,6 +23,7 @@ from app.memory.facts import Fact, FactError, NewFact
 from app.memory.fts import IndexTiming
 from app.memory.history import History
 from app.memory.records import NewTurn
+from app.memory.tombstones import TombstoneError
 from tests.memory.helpers import PLACE, T0, turn
 
 pytestmark = pytest.mark.asyncio
@@ -59,7 +60,7 @@ async def history(tmp_path: Path) -> AsyncIterator[History]:
 
 
 async def inserted(history: History, new: NewFact, now: datetime | None = None) -> Fact:
-    outcome, _changes = await history.facts.insert(new, now=now)
+    outcome, _changes = await history.intake.insert(new, now=now)
     assert outcome.outcome == "inserted", outcome
     assert outcome.fact is not None
     return outcome.fact
@@ -163,7 +164,7 @@ async def test_forget_erases_the_text_everywhere_and_leaves_a_hash(tmp_path: Pat
         embeddings = await history.store.read_all("SELECT fact_id FROM fact_embeddings ORDER BY fact_id")
         assert embeddings == [(1,)]
         # the tombstone: a keyed hash, not the text
-        (tombstone,) = await history.facts.tombstones()
+        (tombstone,) = await history.tombstones.fetch_all()
         assert tombstone.id == receipt.tombstone_id
         assert re.fullmatch(r"[0-9a-f]{64}", tombstone.hash)
         assert tombstone.lifted_at is None
@@ -302,7 +303,7 @@ async def test_a_forgotten_fact_is_refused_until_its_tombstone_is_lifted(history
         new_fact("Alice once failed her driving test", place="dm:7002"),  # the tombstone has no scope
         new_fact("Alice once failed her driving test", type="semantic", origin="remember"),
     ):
-        outcome, changes = await history.facts.insert(attempt)
+        outcome, changes = await history.intake.insert(attempt)
         assert (outcome.outcome, outcome.fact) == ("tombstoned", None)
         assert not changes.facts_index
         assert (await history.insert_fact(attempt)).outcome == "tombstoned"
@@ -311,16 +312,16 @@ async def test_a_forgotten_fact_is_refused_until_its_tombstone_is_lifted(history
     other = await inserted(history, new_fact("Alice once failed her driving test", subjects=(ALICE, BOB)))
     assert other.status == "active"
 
-    (listed,) = await history.facts.tombstones()
+    (listed,) = await history.tombstones.fetch_all()
     assert listed.id == receipt.tombstone_id
     assert listed.reason == "forgotten by the owner"
-    lifted = await history.facts.lift_tombstone(listed.id, now=T0)
+    lifted = await history.tombstones.lift(listed.id, now=T0)
     assert lifted.lifted_at == T0
     assert (lifted.id, lifted.hash) == (listed.id, listed.hash)
-    assert await history.facts.tombstones() == []
-    assert await history.facts.tombstones(include_lifted=True) == [lifted]
-    with pytest.raises(FactError, match="no tombstone"):
-        await history.facts.lift_tombstone(listed.id)
+    assert await history.tombstones.fetch_all() == []
+    assert await history.tombstones.fetch_all(include_lifted=True) == [lifted]
+    with pytest.raises(TombstoneError, match="no tombstone"):
+        await history.tombstones.lift(listed.id)
 
     again = await history.insert_fact(new_fact("Alice once failed her driving test"))
     assert again.outcome == "inserted"
@@ -328,7 +329,7 @@ async def test_a_forgotten_fact_is_refused_until_its_tombstone_is_lifted(history
     assert (again.fact.content, again.fact.status) == ("Alice once failed her driving test", "active")
     # forgetting it again tombstones it again
     await history.forget_fact(again.fact.id)
-    assert len(await history.facts.tombstones()) == 1
+    assert len(await history.tombstones.fetch_all()) == 1
     assert (await history.insert_fact(new_fact("Alice once failed her driving test"))).outcome == "tombstoned"
 
 
@@ -356,7 +357,7 @@ async def test_forgetting_any_version_erases_the_whole_chain(history: History) -
     assert await raw_index_ids(history, "facts", "bakery") == []
     assert [f.id for f in await history.facts.list_facts()] == [unrelated.id]
     assert await fact_hits(history, "bread") == [unrelated.id]
-    assert len(await history.facts.tombstones()) == 3  # one hash per distinct version
+    assert len(await history.tombstones.fetch_all()) == 3  # one hash per distinct version
     for text in texts:
         assert (await history.insert_fact(new_fact(text))).outcome == "tombstoned"
     assert (await fetch(history, unrelated.id)).content == "Alice bakes rye bread at home"
@@ -367,12 +368,14 @@ async def test_forgetting_any_version_erases_the_whole_chain(history: History) -
 
 async def test_forget_with_a_stale_revision_changes_nothing(history: History) -> None:
     fact = await inserted(history, new_fact("Alice is training for a marathon", type="semantic"))
-    snoozed = await history.facts.snooze(fact.id, fact.revision, datetime.now(UTC) + timedelta(days=1))
+    snoozed = await history.decisions.decide(
+        fact.id, fact.revision, "snooze", until=datetime.now(UTC) + timedelta(days=1)
+    )
     await history.facts_index.flush(FLUSH)
     with pytest.raises(RevisionConflictError):
         await history.forget_fact(fact.id, revision=fact.revision)
     assert await fetch(history, fact.id) == snoozed
-    assert await history.facts.tombstones() == []
+    assert await history.tombstones.fetch_all() == []
     assert await fact_hits(history, "marathon") == [fact.id]
     receipt = await history.forget_fact(fact.id, revision=snoozed.revision)
     assert receipt.fact_ids == (fact.id,)
@@ -422,7 +425,7 @@ async def test_a_deleted_message_takes_its_facts_and_work_with_it(history: Histo
     # the fact that came only from it is forgotten and tombstoned; the one with another source survives
     gone = await fetch(history, only.id)
     assert (gone.content, gone.status) == ("", "forgotten")
-    (tombstone,) = await history.facts.tombstones()
+    (tombstone,) = await history.tombstones.fetch_all()
     assert tombstone.reason == "its source message was deleted"
     assert await fetch(history, both.id) == both
     assert await fact_hits(history, "ninth") == []
@@ -445,7 +448,7 @@ async def test_a_deleted_message_takes_its_facts_and_work_with_it(history: Histo
     # once its last source is deleted too, the surviving fact goes as well
     assert await history.redact_message("discord", 22, T0 + timedelta(hours=3)) == [ids[1]]
     assert (await fetch(history, both.id)).status == "forgotten"
-    assert len(await history.facts.tombstones()) == 2
+    assert len(await history.tombstones.fetch_all()) == 2
     await history.facts_index.flush(FLUSH)
     assert await fact_hits(history, "marzipan") == []
     # deleting a message that was never seen records the marker and touches nothing else
@@ -524,7 +527,7 @@ async def test_an_edited_message_retires_its_facts_and_queues_the_new_revision(h
     assert kinds == [("extract",)]
     # an owner action on the retired row is refused
     with pytest.raises(RevisionConflictError):
-        await history.facts.archive(derived.id, retired.revision)
+        await history.decisions.decide(derived.id, retired.revision, "archive")
 
 
 async def test_forgotten_words_leave_the_facts_index_files(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ async def history(tmp_path: Path) -> AsyncIterator[History]:
 
 
 async def inserted(history: History, new: NewFact, now: datetime | None = None) -> Fact:
-    outcome, changes = await history.facts.insert(new, now=now)
+    outcome, changes = await history.intake.insert(new, now=now)
     assert outcome.outcome == "inserted", outcome
     assert outcome.fact is not None
     assert changes.fact_ids == [outcome.fact.id]
@@ -165,7 +165,7 @@ async def test_an_edit_supersedes_and_the_old_row_is_kept_unchanged(history: His
     old = await inserted(
         history, new_fact("Alice works at the bakery", source_turn_ids=(source.id,), importance=6), now=year(2023)
     )
-    new, changes = await history.facts.edit(old.id, old.revision, "Alice works at the bookshop", now=year(2024))
+    new, changes = await history.corrections.edit(old.id, old.revision, "Alice works at the bookshop", now=year(2024))
     assert changes.facts_index
     assert set(changes.fact_ids) == {old.id, new.id}
     assert new.id != old.id
@@ -188,7 +188,7 @@ async def test_an_edit_supersedes_and_the_old_row_is_kept_unchanged(history: His
         chain = await asyncio.wait_for(history.facts.chain(start), WAIT)
         assert [f.id for f in chain.facts] == [old.id, new.id]
         assert chain.head_id == new.id
-    newest, _changes = await history.facts.edit(new.id, new.revision, "Alice runs the bookshop", now=year(2025))
+    newest, _changes = await history.corrections.edit(new.id, new.revision, "Alice runs the bookshop", now=year(2025))
     chain = await asyncio.wait_for(history.facts.chain(old.id), WAIT)
     assert [f.id for f in chain.facts] == [old.id, new.id, newest.id]
     assert chain.head_id == newest.id
@@ -197,8 +197,8 @@ async def test_an_edit_supersedes_and_the_old_row_is_kept_unchanged(history: His
 
 async def test_a_supersede_cycle_is_detected_instead_of_looping(history: History) -> None:
     first = await inserted(history, new_fact("Alice plays the cello"), now=year(2023))
-    second, _c = await history.facts.edit(first.id, first.revision, "Alice plays the viola", now=year(2024))
-    third, _c = await history.facts.edit(second.id, second.revision, "Alice plays the violin", now=year(2025))
+    second, _c = await history.corrections.edit(first.id, first.revision, "Alice plays the viola", now=year(2024))
+    third, _c = await history.corrections.edit(second.id, second.revision, "Alice plays the violin", now=year(2025))
     lone = await inserted(history, new_fact("Bob collects stamps", subjects=(BOB,)))
     await history.store.write(
         [
@@ -214,7 +214,7 @@ async def test_a_supersede_cycle_is_detected_instead_of_looping(history: History
             await asyncio.wait_for(history.facts.chain(start), WAIT)
     # forgetting walks the chain too: it refuses rather than loops, and erases nothing
     with pytest.raises(StoreError, match="cycle"):
-        await asyncio.wait_for(history.facts.forget(first.id), WAIT)
+        await asyncio.wait_for(history.erasure.forget(first.id), WAIT)
     assert (await fetch(history, first.id)).content == "Alice plays the cello"
     with pytest.raises(FactError, match="no fact"):
         await history.facts.chain(9999)
@@ -225,7 +225,9 @@ async def test_as_of_reads_return_the_bitemporal_slice(history: History) -> None
     old = await inserted(
         history, new_fact("Alice lived in Lisbon", valid_from=year(2020), valid_to=year(2022)), now=year(2023)
     )
-    new, _changes = await history.facts.edit(old.id, old.revision, "Alice lived in Lisbon, in Alfama", now=year(2024))
+    new, _changes = await history.corrections.edit(
+        old.id, old.revision, "Alice lived in Lisbon, in Alfama", now=year(2024)
+    )
     assert (new.valid_from, new.valid_to) == (year(2020), year(2022))  # world time is carried over
 
     assert await sliced(history, world=2021, recorded=2023.5) == [old.id]
@@ -250,7 +252,9 @@ async def test_as_of_reads_return_the_bitemporal_slice(history: History) -> None
 
     # a fact with no world time: current truth is the head, as-of reads follow the record
     current = await inserted(history, new_fact("Alice has a bicycle"), now=year(2023))
-    successor, _c = await history.facts.edit(current.id, current.revision, "Alice has two bicycles", now=year(2024))
+    successor, _c = await history.corrections.edit(
+        current.id, current.revision, "Alice has two bicycles", now=year(2024)
+    )
     assert [f.id for f in await history.facts.list_facts()] == [successor.id]
     assert set(await sliced(history, world=2021, recorded=2023.5)) == {old.id, current.id}
     assert set(await sliced(history, world=2021, recorded=2024.5)) == {new.id, successor.id}
@@ -260,8 +264,8 @@ async def test_as_of_reads_return_the_bitemporal_slice(history: History) -> None
 async def test_a_status_change_is_reflected_by_recorded_time(history: History) -> None:
     fact = await inserted(history, new_fact("Alice's favourite tea is genmaicha", type="semantic"), now=year(2023))
     assert fact.status == "pending"
-    accepted = await history.facts.accept(fact.id, fact.revision, now=year(2023.5))
-    archived = await history.facts.archive(accepted.id, accepted.revision, now=year(2024))
+    accepted = await history.decisions.decide(fact.id, fact.revision, "accept", now=year(2023.5))
+    archived = await history.decisions.decide(accepted.id, accepted.revision, "archive", now=year(2024))
     assert archived.status == "archived"
 
     assert await sliced(history, 2023.25, 2023.25, status="pending") == [fact.id]
@@ -283,8 +287,8 @@ async def test_a_status_change_is_reflected_by_recorded_time(history: History) -
 
 async def test_an_as_of_slice_shows_the_status_each_fact_had_then_not_todays(history: History) -> None:
     fact = await inserted(history, new_fact("Alice's favourite tea is sencha", type="semantic"), now=year(2023))
-    accepted = await history.facts.accept(fact.id, fact.revision, now=year(2023.5))
-    await history.facts.archive(accepted.id, accepted.revision, now=year(2024))
+    accepted = await history.decisions.decide(fact.id, fact.revision, "accept", now=year(2023.5))
+    await history.decisions.decide(accepted.id, accepted.revision, "archive", now=year(2024))
     other = await inserted(history, new_fact("Alice keeps a kettle", subjects=(BOB,)), now=year(2023))
 
     def statuses(facts: list[Fact]) -> dict[int, str]:
@@ -309,7 +313,7 @@ async def test_an_edit_onto_a_pending_twin_is_logged_so_as_of_agrees_with_curren
     active = await inserted(history, new_fact("Alice keeps bees"), now=year(2023))
     pending = await inserted(history, new_fact("Alice keeps honeybees", type="semantic"), now=year(2023))
     assert pending.status == "pending"
-    head, _c = await history.facts.edit(active.id, active.revision, "Alice keeps honeybees", now=year(2024))
+    head, _c = await history.corrections.edit(active.id, active.revision, "Alice keeps honeybees", now=year(2024))
     assert head.id == pending.id
     assert head.status == "active"
     assert [f.id for f in await history.facts.list_facts()] == [pending.id]
@@ -348,7 +352,7 @@ async def test_near_duplicates_are_suppressed(history: History) -> None:
         "ALICE ADOPTED A GREY CAT NAMED ASH",
     ):
         for subjects in ((ALICE, BOB), (BOB, ALICE), (BOB, ALICE, BOB)):
-            outcome, changes = await history.facts.insert(
+            outcome, changes = await history.intake.insert(
                 new_fact(variant, subjects=subjects, type="semantic", importance=9, confidence=0.2)
             )
             assert outcome.outcome == "duplicate", (variant, subjects)
@@ -370,7 +374,7 @@ async def test_other_subjects_scope_or_words_are_not_duplicates(history: History
     await inserted(history, new_fact("Alice adopted a grey cat named Ashes"))  # other words
     await inserted(history, new_fact("Alice adopted a grey cat, named Ash"))  # inner punctuation counts
     # guild scope without channel scoping: two channels of one guild are one scope
-    outcome, _c = await history.facts.insert(new_fact(text, place="guild:500/502"))
+    outcome, _c = await history.intake.insert(new_fact(text, place="guild:500/502"))
     assert outcome.outcome == "duplicate"
     assert outcome.fact is not None
     assert outcome.fact.scope == "guild:500"
@@ -379,9 +383,9 @@ async def test_other_subjects_scope_or_words_are_not_duplicates(history: History
 
 async def test_a_retired_or_rejected_fact_does_not_count_as_a_duplicate(history: History) -> None:
     rejected = await inserted(history, new_fact("Alice is allergic to hazelnuts", type="semantic"))
-    await history.facts.reject(rejected.id, rejected.revision)
+    await history.decisions.decide(rejected.id, rejected.revision, "reject")
     # A rejection is a durable owner decision: the familiar does not propose the fact again...
-    proposed, _c = await history.facts.insert(new_fact("Alice is allergic to hazelnuts", type="semantic"))
+    proposed, _c = await history.intake.insert(new_fact("Alice is allergic to hazelnuts", type="semantic"))
     assert proposed.outcome == "rejected_before"
     assert proposed.fact is not None
     assert proposed.fact.id == rejected.id
@@ -389,8 +393,8 @@ async def test_a_retired_or_rejected_fact_does_not_count_as_a_duplicate(history:
     again = await inserted(history, new_fact("Alice is allergic to hazelnuts", type="semantic", origin="remember"))
     assert again.status == "active"
     old = await inserted(history, new_fact("Alice drives a red van"))
-    new, _c = await history.facts.edit(old.id, old.revision, "Alice drives a blue van")
-    outcome, _c = await history.facts.insert(new_fact("Alice drives a blue van"))
+    new, _c = await history.corrections.edit(old.id, old.revision, "Alice drives a blue van")
+    outcome, _c = await history.intake.insert(new_fact("Alice drives a blue van"))
     assert (outcome.outcome, outcome.fact) == ("duplicate", new)
 
 
@@ -401,8 +405,8 @@ async def test_the_duplicate_check_goes_through_the_dedup_index(history: History
     async with history.store.transaction() as conn:
         await conn.set_trace_callback(statements.append)
     try:
-        inserted_outcome, _c = await history.facts.insert(new_fact("Alice keeps a brand new lantern"))
-        duplicate_outcome, _c = await history.facts.insert(new_fact("alice keeps lantern number 7."))
+        inserted_outcome, _c = await history.intake.insert(new_fact("Alice keeps a brand new lantern"))
+        duplicate_outcome, _c = await history.intake.insert(new_fact("alice keeps lantern number 7."))
     finally:
         async with history.store.transaction() as conn:
             await conn.set_trace_callback(None)
@@ -473,7 +477,7 @@ async def test_accept_reject_snooze_and_edit_carry_the_revision_they_saw(history
     seat = await inserted(history, new_fact("Alice prefers window seats", type="semantic"), now=T0)
     assert [f.id for f in await history.facts.pending(now=T0)] == [seat.id]
 
-    snoozed = await history.facts.snooze(seat.id, seat.revision, T0 + timedelta(days=1), now=T0)
+    snoozed = await history.decisions.decide(seat.id, seat.revision, "snooze", until=T0 + timedelta(days=1), now=T0)
     assert snoozed.snoozed_until == T0 + timedelta(days=1)
     assert snoozed.revision == seat.revision + 1
     assert snoozed.status == "pending"
@@ -482,36 +486,36 @@ async def test_accept_reject_snooze_and_edit_carry_the_revision_they_saw(history
 
     rows = await fact_rows(history)
     stale_actions: list[Callable[[], Awaitable[object]]] = [
-        lambda: history.facts.accept(seat.id, seat.revision),
-        lambda: history.facts.reject(seat.id, seat.revision),
-        lambda: history.facts.snooze(seat.id, seat.revision, T0 + timedelta(days=9), now=T0),
-        lambda: history.facts.edit(seat.id, seat.revision, "Alice prefers aisle seats"),
-        lambda: history.facts.forget(seat.id, revision=seat.revision),
+        lambda: history.decisions.decide(seat.id, seat.revision, "accept"),
+        lambda: history.decisions.decide(seat.id, seat.revision, "reject"),
+        lambda: history.decisions.decide(seat.id, seat.revision, "snooze", until=T0 + timedelta(days=9), now=T0),
+        lambda: history.corrections.edit(seat.id, seat.revision, "Alice prefers aisle seats"),
+        lambda: history.erasure.forget(seat.id, revision=seat.revision),
     ]
     for stale in stale_actions:
         with pytest.raises(RevisionConflictError, match="changed since you saw it"):
             await stale()
     assert await fetch(history, seat.id) == snoozed  # nothing changed
     assert await fact_rows(history) == rows
-    assert await history.facts.tombstones() == []
+    assert await history.tombstones.fetch_all() == []
 
-    accepted = await history.facts.accept(seat.id, snoozed.revision, now=T0 + timedelta(hours=1))
+    accepted = await history.decisions.decide(seat.id, snoozed.revision, "accept", now=T0 + timedelta(hours=1))
     assert (accepted.status, accepted.snoozed_until) == ("active", None)
     assert await history.facts.pending(now=T0 + timedelta(days=2)) == []
     with pytest.raises(FactError, match="not pending"):
-        await history.facts.accept(seat.id, accepted.revision)
+        await history.decisions.decide(seat.id, accepted.revision, "accept")
 
     meal = await inserted(history, new_fact("Alice is vegetarian", type="semantic"), now=T0)
-    rejected = await history.facts.reject(meal.id, meal.revision, now=T0 + timedelta(hours=2))
+    rejected = await history.decisions.decide(meal.id, meal.revision, "reject", now=T0 + timedelta(hours=2))
     assert rejected.status == "rejected"
     assert await history.facts.pending(now=T0 + timedelta(days=2)) == []
     assert await history.facts.list_facts() == [accepted]
     assert [f.id for f in await history.facts.list_facts(status="rejected")] == [meal.id]
     with pytest.raises(FactError, match="only pending or active"):
-        await history.facts.edit(meal.id, rejected.revision, "Alice is vegan")
+        await history.corrections.edit(meal.id, rejected.revision, "Alice is vegan")
 
     drink = await inserted(history, new_fact("Alice drinks oat milk", type="procedural"), now=T0)
-    edited, _changes = await history.facts.edit(drink.id, drink.revision, "Alice drinks soy milk", now=T0)
+    edited, _changes = await history.corrections.edit(drink.id, drink.revision, "Alice drinks soy milk", now=T0)
     assert (edited.status, edited.origin) == ("active", "edit")
     retired = await fetch(history, drink.id)
     assert retired.superseded_by == edited.id
@@ -521,27 +525,29 @@ async def test_accept_reject_snooze_and_edit_carry_the_revision_they_saw(history
 
 async def test_acting_on_a_superseded_row_is_refused(history: History) -> None:
     old = await inserted(history, new_fact("Alice studies geology", type="semantic"), now=T0)
-    new, _c = await history.facts.edit(old.id, old.revision, "Alice studies volcanology", now=T0)
+    new, _c = await history.corrections.edit(old.id, old.revision, "Alice studies volcanology", now=T0)
     retired = await fetch(history, old.id)
     rows = await fact_rows(history)
     for revision in (old.revision, retired.revision):  # the one seen before, and the current one
         actions: list[Callable[[], Awaitable[object]]] = [
-            lambda revision=revision: history.facts.accept(old.id, revision),
-            lambda revision=revision: history.facts.reject(old.id, revision),
-            lambda revision=revision: history.facts.snooze(old.id, revision, T0 + timedelta(days=1), now=T0),
-            lambda revision=revision: history.facts.archive(old.id, revision),
-            lambda revision=revision: history.facts.edit(old.id, revision, "Alice studies seismology"),
+            lambda revision=revision: history.decisions.decide(old.id, revision, "accept"),
+            lambda revision=revision: history.decisions.decide(old.id, revision, "reject"),
+            lambda revision=revision: history.decisions.decide(
+                old.id, revision, "snooze", until=T0 + timedelta(days=1), now=T0
+            ),
+            lambda revision=revision: history.decisions.decide(old.id, revision, "archive"),
+            lambda revision=revision: history.corrections.edit(old.id, revision, "Alice studies seismology"),
         ]
         for action in actions:
             with pytest.raises(RevisionConflictError):
                 await action()
     with pytest.raises(RevisionConflictError, match=f"superseded by fact {new.id}"):
-        await history.facts.accept(old.id, retired.revision)
+        await history.decisions.decide(old.id, retired.revision, "accept")
     assert await fetch(history, old.id) == retired
     assert await fetch(history, new.id) == new
     assert await fact_rows(history) == rows
     with pytest.raises(FactError, match="no fact"):
-        await history.facts.accept(9999, 0)
+        await history.decisions.decide(9999, 0, "accept")
 
 
 async def test_related_current_shows_current_facts_of_the_same_subject_and_scope(history: History) -> None:
@@ -550,7 +556,7 @@ async def test_related_current_shows_current_facts_of_the_same_subject_and_scope
     await inserted(history, new_fact("Alice has a cat", place=OTHER_DM))  # another scope
     await inserted(history, new_fact("Alice is a nurse", type="semantic"))  # pending, not current truth
     old = await inserted(history, new_fact("Alice lives on Elm Street"))
-    head, _c = await history.facts.edit(old.id, old.revision, "Alice lives on Oak Street")
+    head, _c = await history.corrections.edit(old.id, old.revision, "Alice lives on Oak Street")
     shared = await inserted(history, new_fact("Alice and Bob share a flat", subjects=(ALICE, BOB)))
     candidate = await inserted(history, new_fact("Alice has two cats now", type="semantic"))
     assert candidate.status == "pending"
@@ -633,7 +639,7 @@ async def test_bad_input_is_refused_naming_the_field(history: History, overrides
     before = await history.store.read_all("SELECT * FROM facts ORDER BY id")
     fields = {"content": "Bob plays chess on Sundays", **overrides}
     with pytest.raises(FactError, match=f"fact field '{field}'"):
-        await history.facts.insert(new_fact(**fields))
+        await history.intake.insert(new_fact(**fields))
     with pytest.raises(FactError, match=f"fact field '{field}'"):
         await history.insert_fact(new_fact(**fields))
     assert await history.store.read_all("SELECT * FROM facts ORDER BY id") == before
@@ -651,13 +657,13 @@ async def test_bounds_are_inclusive(history: History) -> None:
 
 async def test_a_naive_now_is_refused_and_changes_nothing(history: History) -> None:
     with pytest.raises(FactError, match="time zone"):
-        await history.facts.insert(new_fact(), now=NAIVE)
+        await history.intake.insert(new_fact(), now=NAIVE)
     assert await fact_rows(history) == 0
     fact = await inserted(history, new_fact(type="semantic"))
     with pytest.raises(FactError, match="time zone"):
-        await history.facts.accept(fact.id, fact.revision, now=NAIVE)
+        await history.decisions.decide(fact.id, fact.revision, "accept", now=NAIVE)
     with pytest.raises(FactError, match="time zone"):
-        await history.facts.edit(fact.id, fact.revision, "Alice adopted a black cat", now=NAIVE)
+        await history.corrections.edit(fact.id, fact.revision, "Alice adopted a black cat", now=NAIVE)
     assert await fetch(history, fact.id) == fact
     assert await fact_rows(history) == 1
 
@@ -670,16 +676,16 @@ async def test_a_refused_first_insert_does_not_lose_the_tombstone_key(tmp_path: 
     history = await History.open(*paths)
     try:
         with pytest.raises(FactError):
-            await history.facts.insert(new_fact("Alice's locker code is 4417"), now=NAIVE)
+            await history.intake.insert(new_fact("Alice's locker code is 4417"), now=NAIVE)
         fact = await inserted(history, new_fact("Alice's locker code is 4417"))
         await history.forget_fact(fact.id)
-        outcome, _c = await history.facts.insert(new_fact("Alice's locker code is 4417"))
+        outcome, _c = await history.intake.insert(new_fact("Alice's locker code is 4417"))
         assert outcome.outcome == "tombstoned"
     finally:
         await history.close()
     reopened = await History.open(*paths)
     try:
-        outcome, _c = await reopened.facts.insert(new_fact("Alice's locker code is 4417"))
+        outcome, _c = await reopened.intake.insert(new_fact("Alice's locker code is 4417"))
         assert outcome.outcome == "tombstoned"
         assert outcome.fact is None
         keys = await reopened.store.read_all("SELECT value FROM store_meta WHERE key = 'tombstone_key'")

@@ -493,7 +493,7 @@ def learnt(content: str, source: int, **overrides: Any) -> NewFact:
 
 
 async def inserted(history: History, new: NewFact, hours: float) -> Fact:
-    outcome, _changes = await history.facts.insert(new, now=T0 + timedelta(hours=hours))
+    outcome, _changes = await history.intake.insert(new, now=T0 + timedelta(hours=hours))
     assert outcome.outcome == "inserted", outcome
     assert outcome.fact is not None
     return outcome.fact
@@ -525,27 +525,31 @@ async def fill(history: History) -> None:
     # extraction: one active (episodic, confident), one pending then rejected, one pending and snoozed
     await inserted(history, learnt("Alice drinks green tea", tea, type="episodic", confidence=0.9), 2)
     rejected = await inserted(history, learnt("Alice dislikes rain", lisbon, confidence=0.7), 2.5)
-    await history.facts.reject(rejected.id, rejected.revision, now=h + timedelta(hours=2))
+    await history.decisions.decide(rejected.id, rejected.revision, "reject", now=h + timedelta(hours=2))
     chess = learnt("Alice plays chess", lisbon, confidence=0.6, origin="dreaming", speaker=None, channel_scoped=False)
     snoozed = await inserted(history, chess, 3.5)
-    await history.facts.snooze(snoozed.id, snoozed.revision, T0 + timedelta(days=30), now=h + timedelta(hours=3))
+    await history.decisions.decide(
+        snoozed.id, snoozed.revision, "snooze", until=T0 + timedelta(days=30), now=h + timedelta(hours=3)
+    )
     archived = await inserted(history, new_fact("Alice had a cold", subjects=(ALICE, BOB)), 4)
-    await history.facts.archive(archived.id, archived.revision, now=T0 + timedelta(hours=5))
+    await history.decisions.decide(archived.id, archived.revision, "archive", now=T0 + timedelta(hours=5))
     # an owner's edit chain of three versions, and a projector's supersede
     first = await inserted(history, new_fact("Alice likes mint"), 6)
-    second, _ = await history.facts.edit(first.id, first.revision, "Alice likes basil", now=T0 + timedelta(hours=7))
-    await history.facts.edit(second.id, second.revision, "Alice likes thyme", now=T0 + timedelta(hours=8))
+    second, _ = await history.corrections.edit(
+        first.id, first.revision, "Alice likes basil", now=T0 + timedelta(hours=7)
+    )
+    await history.corrections.edit(second.id, second.revision, "Alice likes thyme", now=T0 + timedelta(hours=8))
     old = await inserted(history, new_fact("Alice works at the bakery"), 8.5)
     new = await inserted(history, new_fact("Alice works at the library"), 9)
-    assert await history.facts.supersede(old.id, new.id, now=T0 + timedelta(hours=9.5)) == "superseded"
+    assert await history.corrections.supersede(old.id, new.id, now=T0 + timedelta(hours=9.5)) == "superseded"
     # a DM fact, forgotten (tombstone), and one forgotten then its tombstone lifted
     dm = await inserted(
         history, new_fact("Alice's locker code is 1234", place="dm:7001", source_turn_ids=(secret,)), 10
     )
-    await history.facts.forget(dm.id, now=T0 + timedelta(hours=11))
+    await history.erasure.forget(dm.id, now=T0 + timedelta(hours=11))
     cat = await inserted(history, new_fact("Bob owns a cat", subjects=(BOB,)), 11.5)
-    receipt, _ = await history.facts.forget(cat.id, now=T0 + timedelta(hours=12))
-    await history.facts.lift_tombstone(receipt.tombstone_id, now=T0 + timedelta(hours=12.5))
+    receipt, _ = await history.erasure.forget(cat.id, now=T0 + timedelta(hours=12))
+    await history.tombstones.lift(receipt.tombstone_id, now=T0 + timedelta(hours=12.5))
     # Discord: an edit retires what came from the old revision; a deletion forgets what came only from it
     await inserted(history, learnt("Alice's locker is number 12", locker, type="episodic", confidence=0.95), 13)
     await history.edit_message("discord", 9002, "I drink black tea", T0 + timedelta(hours=14))
@@ -569,7 +573,7 @@ async def answers(history: History) -> list[Any]:
     ids = [int(r[0]) for r in await history.store.read_all("SELECT id FROM facts ORDER BY id")]
     out.append([await history.facts.get(i) for i in ids])
     out.append([await history.facts.chain(i) for i in ids])
-    out.append(await history.facts.tombstones(include_lifted=True))
+    out.append(await history.tombstones.fetch_all(include_lifted=True))
     out.append(await history.store.turns_by_ids(list(range(1, 20))))
     for place in (PLACE, "local", "dm:7001"):
         out.append(await history.recent_turns(place, 50))

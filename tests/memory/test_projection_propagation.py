@@ -57,7 +57,7 @@ async def test_a_discord_deletion_drops_the_summary_and_reflections_that_may_quo
 
 async def test_forget_with_redacted_sources_lists_the_dropped_projections(history: History) -> None:
     ids = await history.append_turns([turn("Bob said his locker code is 4417", message_id=31)])
-    outcome, _changes = await history.facts.insert(
+    outcome, _changes = await history.intake.insert(
         NewFact("Bob's locker code is 4417", "episodic", 5, 0.9, ("discord:7002",), PLACE, source_turn_ids=(ids[0],))
     )
     assert outcome.fact is not None
@@ -82,7 +82,7 @@ async def test_a_plain_forget_drops_every_projection_that_may_quote_the_fact(his
             turn("elsewhere", message_id=54, place=OTHER_PLACE),
         ]
     )
-    outcome, _changes = await history.facts.insert(
+    outcome, _changes = await history.intake.insert(
         NewFact("Bob's locker code is 4417", "episodic", 5, 0.9, ("discord:7002",), PLACE, source_turn_ids=(ids[1],))
     )
     assert outcome.fact is not None
@@ -143,7 +143,7 @@ async def test_a_deletion_cut_short_by_a_crash_is_finished_at_the_next_start(tmp
     history = await History.open(*paths)
     try:
         ids = await history.append_turns([turn("my locker code is 4417", message_id=61), turn("ok", message_id=62)])
-        outcome, _changes = await history.facts.insert(
+        outcome, _changes = await history.intake.insert(
             NewFact(
                 "Alice's locker code is 4417", "episodic", 5, 0.9, ("discord:7001",), PLACE, source_turn_ids=(ids[0],)
             )
@@ -166,6 +166,6 @@ async def test_a_deletion_cut_short_by_a_crash_is_finished_at_the_next_start(tmp
         assert fact.content == ""
         assert await Projections(reopened.store).summary(PLACE) is None
         assert await reopened.store.read_all("SELECT propagated FROM deleted_sources") == [(1,)]
-        assert await reopened.finish_interrupted_deletions() == 0  # nothing left to finish
+        assert await reopened.erasure.finish_interrupted_deletions() == 0  # nothing left to finish
     finally:
         await reopened.close()

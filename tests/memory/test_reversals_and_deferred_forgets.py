@@ -46,7 +46,7 @@ async def history(tmp_path: Path) -> AsyncIterator[History]:
 
 
 async def inserted(history: History, new: NewFact, now: datetime = T) -> Fact:
-    outcome, _changes = await history.facts.insert(new, now=now)
+    outcome, _changes = await history.intake.insert(new, now=now)
     assert outcome.outcome == "inserted", outcome
     assert outcome.fact is not None
     return outcome.fact
@@ -63,51 +63,53 @@ async def status_at(history: History, fact_id: int, hours: float) -> str | None:
 async def test_undoing_an_accept_or_a_reject_reopens_the_fact_and_the_log_keeps_both(history: History) -> None:
     fact = await inserted(history, new_fact("Alice's favourite colour is teal"))
     assert fact.status == "pending"
-    accepted = await history.facts.accept(fact.id, fact.revision, now=at(1))
-    reopened = await history.facts.reopen(accepted.id, accepted.revision, now=at(2))
+    accepted = await history.decisions.decide(fact.id, fact.revision, "accept", now=at(1))
+    reopened = await history.decisions.decide(accepted.id, accepted.revision, "reopen", now=at(2))
     assert reopened.status == "pending"
     assert reopened.revision == accepted.revision + 1
     assert [f.id for f in await history.facts.pending()] == [fact.id]
     assert await status_at(history, fact.id, 1.5) == "active"  # what was believed in between is kept
     assert await status_at(history, fact.id, 2.5) == "pending"
 
-    rejected = await history.facts.reject(reopened.id, reopened.revision, now=at(3))
-    back = await history.facts.reopen(rejected.id, rejected.revision, now=at(4))
+    rejected = await history.decisions.decide(reopened.id, reopened.revision, "reject", now=at(3))
+    back = await history.decisions.decide(rejected.id, rejected.revision, "reopen", now=at(4))
     assert back.status == "pending"
     assert await status_at(history, fact.id, 3.5) == "rejected"
     with pytest.raises(RevisionConflictError, match="changed since you saw it"):
-        await history.facts.reopen(back.id, rejected.revision)
+        await history.decisions.decide(back.id, rejected.revision, "reopen")
     with pytest.raises(FactError, match="only an accepted or rejected fact"):
-        await history.facts.reopen(back.id, back.revision)
+        await history.decisions.decide(back.id, back.revision, "reopen")
 
 
 async def test_undoing_an_archive_and_a_snooze(history: History) -> None:
     fact = await inserted(history, new_fact("Alice lives by the harbour", type="episodic"))
     assert fact.status == "active"
-    archived = await history.facts.archive(fact.id, fact.revision, now=at(1))
-    restored = await history.facts.unarchive(archived.id, archived.revision, now=at(2))
+    archived = await history.decisions.decide(fact.id, fact.revision, "archive", now=at(1))
+    restored = await history.decisions.decide(archived.id, archived.revision, "unarchive", now=at(2))
     assert restored.status == "active"
     assert [f.id for f in await history.facts.list_facts()] == [fact.id]
     assert await status_at(history, fact.id, 1.5) == "archived"
     with pytest.raises(FactError, match="not archived"):
-        await history.facts.unarchive(restored.id, restored.revision)
+        await history.decisions.decide(restored.id, restored.revision, "unarchive")
 
     pending = await inserted(history, new_fact("Alice prefers tea to coffee"))
-    snoozed = await history.facts.snooze(pending.id, pending.revision, datetime.now(UTC) + timedelta(days=1))
+    snoozed = await history.decisions.decide(
+        pending.id, pending.revision, "snooze", until=datetime.now(UTC) + timedelta(days=1)
+    )
     assert await history.facts.pending() == []
-    unsnoozed = await history.facts.restore_snooze(snoozed.id, snoozed.revision, None)
+    unsnoozed = await history.decisions.decide(snoozed.id, snoozed.revision, "restore_snooze", until=None)
     assert unsnoozed.snoozed_until is None
     assert [f.id for f in await history.facts.pending()] == [pending.id]
     with pytest.raises(RevisionConflictError):
-        await history.facts.restore_snooze(snoozed.id, snoozed.revision, None)
+        await history.decisions.decide(snoozed.id, snoozed.revision, "restore_snooze", until=None)
 
 
 async def test_undoing_an_edit_brings_the_old_text_back_as_a_new_version_with_its_status(history: History) -> None:
     fact = await inserted(history, new_fact("Alice plays the cello"))
     assert fact.status == "pending"
-    edited, _changes = await history.facts.edit(fact.id, fact.revision, "Alice plays the viola", now=at(1))
+    edited, _changes = await history.corrections.edit(fact.id, fact.revision, "Alice plays the viola", now=at(1))
     assert edited.status == "active"
-    reverted, changes = await history.facts.revert_edit(edited.id, edited.revision, now=at(2))
+    reverted, changes = await history.corrections.revert_edit(edited.id, edited.revision, now=at(2))
     assert reverted.content == "Alice plays the cello"
     assert reverted.status == "pending"  # back in the queue, as it was before the edit
     assert changes.facts_index
@@ -123,10 +125,10 @@ async def test_undoing_an_edit_brings_the_old_text_back_as_a_new_version_with_it
     between = await history.facts.list_facts(status="all", world_at=at(1.5), recorded_at=at(1.5))
     assert [f.content for f in between] == ["Alice plays the viola"]
     with pytest.raises(RevisionConflictError, match="superseded"):
-        await history.facts.revert_edit(edited.id, edited.revision + 1)
+        await history.corrections.revert_edit(edited.id, edited.revision + 1)
     unedited = await inserted(history, new_fact("Bob whistles", subjects=(BOB,)))
     with pytest.raises(FactError, match="no edit to undo"):
-        await history.facts.revert_edit(unedited.id, unedited.revision)
+        await history.corrections.revert_edit(unedited.id, unedited.revision)
 
 
 # -- deferred forgets -----------------------------------------------------------------------------------
@@ -135,7 +137,7 @@ async def test_undoing_an_edit_brings_the_old_text_back_as_a_new_version_with_it
 async def test_a_scheduled_forget_hides_the_whole_chain_at_once_and_cancel_brings_it_back(history: History) -> None:
     queue = ForgetQueue(history.store, history.facts)
     first = await inserted(history, new_fact("Alice's locker is number 12", type="episodic"))
-    head, _c = await history.facts.edit(first.id, first.revision, "Alice's locker is number 21")
+    head, _c = await history.corrections.edit(first.id, first.revision, "Alice's locker is number 21")
     pending = await inserted(history, new_fact("Alice's locker code is 4242"))
     await history.facts_index.flush()
     before_recall = [f.id for f, _s in await history.recall("locker", DM)]
@@ -196,7 +198,6 @@ async def test_due_forgets_complete_with_a_receipt_that_labels_the_tombstone(his
 
 
 async def test_the_preview_counts_what_the_forget_then_erases(history: History) -> None:
-    queue = ForgetQueue(history.store, history.facts)
     (source,) = await history.append_turns([turn("my cat is called Ash", message_id=1)])
     fact = await inserted(history, new_fact("Alice's cat is called Ash", source_turn_ids=(source,), place=PLACE))
     await history.store.write(
@@ -212,13 +213,47 @@ async def test_the_preview_counts_what_the_forget_then_erases(history: History) 
             ),
         ]
     )
-    preview = await queue.preview(fact.id, redact_sources=True)
+    preview = await history.erasure.preview(fact.id, redact_sources=True)
     assert preview.fact_ids == (fact.id,)
     assert preview.source_turn_ids == (source,)
     receipt = await history.forget_fact(fact.id, redact_sources=True)
     assert dict(preview.stores) == dict(receipt.stores)
     with pytest.raises(FactError, match="already forgotten"):
-        await queue.preview(fact.id)
+        await history.erasure.preview(fact.id)
+
+
+async def test_the_preview_counts_every_revision_and_what_quoted_the_replies(history: History) -> None:
+    """An edited source message has two revisions holding its text, and a reply quoting it sits in a
+    summary: the preview counts what the forget then really erases, not what the facts point at."""
+    (source,) = await history.append_turns([turn("my cat is called Ash and she bites", message_id=1, minutes=1)])
+    fact = await inserted(history, new_fact("Alice's cat is called Ash", source_turn_ids=(source,), place=PLACE))
+    await history.edit_message("discord", 1, "my cat is called Ash and she bites hard", at(1))
+    (reply,) = await history.append_turns(
+        [
+            turn(
+                "Ash! my cat is called Ash and she bites, you said",
+                message_id=2,
+                author=0,
+                minutes=2,
+                platform="discord",
+            )
+        ]
+    )
+    await history.store.write(
+        [
+            ("UPDATE turns SET author_key = 'familiar:self', reply_to = 1 WHERE id = ?", (reply,)),
+            (
+                "INSERT INTO summaries (place, text, last_turn_id, updated_at) VALUES (?, 'cats', ?, ?)",
+                (PLACE, reply, T.isoformat()),
+            ),
+        ]
+    )
+    preview = await history.erasure.preview(fact.id, redact_sources=True)
+    receipt = await history.forget_fact(fact.id, redact_sources=True)
+    assert len(receipt.redacted_turn_ids) == 2  # both revisions of the message
+    assert receipt.redacted_reply_ids == (reply,)
+    assert dict(preview.stores) == dict(receipt.stores)
+    assert dict(receipt.stores)["turns"] == 2
 
 
 # -- the catalog of names ---------------------------------------------------------------------------------
@@ -244,7 +279,7 @@ async def test_a_fact_waiting_to_be_forgotten_is_not_superseded_meanwhile(histor
     old = await inserted(history, new_fact("Alice lives in Lisbon", type="episodic"))
     new = await inserted(history, new_fact("Alice lives in Porto", type="episodic"))
     scheduled = await queue.schedule(old.id, old.revision, due_at=datetime.now(UTC) + timedelta(seconds=10))
-    assert await history.facts.supersede(old.id, new.id) == "skipped"
-    assert await history.facts.supersede(new.id, old.id) == "skipped"
+    assert await history.corrections.supersede(old.id, new.id) == "skipped"
+    assert await history.corrections.supersede(new.id, old.id) == "skipped"
     await queue.cancel(scheduled.id)
-    assert await history.facts.supersede(old.id, new.id) == "superseded"
+    assert await history.corrections.supersede(old.id, new.id) == "superseded"

@@ -60,7 +60,7 @@ async def book(history: History) -> TimelineBook:
 
 
 async def insert(history: History, content: str, at: float, **overrides: Any) -> Fact:
-    outcome, _changes = await history.facts.insert(new_fact(content, **overrides), now=day(at))
+    outcome, _changes = await history.intake.insert(new_fact(content, **overrides), now=day(at))
     assert outcome.fact is not None, outcome
     return outcome.fact
 
@@ -89,8 +89,8 @@ async def test_a_slice_shows_each_fact_with_the_status_it_had_at_the_recorded_ti
 ) -> None:
     proposed = await insert(history, "Alice keeps bees", 1, type="semantic", origin="extraction")
     assert proposed.status == "pending"
-    accepted = await history.facts.accept(proposed.id, proposed.revision, now=day(2))
-    await history.facts.archive(accepted.id, accepted.revision, now=day(3))
+    accepted = await history.decisions.decide(proposed.id, proposed.revision, "accept", now=day(2))
+    await history.decisions.decide(accepted.id, accepted.revision, "archive", now=day(3))
 
     assert statuses(await everything_at(book, 10, 0.5)) == {}
     assert statuses(await everything_at(book, 10, 1.5)) == {proposed.id: "pending"}
@@ -116,7 +116,7 @@ async def test_a_corrected_fact_shows_the_version_believed_at_each_recorded_time
     history: History, book: TimelineBook
 ) -> None:
     first = await insert(history, "Bob's cat is called Pepper", 1, subjects=(BOB,))
-    edited, _changes = await history.facts.edit(first.id, first.revision, "Bob's cat is called Salt", now=day(5))
+    edited, _changes = await history.corrections.edit(first.id, first.revision, "Bob's cat is called Salt", now=day(5))
 
     (before,) = await everything_at(book, 10, 3)
     (after,) = await everything_at(book, 10, 6)
@@ -164,13 +164,15 @@ async def test_the_slice_agrees_with_the_stores_as_of_read_everywhere(history: H
             continue
         move = rng.choice(["accept", "reject", "archive", "edit", "nothing"])
         if move == "accept" and target.status == "pending":
-            await history.facts.accept(target.id, target.revision, now=day(later))
+            await history.decisions.decide(target.id, target.revision, "accept", now=day(later))
         elif move == "reject" and target.status == "pending":
-            await history.facts.reject(target.id, target.revision, now=day(later))
+            await history.decisions.decide(target.id, target.revision, "reject", now=day(later))
         elif move == "archive" and target.status == "active":
-            await history.facts.archive(target.id, target.revision, now=day(later))
+            await history.decisions.decide(target.id, target.revision, "archive", now=day(later))
         elif move == "edit" and target.status in ("pending", "active"):
-            await history.facts.edit(target.id, target.revision, f"{target.content}, corrected {n}", now=day(later))
+            await history.corrections.edit(
+                target.id, target.revision, f"{target.content}, corrected {n}", now=day(later)
+            )
     checked = 0
     for world, recorded in itertools.product([-5, 0, 4.1, 9.9, 17, 25, 40], [0, 3.3, 8.75, 15, 22.2, 31]):
         for status in ("all", "pending", "active", "rejected", "archived"):
@@ -216,7 +218,7 @@ async def test_facts_added_since_grow_the_arrays_and_anything_else_rebuilds_them
     assert order == [*batch, made[2].id, made[1].id, first.id, made[0].id]
     assert set((await book.extent()).places) == {"guild:500", HOME, "guild:600"}
 
-    await history.facts.accept(first.id, first.revision, now=day(20))  # an older row changed: read again
+    await history.decisions.decide(first.id, first.revision, "accept", now=day(20))  # an older row changed: read again
     await agrees(25, 25)
     await agrees(25, 15)
     assert (book.builds, book.appends) == (2, 1)
@@ -228,7 +230,7 @@ async def test_facts_added_since_grow_the_arrays_and_anything_else_rebuilds_them
 async def test_a_forgotten_fact_stays_as_a_marker_without_its_text(history: History, book: TimelineBook) -> None:
     secret = await insert(history, "Bob told a secret about the party", 1, subjects=(BOB, CAROL))
     kept = await insert(history, "Bob has a cat", 2, subjects=(BOB,))
-    receipt, _changes = await history.facts.forget(secret.id, now=day(3))
+    receipt, _changes = await history.erasure.forget(secret.id, now=day(3))
     stored = await ForgetQueue(history.store, history.facts).record_receipt(
         receipt, subjects=(BOB, CAROL), scope=GENERAL, now=day(3)
     )
@@ -302,8 +304,8 @@ async def test_a_diff_between_two_recorded_times_lists_what_was_added_removed_an
     stays = await insert(history, "Alice is left-handed", 1)
     corrected = await insert(history, "Alice lives in Porto", 1)
     archived = await insert(history, "Bob buys sardines on Saturdays", 1, subjects=(BOB,))
-    new_fact_ = await history.facts.edit(corrected.id, corrected.revision, "Alice lives in Lisbon", now=day(5))
-    await history.facts.archive(archived.id, archived.revision, now=day(6))
+    new_fact_ = await history.corrections.edit(corrected.id, corrected.revision, "Alice lives in Lisbon", now=day(5))
+    await history.decisions.decide(archived.id, archived.revision, "archive", now=day(6))
     added = await insert(history, "Carol is learning the cello", 7, subjects=(CAROL,))
 
     diff = await book.diff(Point(day(10), day(2)), Point(day(10), day(8)), EVERYTHING)

@@ -78,7 +78,7 @@ async def test_the_key_is_kept_in_the_secrets_store_and_nowhere_in_the_database(
     try:
         await remember_and_forget(history)
         assert await relearn(history) == "tombstoned"
-        stone = (await history.facts.tombstones())[0]
+        stone = (await history.tombstones.fetch_all())[0]
         await history.store.checkpoint()
     finally:
         await history.close()
@@ -158,7 +158,7 @@ async def test_a_key_lost_with_the_keyring_leaves_tombstones_that_say_they_canno
 
     history = await open_history(tmp_path, vault(tmp_path))
     try:
-        stones = await history.facts.tombstones()
+        stones = await history.tombstones.fetch_all()
         assert await foreign_tombstones(history.store) == {stones[0].id: old_id}
         assert await relearn(history) == "inserted"  # honestly: nothing can match its hash any more
         relearned = await history.facts.list_facts(status="all")
@@ -192,7 +192,9 @@ async def test_two_processes_opening_a_new_familiar_at_once_agree_on_one_key(tmp
         open_history(tmp_path, vault(tmp_path)), open_history(tmp_path, vault(tmp_path))
     )
     try:
-        assert await first.facts.keys.secret_now(first.store) == await second.facts.keys.secret_now(second.store)
+        assert await first.tombstones.keys.secret_now(first.store) == await second.tombstones.keys.secret_now(
+            second.store
+        )
         await remember_and_forget(first)
         assert await relearn(second) == "tombstoned"
     finally:
@@ -204,21 +206,21 @@ async def test_an_import_the_database_refuses_puts_the_familiars_own_key_back(tm
     source = await open_history(tmp_path / "source", vault(tmp_path / "source"))
     try:
         await remember_and_forget(source)
-        lines = [json.dumps(r) async for r in export_records(source.store, keys=source.facts.keys)]
+        lines = [json.dumps(r) async for r in export_records(source.store, keys=source.tombstones.keys)]
     finally:
         await source.close()
     target_secrets = vault(tmp_path / "target")
     target = await open_history(tmp_path / "target", target_secrets)
     try:
-        own = await target.facts.keys.secret_now(target.store)
+        own = await target.tombstones.keys.secret_now(target.store)
         # A row the import's own tombstone 1 collides with: the write fails inside its transaction,
         # after the file's key was put in the secrets store.
         await target.store.write(
             [("INSERT INTO tombstones (id, hash, reason, created_at) VALUES (1, 'x', 'r', 't')", ())]
         )
         with pytest.raises(StoreError, match="refused"):
-            await import_records(target.store, lines, keys=target.facts.keys)
+            await import_records(target.store, lines, keys=target.tombstones.keys)
         assert stored_key(tmp_path / "target" / "secrets.toml") == own
-        assert await target.facts.keys.secret_now(target.store) == own
+        assert await target.tombstones.keys.secret_now(target.store) == own
     finally:
         await target.close()

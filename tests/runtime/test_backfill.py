@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.config.paths import FamiliarPaths
+from app.memory.records import SELF_KEY
 from app.runtime.events import Activity, ActivityKind
-from app.runtime.service import SELF_KEY, Familiar
+from app.runtime.service import Familiar
 from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME
 from tests.fakes.discord_server import READ_MESSAGE_HISTORY, FakeDiscord, PostedMessage
 from tests.fakes.llm_server import FakeLLM

@@ -93,7 +93,7 @@ async def test_only_active_current_in_scope_heads_are_recalled(history: History)
     await remember(history, "Alice sings in the choir in a DM.", place="dm:7001")
     old = await remember(history, "Alice sings in the old choir.")
     newer = await remember(history, "Alice sings alto in the choir.")
-    await history.facts.supersede(old, newer)
+    await history.corrections.supersede(old, newer)
     pending = await history.insert_fact(
         NewFact("Alice always sings in the choir.", "semantic", 5, 0.5, (ALICE,), PLACE)
     )

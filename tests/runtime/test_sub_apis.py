@@ -5,6 +5,7 @@ switches with their inheritance, and the one change broadcast."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import subprocess
 import sys
@@ -35,6 +36,7 @@ WAIT = 5.0
 
 def message(message_id: int, content: str, *, author: int = ALICE, name: str = "alice") -> IncomingMessage:
     return IncomingMessage(
+        platform="discord",
         message_id=message_id,
         place=PLACE,
         guild_id=GUILD_ID,
@@ -55,7 +57,7 @@ def message(message_id: int, content: str, *, author: int = ALICE, name: str = "
 async def heard(familiar: Familiar, *messages: IncomingMessage) -> list[int]:
     """Messages as the Discord adapter hands them over; returns their turn ids."""
     for each in messages:
-        await familiar.on_discord_message(each)
+        await familiar.conversation.on_message(each)
     turns = await familiar.history.recent_turns(PLACE, 50)
     return [t.id for t in turns]
 
@@ -256,6 +258,40 @@ async def test_a_deferred_forget_hides_at_once_undo_restores_and_the_deadline_ap
     assert [r.id for r in await familiar.memory.receipts()] == [receipts[0].id]
 
 
+def _removed_but_in_files(familiar: Familiar) -> int:
+    """Documents removed from the facts index whose words still sit in its files (tantivy keeps a
+    deleted document in its segment, marked, until a compaction rewrites the segment)."""
+    meta = json.loads((familiar.paths.fts / "facts" / "meta.json").read_text(encoding="utf-8"))
+    return sum(int((segment.get("deletes") or {}).get("num_deleted_docs", 0)) for segment in meta["segments"])
+
+
+async def test_a_forget_purges_the_words_from_the_index_files_before_it_returns(familiar: Familiar) -> None:
+    """One operation: no caller (a CLI command about to exit, a window button) has to purge after it."""
+    made = await familiar.memory.remember("Alice's locker holds a zeppelin model", PLACE, subjects=(ALICE_KEY,))
+    await familiar.memory.remember("Alice keeps a grey cat", PLACE, subjects=(ALICE_KEY,))
+    await familiar.history.facts_index.flush()
+
+    receipt = await familiar.memory.forget(made.fact.id)
+
+    assert _removed_but_in_files(familiar) == 0
+    assert familiar.history.facts_index.health().awaiting_purge == 0
+    assert [r.fact.id for r in await familiar.memory.recall("cat", PLACE)] != []
+    assert {name: p.status for name, p in receipt.index_files.items()} == {"facts": "purged"}
+
+
+async def test_applied_deferred_forgets_purge_the_index_files_too(familiar: Familiar) -> None:
+    made = await familiar.memory.remember("Alice's attic hides a harpsichord", PLACE, subjects=(ALICE_KEY,))
+    await familiar.memory.remember("Alice keeps a grey cat", PLACE, subjects=(ALICE_KEY,))
+    await familiar.history.facts_index.flush()
+    await familiar.memory.schedule_forget(made.fact.id, made.fact.revision, delay=0)
+
+    [receipt] = await familiar.memory.apply_due_forgets()
+
+    assert _removed_but_in_files(familiar) == 0
+    assert {name: p.status for name, p in receipt.index_files.items()} == {"facts": "purged"}
+    assert (await familiar.memory.receipts())[0].index_files == {}  # read back later: not a forget's outcome
+
+
 async def test_the_forget_timer_applies_a_forget_at_its_deadline(familiar: Familiar) -> None:
     made = await familiar.memory.remember("Alice hides a key under the mat", PLACE, subjects=(ALICE_KEY,))
     seen = Seen(familiar)
@@ -333,7 +369,7 @@ async def test_a_forget_scheduled_by_a_process_that_crashed_is_applied_at_the_ne
 async def test_pause_state_names_every_place_and_shows_what_it_inherits(familiar: Familiar) -> None:
     home = f"guild:{GUILD_ID}/{HOME}"
     await heard(familiar, message(1, "hello"))
-    await familiar.on_discord_message(replace(message(2, "hi"), place=home, channel_id=HOME, channel_name="home"))
+    await familiar.conversation.on_message(replace(message(2, "hi"), place=home, channel_id=HOME, channel_name="home"))
     seen = Seen(familiar)
     state = await familiar.controls.pause("learning", f"guild:{GUILD_ID}", initiator="pane")
     assert [e.kinds for e in seen if e.initiator == "pane"] == [frozenset({ChangeKind.PAUSE})]

@@ -28,14 +28,17 @@ from app.runtime.events import (
     GuildsChanged,
     IndexHealthReport,
     LatencyMeasured,
+    LorebookStatus,
     MemoryChanged,
     RuntimeEvent,
 )
 from app.runtime.facade import (
+    CharacterApi,
     ChatLine,
     ControlsApi,
     FamiliarFacade,
     IndexesApi,
+    LoreApi,
     MemoryApi,
     SetupApi,
     StatusSnapshot,
@@ -152,6 +155,8 @@ class FakeFacade:
                 self.status = replace(self.status, latency_ms=milliseconds)
             case FailureReported(message=message):
                 self.status = replace(self.status, last_error=message)
+            case LorebookStatus(problem=problem):
+                self.status = replace(self.status, lore_problem=problem)
             case Activity() | IndexHealthReport() | MemoryChanged():
                 pass
         for callback in list(self._subscribers):
@@ -211,6 +216,14 @@ class FakeFacade:
     @property
     def setup(self) -> SetupApi:
         return self._real().setup
+
+    @property
+    def lore(self) -> LoreApi:
+        return self._real().lore
+
+    @property
+    def character(self) -> CharacterApi:
+        return self._real().character
 
     async def explain(self, turn_id: int) -> Explanation:
         self.calls.append(Call("explain", {"turn_id": turn_id}))

@@ -17,7 +17,7 @@ from app.runtime.events import (
     LatencyMeasured,
     RuntimeEvent,
 )
-from app.runtime.facade import ControlsApi, FamiliarFacade, IndexesApi, MemoryApi, SetupApi
+from app.runtime.facade import CharacterApi, ControlsApi, FamiliarFacade, IndexesApi, LoreApi, MemoryApi, SetupApi
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import QT_STRICT, Run
 
@@ -108,7 +108,9 @@ def _protocol_members(protocol: type) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("protocol", [FamiliarFacade, MemoryApi, ControlsApi, IndexesApi, SetupApi])
+@pytest.mark.parametrize(
+    "protocol", [FamiliarFacade, MemoryApi, ControlsApi, IndexesApi, SetupApi, LoreApi, CharacterApi]
+)
 def test_the_fake_over_a_real_familiar_has_every_member_with_its_signature(
     protocol: type, memory_facade: FakeFacade
 ) -> None:
@@ -119,6 +121,8 @@ def test_the_fake_over_a_real_familiar_has_every_member_with_its_signature(
         ControlsApi: memory_facade.controls,
         IndexesApi: memory_facade.indexes,
         SetupApi: memory_facade.setup,
+        LoreApi: memory_facade.lore,
+        CharacterApi: memory_facade.character,
     }[protocol]
     for name in _protocol_members(protocol):
         declared = inspect.getattr_static(protocol, name)

@@ -34,6 +34,7 @@ def test_title_and_navigation(qtbot: QtBot, facade: FakeFacade) -> None:
     titles = [window.navigation.item(row).text() for row in range(window.navigation.count())]
     assert titles == [pane.title for pane in PANES]
     assert titles[:2] == ["Dashboard", "Chat"]
+    assert "Character" in titles
     assert window.stack.currentWidget() is window.dashboard
 
     window.navigation.setCurrentRow(1)

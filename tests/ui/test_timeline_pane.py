@@ -535,7 +535,7 @@ def test_a_fact_changed_meanwhile_is_shown_as_it_is_now(
     seen = pane.detail
     assert seen is not None
     # Another process archives it first (straight in the store: this window hears of it only later).
-    slow(qtbot, real_familiar.history.facts.archive(fact, seen.fact.revision))
+    slow(qtbot, real_familiar.history.decisions.decide(fact, seen.fact.revision, "archive"))
     pane.view.setFocus()
     qtbot.keyClick(pane.view, Qt.Key.Key_A)
     qtbot.waitUntil(lambda: not pane.error_banner.isHidden(), timeout=WAIT_MS)

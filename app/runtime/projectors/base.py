@@ -20,10 +20,11 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from app.config.settings import Settings
-from app.memory.derived import PauseState, Projections
+from app.memory.derived import Projections
 from app.memory.embeddings import Embedder, EmbeddingIndex
 from app.memory.fact_feed import FactFeed
 from app.memory.history import History
+from app.memory.pauses import PauseState, PauseSwitches
 from app.memory.turn_feed import TurnFeed
 from app.memory.watermarks import Watermarks
 from app.memory.work_queue import WorkQueue
@@ -61,6 +62,7 @@ class ProjectorDeps:
     queue: WorkQueue = field(init=False)
     turns: TurnFeed = field(init=False)
     facts: FactFeed = field(init=False)
+    pauses: PauseSwitches = field(init=False)
 
     def __post_init__(self) -> None:
         store = self.history.store
@@ -68,6 +70,7 @@ class ProjectorDeps:
         self.queue = WorkQueue(store)
         self.turns = TurnFeed(store)
         self.facts = FactFeed(store, self.history.facts)
+        self.pauses = PauseSwitches(store)
 
     @property
     def display_name(self) -> str:
@@ -82,7 +85,7 @@ class ProjectorDeps:
     async def pause(self) -> PauseState:
         if self.tick_pause is not None:
             return self.tick_pause
-        return await self.projections.pause_state()
+        return await self.pauses.state()
 
     def queued(self, kind: str) -> None:
         """This tick queued work of this kind (so a later projector of the tick looks for it)."""

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from app.memory.quoting import FAMILIAR_SELF
-from app.memory.records import Turn
+from app.memory.records import SELF_KEY, Turn
 from app.runtime.projectors.extraction import Batch, BatchTurn
 
 
@@ -26,7 +25,7 @@ def quiet_for(turns: Sequence[Turn], now: datetime) -> float:
 
 def batch_of(place: str, turns: Sequence[Turn], display_name: str) -> Batch:
     """Turns as an extraction batch, the familiar's own turns under its key and display name."""
-    return Batch(place, tuple(BatchTurn.from_turn(t) for t in turns), self_key=FAMILIAR_SELF, self_name=display_name)
+    return Batch(place, tuple(BatchTurn.from_turn(t) for t in turns), self_key=SELF_KEY, self_name=display_name)
 
 
 def participants_line(batch: Batch) -> str:

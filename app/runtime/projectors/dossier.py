@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.memory.derived import PauseState, change_counters
-from app.memory.quoting import FAMILIAR_SELF
+from app.memory.derived import change_counters
+from app.memory.pauses import PauseState
+from app.memory.records import SELF_KEY
 from app.runtime.projectors.base import Deferrals, ProjectorBase, ProjectorDeps
 
 SYSTEM = (
@@ -129,7 +130,7 @@ class PeopleDossierProjector(ProjectorBase):
         return _Fold(acted=True, changed=1, held=bool(held))
 
     async def _name(self, key: str) -> str:
-        if key == FAMILIAR_SELF:
+        if key == SELF_KEY:
             return self._deps.display_name
         return await self._deps.turns.display_name(key) or key
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 
-from app.memory.derived import PauseState
 from app.memory.facts import FactError
+from app.memory.pauses import PauseState
 from app.memory.work_queue import WorkItem
 from app.runtime.llm import LLMError
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed
@@ -113,7 +113,7 @@ class DreamingProjector(PlaceWorker):
         # and a fact whose every source is gone is not learnt.
         if await deps.queue.work_status(item.id) == "cancelled":
             return 0
-        forgotten = await deps.history.facts.tombstone_filter()
+        forgotten = await deps.history.tombstones.filter()
         scoped = deps.channel_scoped(place)
         news = [to_new_fact(c, place, origin="dreaming", channel_scoped=scoped) for c in candidates]
         # Forgotten stays forgotten; a deleted message is not learnt from.

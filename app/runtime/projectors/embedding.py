@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.memory.derived import PauseState
+from app.memory.pauses import PauseState
 from app.runtime.projectors.base import ProjectorBase
 
 BATCH = 32

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from app.memory.facts import NewFact
 from app.memory.policy import AUTO_PROMOTE_CONFIDENCE, FACT_TYPES
-from app.memory.records import Turn
+from app.memory.records import SELF_KEY, Turn
 
 MAX_FACTS = 20
 MAX_ANSWER_BYTES = 64 * 1024
@@ -114,7 +114,7 @@ class BatchTurn:
 class Batch:
     place: str
     turns: tuple[BatchTurn, ...]
-    self_key: str = "familiar:self"
+    self_key: str = SELF_KEY
     self_name: str = "Familiar"
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.memory.derived import PauseState
+from app.memory.pauses import PauseState
 from app.runtime.projectors.base import ProjectorBase, ProjectorDeps
 
 FLOOR_PERSIST_STEP = 1000  # turn ids a floor may run ahead of its persisted value

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.memory.derived import PauseState, change_counters
+from app.memory.derived import change_counters
+from app.memory.pauses import PauseState
 from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
 from app.runtime.projectors.conversation import quote_turn

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.memory.derived import PauseState
 from app.memory.facts import FactError
+from app.memory.pauses import PauseState
 from app.memory.records import Turn
 from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed

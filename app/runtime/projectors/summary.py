@@ -6,7 +6,7 @@ place's summary is rebuilt from its turns.
 
 from __future__ import annotations
 
-from app.memory.derived import PauseState
+from app.memory.pauses import PauseState
 from app.memory.watermarks import WatermarkAdvance
 from app.runtime.projectors.conversation import quiet_for, quote_turn
 from app.runtime.projectors.place_worker import Due, PlaceWorker

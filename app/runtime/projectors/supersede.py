@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
-from app.memory.derived import PauseState
 from app.memory.facts import Fact
+from app.memory.pauses import PauseState
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
 from app.runtime.projectors.base import Deferrals, ProjectorBase, ProjectorDeps
 
@@ -106,7 +106,7 @@ class FactSupersedeProjector(ProjectorBase):
         except GarbageAnswerError as exc:
             self.report(f"F#{fact.id}: left as is ({exc})")
             return bool(held)
-        retired = [old for old in retire if await deps.history.facts.supersede(old, fact.id) == "superseded"]
+        retired = [old for old in retire if await deps.history.corrections.supersede(old, fact.id) == "superseded"]
         if retired:
             subjects = {s for p in shown if p.id in retired for s in p.subjects} | set(fact.subjects)
             await deps.projections.drop_dossiers(sorted(subjects))

@@ -178,7 +178,7 @@ async def test_an_archived_fact_leaves_the_dossier_and_a_quiet_tick_asks_nothing
     await familiar.learn_now()
     assert len(requests_of(fake_llm, "people_dossier")) == asked  # nothing changed: no model call
 
-    await familiar.history.facts.archive(bakery.id, bakery.revision)
+    await familiar.history.decisions.decide(bakery.id, bakery.revision, "archive")
     await familiar.learn_now()
     dossier = await familiar.projections.dossier(ALICE, GUILD_SCOPE)
     assert dossier is not None

@@ -128,7 +128,7 @@ async def test_a_reflection_citing_a_retired_fact_reads_as_stale(familiars: Fami
     await familiar.learn_now()
 
     library = await insert(familiar, remembered("Alice works at the library."))
-    assert await familiar.history.facts.supersede(bakery.id, library.id) == "superseded"
+    assert await familiar.history.corrections.supersede(bakery.id, library.id) == "superseded"
     tea_theme, work = await familiar.projections.reflections([PLACE], 10)
     assert work.stale
     assert work.text == "Work is on Alice's mind."

@@ -325,10 +325,10 @@ async def test_an_injection_learnt_from_a_message_comes_back_only_inside_the_fen
     fake_llm.script(facts_answer(fact(quoted, [ids[1]], speaker=BOB, subjects=[BOB], type="semantic")))
     await familiar.learn_now()
     [pending] = [f for f in await all_facts(familiar) if f.status == "pending"]
-    await familiar.history.facts.accept(pending.id, pending.revision)
+    await familiar.history.decisions.decide(pending.id, pending.revision, "accept")
     await familiar.history.facts_index.flush()
 
-    assembly = await familiar.assemble(PLACE)
+    assembly = await familiar.replies.assemble(PLACE)
 
     system = assembly.messages[0]["content"]
     assert system.count("</recalled-memory>") == 1

@@ -1,0 +1,41 @@
+"""Runtime events to their listeners: the window's bridge, the CLI, and the familiar's own parts.
+
+One broken listener never silences the others (it is logged). The last failure published is kept
+for the status snapshot, so a window opened after it still shows it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+
+from app.runtime.events import FailureReported, RuntimeEvent
+
+_log = logging.getLogger(__name__)
+
+Listener = Callable[[RuntimeEvent], None]
+
+
+class EventHub:
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+        self.last_error: str | None = None
+
+    def subscribe(self, callback: Listener) -> Callable[[], None]:
+        """Call `callback` (on the event loop's thread) for every event; returns an unsubscribe."""
+        self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return unsubscribe
+
+    def publish(self, event: RuntimeEvent) -> None:
+        if isinstance(event, FailureReported):
+            self.last_error = event.message
+        for callback in list(self._listeners):
+            try:
+                callback(event)
+            except Exception:  # noqa: BLE001 - one broken listener must not silence the others
+                _log.exception("event listener failed")
