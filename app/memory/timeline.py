@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.memory.errors import StoreError
-from app.memory.facts import Fact
+from app.memory.facts import COLUMNS, Fact, from_row
 from app.memory.store import Store
 
 _log = logging.getLogger(__name__)
@@ -435,41 +435,7 @@ async def append_spans(store: Store, spans: Spans, moved: int) -> Spans | None:
 
 _MARKS = ("facts", "scheduled_forgets")  # what moves when a row or its holds change
 _MARK_COLUMNS = ", ".join(f"(SELECT value FROM change_counters WHERE name = '{name}')" for name in _MARKS)
-_FACT_COLUMNS = ", ".join(
-    f"f.{c}"
-    for c in (
-        "id", "content", "type", "importance", "confidence", "subjects", "speaker", "scope", "status", "revision",
-        "origin", "created_at", "superseded_at", "superseded_by", "valid_from", "valid_to", "snoozed_until", "sources",
-    )
-)  # fmt: skip
-
-
-def _time(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text) if text else None
-
-
-def _fact_of(row: Sequence[Any]) -> Fact:
-    """A facts row (the columns above) as the store's Fact record, as FactBook reads it."""
-    return Fact(
-        id=int(row[0]),
-        content=str(row[1]),
-        type=str(row[2]),
-        importance=int(row[3]),
-        confidence=float(row[4]),
-        subjects=tuple(json.loads(row[5])),
-        speaker=row[6],
-        scope=str(row[7]),
-        status=str(row[8]),
-        revision=int(row[9]),
-        origin=str(row[10]),
-        created_at=datetime.fromisoformat(row[11]),
-        superseded_at=_time(row[12]),
-        superseded_by=row[13],
-        valid_from=_time(row[14]),
-        valid_to=_time(row[15]),
-        snoozed_until=_time(row[16]),
-        source_turn_ids=tuple(sorted(int(t) for t in json.loads(row[17]))),
-    )
+_FACT_COLUMNS = ", ".join(f"f.{c.strip()}" for c in COLUMNS.split(","))  # the facts row FactBook reads
 
 
 class TimelineBook:
@@ -691,7 +657,7 @@ class TimelineBook:
             for row in rows:
                 marks = tuple(int(v or 0) for v in row[: len(_MARKS)])
                 if row[len(_MARKS)] is not None:
-                    fact = _fact_of(row[len(_MARKS) :])
+                    fact = from_row(row[len(_MARKS) :])
                     out[fact.id] = fact
         return out, marks
 
