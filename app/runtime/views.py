@@ -351,13 +351,45 @@ class ExplainedLayer:
 
 
 @dataclass(frozen=True, slots=True)
+class LoreSpan:
+    """Where a lorebook key matched, as offsets (the explanation keeps no message text): in a recent
+    message's content or its author's name (`turn_id`; `position` counts the scanned messages from the
+    oldest, from 0), or in the content of an entry activated before it (`entry`, 0-based: recursion)."""
+
+    source: Literal["message", "author", "lore", "text"]  # "text": a text tried that is no stored message
+    start: int
+    end: int
+    turn_id: int | None = None
+    entry: int | None = None
+    position: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ExplainedLore:
-    index: int
+    index: int  # 0-based; people count entries from 1
     title: str
-    key: str
+    key: str  # the key that fired, or "(constant)", "(sticky)", "(@@activate)"
     secondary: str | None
     priority: int
     tokens: int
+    via: Literal["key", "constant", "sticky", "decorator"] = "key"
+    step: int = 0  # 0: the conversation; 1...: recursion steps (activated by entries of the step before)
+    span: LoreSpan | None = None
+    roll: float | None = None  # the probability roll (0-100) it passed, when it had one
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedLoreDrop:
+    """A lorebook entry that matched but was not used, and why: budget, entry cap, probability, group,
+    cooldown, delay, disabled, recursion or decorator (`detail` says it in words)."""
+
+    index: int
+    title: str
+    key: str
+    reason: str
+    detail: str
+    step: int = 0
+    span: LoreSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,3 +432,7 @@ class Explanation:
     facts: tuple[ExplainedFact, ...]
     turns: tuple[ExplainedTurn, ...]
     dropped: tuple[ExplainedDrop, ...]
+    lore_dropped: tuple[ExplainedLoreDrop, ...] = ()  # every entry that matched and was not used, with why
+    lore_seed: int | None = None  # the seed of the activation's RNG (None: recorded before there was one)
+    lore_clock: int | None = None  # the number of the message answered in its place
+    lore_steps: tuple[tuple[int, ...], ...] = ()  # entry indexes activated per step: the recursion chain
