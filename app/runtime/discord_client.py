@@ -343,8 +343,8 @@ class DiscordAdapter:
         self.state = state
         self._publish(ConnectionChanged(state=state, detail=detail))
 
-    def _activity(self, kind: ActivityKind, where: str, summary: str) -> None:
-        self._publish(Activity(kind=kind, where=where, summary=summary))
+    def _activity(self, kind: ActivityKind, where: str, summary: str, place: str | None = None) -> None:
+        self._publish(Activity(kind=kind, where=where, summary=summary, place=place))
 
     async def _on_ready(self) -> None:
         self._publish_guilds()
@@ -477,7 +477,7 @@ class DiscordAdapter:
                 else:
                     sent = await message.channel.send(piece, allowed_mentions=_SAFE_MENTIONS)
                 await self._sink.on_discord_reply_sent(incoming, sent)
-            self._activity(ActivityKind.REPLY_OUT, _describe_channel(message), reply[:120])
+            self._activity(ActivityKind.REPLY_OUT, _describe_channel(message), reply[:120], incoming.place)
         except asyncio.CancelledError:
             raise
         except FamiliarError as exc:

@@ -66,6 +66,7 @@ class Activity:
     where: str
     summary: str
     at: datetime = field(default_factory=_now)
+    place: str | None = None  # the place key, where there is one (a reply: open its explanation from here)
 
 
 @dataclass(frozen=True, slots=True)

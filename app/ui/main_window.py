@@ -27,6 +27,7 @@ from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
+from app.ui.panes.explain import ExplainPane
 from app.ui.panes.memory import MemoryPane
 from app.ui.progress import StatusProgress
 from app.ui.theme import NAVIGATION_STYLE
@@ -44,6 +45,7 @@ PANES: tuple[type[Pane], ...] = (
     DashboardPane,
     ChatPane,
     MemoryPane,
+    ExplainPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
 
@@ -83,7 +85,12 @@ class MainWindow(QMainWindow):
         self.undo = UndoCentre(self.notices, self)
         self.status_progress = StatusProgress()
         context = PaneContext(
-            facade=facade, bridge=self.bridge, undo=self.undo, status=self.status_progress, window=self
+            facade=facade,
+            bridge=self.bridge,
+            undo=self.undo,
+            status=self.status_progress,
+            window=self,
+            navigate=self._navigate,
         )
         self.panes: list[Pane] = [pane_class(context) for pane_class in PANES]
 
@@ -167,6 +174,15 @@ class MainWindow(QMainWindow):
         found = self.pane(name)
         self.navigation.setCurrentRow(self.panes.index(found))
         return found
+
+    def navigate(self, name: str, arg: object | None = None) -> Pane:
+        """Show a pane and hand it `arg` to reveal (PaneContext.navigate)."""
+        found = self.show_pane(name)
+        found.reveal(arg)
+        return found
+
+    def _navigate(self, name: str, arg: object | None) -> None:
+        self.navigate(name, arg)
 
     # -- settings ----------------------------------------------------------------------------------
     @property

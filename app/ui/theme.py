@@ -26,6 +26,20 @@ NOTICE_TEXT = "#f5f5f5"
 NOTICE_ACTION = "#8ab4f8"
 DIFF_ADDED = "#e6f4ea"
 DIFF_REMOVED = "#fce8e6"
+# The "Why did it say that" pane: one hue per prompt layer (mid-tones, readable on light and dark
+# backgrounds), and the highlight of the text that fired a lorebook entry (its text colour set with it).
+LAYER_COLOURS: dict[str, str] = {
+    "character": "#5b8def",
+    "lorebook": "#d9962b",
+    "summary": "#3fae74",
+    "reflections": "#a873d9",
+    "dossiers": "#d9665f",
+    "memory": "#2fa8b8",
+    "history": "#8a97a6",
+}
+LAYER_FALLBACK_COLOUR = "#9c8f7a"
+LORE_HIGHLIGHT = "#ffd54f"
+LORE_HIGHLIGHT_TEXT = "#1a1a1a"
 
 STATE_COLOURS: dict[ConnectionState, str] = {
     ConnectionState.STOPPED: "#9e9e9e",
@@ -119,3 +133,7 @@ def small_label(text: str) -> QLabel:
     label.setWordWrap(True)
     label.setStyleSheet(STATE_MESSAGE_STYLE)
     return label
+
+
+def layer_colour(name: str) -> QColor:
+    return QColor(LAYER_COLOURS.get(name, LAYER_FALLBACK_COLOUR))

@@ -75,7 +75,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
@@ -99,6 +99,10 @@ _log = logging.getLogger(__name__)
 LOADING_TEXT = "Loading…"
 
 
+def _nowhere(_name: str, _arg: object | None) -> None:
+    """PaneContext.navigate outside a window: there is no other pane to open."""
+
+
 class PaneState(enum.Enum):
     LOADING = "loading"
     READY = "ready"
@@ -115,6 +119,9 @@ class PaneContext:
     undo: UndoCentre
     status: StatusProgress  # background progress in the status bar
     window: QWidget  # the parent for dialogs
+    # Open another pane by name with something to show there (its `reveal` gets it), e.g.
+    # navigate("explain", turn_id). The window wires it; alone (tests) it does nothing.
+    navigate: Callable[[str, object | None], None] = field(default=_nowhere)
 
 
 class _StateMessage(QWidget):
@@ -196,6 +203,9 @@ class Pane(QWidget):
     async def load(self) -> bool:
         """Fetch through the facade and fill the models; return whether there is anything to show."""
         return True
+
+    def reveal(self, arg: object | None) -> None:
+        """Show `arg` (what another pane navigated here with, e.g. a turn id); the pane is already shown."""
 
     def set_empty_action(self, text: str, slot: Callable[[], object]) -> None:
         """A button under the empty state's text (e.g. "Open Settings…")."""
