@@ -42,6 +42,7 @@ from app.runtime.views import (
     Explanation,
     FactView,
     PauseView,
+    ScheduledForget,
     SourceMessage,
 )
 from app.ui import control_actions
@@ -73,6 +74,7 @@ _log = logging.getLogger(__name__)
 LOREBOOK_PANE = "lorebook"
 LOREBOOK_FILE = "lorebook.toml"
 MAX_VISIBLE_ROWS = 8
+FORGOTTEN = "(forgotten)"
 Request = int | str | None  # a turn id, a place key (its newest reply), or None (the newest anywhere)
 
 
@@ -224,7 +226,7 @@ class ExplainPane(Pane):
             self.facade.answered_message(turn_id),
             self.facade.controls.state(),
         )
-        fact_rows = await self._fact_rows(explanation)
+        fact_rows = await self._fact_rows(explanation, await self.facade.memory.scheduled_forgets())
         turn_rows, messages = await self._turn_rows(explanation, answered)
         self.explanation, self.previous, self.answered, self.pause_view = explanation, previous, answered, pause
         self.messages = messages
@@ -232,12 +234,23 @@ class ExplainPane(Pane):
         self._show_explanation(explanation, fact_rows, turn_rows)
         return True
 
-    async def _fact_rows(self, explanation: Explanation) -> list[RecalledFactRow]:
+    async def _fact_rows(self, explanation: Explanation, scheduled: Sequence[ScheduledForget]) -> list[RecalledFactRow]:
+        """The facts recalled, then those just below the cutoff; a fact being forgotten (its Undo notice
+        still up) shows as forgotten, as it has left every read."""
+        going = {s.fact_id for s in scheduled}
         below = [d.details for d in explanation.dropped if d.layer == "memory" and "fact_id" in d.details]
         ids = [f.fact_id for f in explanation.facts] + [_int(d["fact_id"]) for d in below]
-        views = dict(zip(ids, await asyncio.gather(*(self._fact_view(i) for i in ids)), strict=True))
+        found = await asyncio.gather(*(self._fact_view(i) for i in ids))
+        views = {i: v for i, v in zip(ids, found, strict=True) if i not in going}
         rows = [
-            RecalledFactRow(f.fact_id, f.content, f.score, f.signals, True, views.get(f.fact_id))
+            RecalledFactRow(
+                f.fact_id,
+                f.content if f.fact_id in views else FORGOTTEN,
+                f.score,
+                f.signals,
+                True,
+                views.get(f.fact_id),
+            )
             for f in explanation.facts
         ]
         for details in below:
@@ -246,7 +259,7 @@ class ExplainPane(Pane):
             rows.append(
                 RecalledFactRow(
                     fact_id,
-                    "(forgotten)" if view is None else view.content,
+                    FORGOTTEN if view is None else view.content,
                     _float(details.get("score")),
                     _signals(details.get("signals")),
                     False,
