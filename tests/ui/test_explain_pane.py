@@ -5,6 +5,7 @@ Dashboard; the demo familiar for the states, the lorebook action, the models and
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,7 @@ def test_a_chat_reply_opened_from_its_menu_shows_what_went_into_it(qtbot: QtBot,
     # The waterfall: one row per layer, each starting where the one before ended, adding up to the total.
     rows_drawn = pane.waterfall.rows
     assert [r.name for r in rows_drawn] == [layer.name for layer in explanation.layers]
-    assert all(b.start == a.start + a.tokens for a, b in zip(rows_drawn, rows_drawn[1:], strict=False))
+    assert all(b.start == a.start + a.tokens for a, b in itertools.pairwise(rows_drawn))
     assert pane.waterfall.total == sum(layer.tokens for layer in explanation.layers) > 0
     assert "lorebook" in pane.waterfall.summary()
 
