@@ -336,6 +336,8 @@ class ExplainPane(Pane):
             self.diff_model.set_records(explanation_diff(explanation, previous))
         for view in (self.lore_view, self.dropped_view, self.facts_view, self.turns_view, self.diff_view):
             _fit(view)
+        if self.lore_model.rowCount() and not self.lore_view.currentIndex().isValid():
+            self.lore_view.setCurrentIndex(self.lore_model.index(0, 0))  # Edit entry works at once
         self._update_pause_button()
         self._update_actions()
 
@@ -548,7 +550,7 @@ def _fit(view: QTableView) -> None:
             view.setColumnWidth(column, min(view.columnWidth(column), 420))
     height = view.horizontalHeader().sizeHint().height() + 2 * view.frameWidth()
     height += view.verticalHeader().defaultSectionSize() * max(1, min(rows, MAX_VISIBLE_ROWS)) + 4
-    view.setFixedHeight(height if rows else max(height, 56))
+    view.setFixedHeight(height if rows else height + view.fontMetrics().height() * 2)
 
 
 def _titled_row(title: QLabel, button: QPushButton) -> QHBoxLayout:
