@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,13 @@ from app.config.secrets import SecretStore
 from app.memory.facts import NewFact
 from app.runtime.events import ActivityKind
 from app.runtime.service import Familiar
+from app.runtime.views import ExplainedDrop, Explanation, PlaceRef
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow
 from app.ui.models.roles import RecordRole
 from app.ui.panes.base import PaneState
 from app.ui.panes.chat import WHY
-from app.ui.panes.explain import ExplainPane, explanation_diff
+from app.ui.panes.explain import ExplainPane, explanation_diff, left_out_text
 from tests.conftest import ALICE, GENERAL, GUILD_ID, TOKEN, write_character_toml
 from tests.demo_familiar import GENERAL_PLACE, seed_demo
 from tests.fakes.discord_server import FakeDiscord
@@ -338,3 +340,36 @@ def test_explain_pane_screenshots(qtbot: QtBot, real_familiar: Familiar, demo: d
             window.close()
     finally:
         app.setPalette(light)
+
+
+def test_what_the_other_budgets_left_out_is_said_in_words() -> None:
+    def explanation(*drops: ExplainedDrop) -> Explanation:
+        return Explanation(
+            turn_id=1,
+            explanation_id=1,
+            place=PlaceRef("local", "Local chat"),
+            created_at=datetime.now(UTC),
+            tier="text",
+            recall_paused=False,
+            assembly_ms=1.0,
+            layers=(),
+            lore=(),
+            facts=(),
+            turns=(),
+            dropped=drops,
+        )
+
+    assert left_out_text(explanation()) == ""
+    text = left_out_text(
+        explanation(
+            ExplainedDrop("history", "budget", {"turn_id": 3}),
+            ExplainedDrop("history", "budget", {"turn_id": 4}),
+            ExplainedDrop("summary", "budget", {"what": "summary"}),
+            ExplainedDrop("dossiers", "budget", {"person": "discord:1"}),
+            ExplainedDrop("lorebook", "budget", {"index": 0}),  # in its own table
+        )
+    )
+    assert text == (
+        "Also left out for lack of room: 2 older messages of the conversation (history);"
+        " the conversation's summary (summary); 1 person's dossier (dossiers)."
+    )

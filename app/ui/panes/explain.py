@@ -129,6 +129,7 @@ class ExplainPane(Pane):
         header_row.addWidget(self.pause_button, 0, Qt.AlignmentFlag.AlignTop)
 
         self.waterfall = TokenWaterfall()
+        self.left_out_label = small_label("")
 
         self.answered_label = QLabel()
         self.answered_label.setWordWrap(True)
@@ -173,6 +174,7 @@ class ExplainPane(Pane):
         layout.addLayout(header_row)
         layout.addWidget(section_label("Tokens by layer"))
         layout.addWidget(self.waterfall)
+        layout.addWidget(self.left_out_label)
         layout.addWidget(section_label("The message it answered"))
         layout.addWidget(self.answered_label)
         layout.addLayout(_titled_row(section_label("Lore that fired"), self.edit_lore_button))
@@ -318,6 +320,9 @@ class ExplainPane(Pane):
             parts.append("<b>recall was paused here</b> (no facts or older messages)")
         self.header.setText(" · ".join(parts))
         self.waterfall.set_layers(explanation.layers)
+        left_out = left_out_text(explanation)
+        self.left_out_label.setText(left_out)
+        self.left_out_label.setVisible(bool(left_out))
         self.answered_label.setText(self._answered_html(explanation))
         self.lore_model.set_records(FiredLore(lore, self._matched_in(lore)) for lore in explanation.lore)
         self.dropped_model.set_records(explanation.lore_dropped)
@@ -497,6 +502,33 @@ def explanation_diff(current: Explanation, previous: Explanation) -> list[DiffRo
     rows += [DiffRow("fact", f.content, "added", 1) for i, f in new_facts.items() if i not in old_facts]
     rows += [DiffRow("fact", f.content, "removed", -1) for i, f in old_facts.items() if i not in new_facts]
     return rows
+
+
+_LEFT_OUT_WORDS = {
+    "history": ("older message of the conversation", "older messages of the conversation"),
+    "reflections": ("reflection", "reflections"),
+    "dossiers": ("person's dossier", "people's dossiers"),
+    "summary": ("the conversation's summary", "the conversation's summary"),
+    "character": ("part of the persona (shortened)", "part of the persona (shortened)"),
+}
+
+
+def left_out_text(explanation: Explanation) -> str:
+    """What the other layers' budgets left out, in words (lore and recalled facts have their own tables)."""
+    counts: dict[str, int] = {}
+    for drop in explanation.dropped:
+        if drop.layer not in ("lorebook", "memory"):
+            counts[drop.layer] = counts.get(drop.layer, 0) + 1
+    parts = []
+    for layer, count in counts.items():
+        one, many = _LEFT_OUT_WORDS.get(layer, ("item", "items"))
+        what = (
+            (one if count == 1 else many)
+            if one.startswith(("the ", "part "))
+            else f"{count} {one if count == 1 else many}"
+        )
+        parts.append(f"{what} ({layer})")
+    return ("Also left out for lack of room: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _sign(value: float) -> int:
