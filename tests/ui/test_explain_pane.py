@@ -373,3 +373,20 @@ def test_what_the_other_budgets_left_out_is_said_in_words() -> None:
         "Also left out for lack of room: 2 older messages of the conversation (history);"
         " the conversation's summary (summary); 1 person's dossier (dossiers)."
     )
+
+
+def test_recall_paused_by_the_server_is_not_resumed_from_here(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, demo: dict[str, int]
+) -> None:
+    run(real_familiar.controls.pause("recall", "guild:500"))
+    window = MainWindow(real_familiar, pane="explain")
+    qtbot.addWidget(window)
+    window.show()
+    pane = explain_pane(window)
+    wait_shown(qtbot, pane, demo["lighthouse_reply"])
+    assert pane.pause_button.text() == "Recall paused from above"
+    assert not pane.pause_button.isEnabled()
+    assert "its server's switch" in pane.pause_button.toolTip()
+    run(real_familiar.controls.resume("recall", "guild:500"))
+    qtbot.waitUntil(lambda: pane.pause_button.text() == "Pause recall here", timeout=WAIT_MS)  # reloaded on the change
+    run(window.shutdown())

@@ -408,7 +408,14 @@ class ExplainPane(Pane):
         if explanation is None or pause is None:
             self.pause_button.setEnabled(False)
             return
-        paused = pause.paused("recall", explanation.place.key)
+        switch = pause.switch("recall", explanation.place.key)
+        if switch.paused and switch.source != "here":  # a resume here would not lift it
+            by = "its server's switch" if switch.source == "server" else "the everywhere switch"
+            self.pause_button.setEnabled(False)
+            self.pause_button.setText("Recall paused from above")
+            self.pause_button.setToolTip(f"Recall is paused here by {by}: change it in Memory controls")
+            return
+        paused = switch.paused
         self.pause_button.setEnabled(True)
         self.pause_button.setText("Resume recall here" if paused else "Pause recall here")
         self.pause_button.setToolTip(
