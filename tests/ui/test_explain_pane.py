@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QObject, QUrl, Slot
+from PySide6.QtCore import QObject, Qt, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices, QPalette
 from PySide6.QtWidgets import QApplication, QMenu
 from pytestqt.qtbot import QtBot
@@ -128,7 +128,7 @@ def test_a_chat_reply_opened_from_its_menu_shows_what_went_into_it(qtbot: QtBot,
     assert window.chat.reply_menu(rows - 2) is None  # the owner's own line has no "why"
     menu = window.chat.reply_menu(rows - 1)
     assert isinstance(menu, QMenu)
-    assert [a.text() for a in menu.actions()] == [WHY]
+    assert [a.text() for a in menu.actions()] == [f"{WHY}\tCtrl+I"]
     menu.actions()[0].trigger()
 
     pane = explain_pane(window)
@@ -138,6 +138,11 @@ def test_a_chat_reply_opened_from_its_menu_shows_what_went_into_it(qtbot: QtBot,
     explanation = pane.explanation
     assert explanation is not None
     assert pane.turn_field.text() == str(reply_turn)
+    window.show_pane("chat")  # by keyboard: Ctrl+I in Chat opens the last reply
+    window.chat.input.setFocus()
+    qtbot.keyClick(window.chat.input, Qt.Key.Key_I, Qt.KeyboardModifier.ControlModifier)
+    assert window.current_pane is pane
+    wait_shown(qtbot, pane, reply_turn)
 
     # The waterfall: one row per layer, each starting where the one before ended, adding up to the total.
     rows_drawn = pane.waterfall.rows

@@ -6,7 +6,7 @@ import logging
 from datetime import UTC, datetime
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QListView, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from app.runtime.facade import ChatLine
@@ -23,6 +23,7 @@ HISTORY_LIMIT = 50
 USER_AUTHOR = "You"
 UNSENT_TURN_ID = 0  # the user's line is shown before the runtime has stored it
 WHY = "Why did it say that?"
+WHY_SHORTCUT = "Ctrl+I"
 
 
 class ChatPane(Pane):
@@ -48,6 +49,12 @@ class ChatPane(Pane):
         # A reply's context menu opens what went into it in the "Why did it say that" pane.
         self.transcript_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.transcript_view.customContextMenuRequested.connect(self._on_transcript_context_menu)
+        self.why_action = QAction(WHY, self)
+        self.why_action.setShortcut(QKeySequence(WHY_SHORTCUT))
+        self.why_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.why_action.setToolTip(f"What went into the current reply, or the last one ({WHY_SHORTCUT})")
+        self.why_action.triggered.connect(self._on_why_triggered)
+        self.addAction(self.why_action)
 
         self.input = QLineEdit()
         self.input.setPlaceholderText(f"Message {name}…")
@@ -75,16 +82,29 @@ class ChatPane(Pane):
 
     def reply_menu(self, row: int) -> QMenu | None:
         """The context menu of the transcript's line `row`: "Why did it say that?" on the familiar's replies."""
-        entry = self.transcript_model.index(row, 0).data(RecordRole)
-        if not isinstance(entry, ChatLine) or not entry.from_familiar or entry.turn_id == UNSENT_TURN_ID:
+        turn_id = self._reply_turn(row)
+        if turn_id is None:
             return None
         menu = QMenu(self)
-        why = QAction(WHY, menu)
+        why = QAction(f"{WHY}\t{WHY_SHORTCUT}", menu)
         why.setToolTip("What went into this reply: its layers, lore and recalled facts")
-        turn_id = entry.turn_id
         why.triggered.connect(lambda: self.context.navigate("explain", turn_id))
         menu.addAction(why)
         return menu
+
+    def _reply_turn(self, row: int) -> int | None:
+        entry = self.transcript_model.index(row, 0).data(RecordRole) if row >= 0 else None
+        if isinstance(entry, ChatLine) and entry.from_familiar and entry.turn_id != UNSENT_TURN_ID:
+            return entry.turn_id
+        return None
+
+    def _on_why_triggered(self) -> None:
+        """The current line's reply (arrows move it), else the last reply in the transcript."""
+        turn_id = self._reply_turn(self.transcript_view.currentIndex().row())
+        rows = range(self.transcript_model.rowCount() - 1, -1, -1)
+        turn_id = turn_id or next((t for t in map(self._reply_turn, rows) if t is not None), None)
+        if turn_id is not None:
+            self.context.navigate("explain", turn_id)
 
     def _on_transcript_context_menu(self, position: QPoint) -> None:
         index = self.transcript_view.indexAt(position)
