@@ -12,12 +12,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QColor, QImage
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.records import NewTurn
 from app.runtime.service import Familiar
+from app.ui.theme import LAYER_COLOURS
+from tests.demo_familiar import make_demo_familiar
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -63,7 +65,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("pane", ["dashboard", "chat", "memory"])
+@pytest.mark.parametrize("pane", ["dashboard", "chat", "memory", "explain"])
 def test_a_screenshot_of_each_pane_over_real_data(home: Path, pane: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out = ARTIFACTS / f"screenshot_{pane}.png"
@@ -137,3 +139,22 @@ def test_familiar_pane_opens_the_window_on_that_pane(home: Path) -> None:
     assert done.stdout.strip().endswith("on the chat pane")
     done = familiar_command(home, probe=True)
     assert done.stdout.strip().endswith("on the dashboard pane")
+
+
+def test_the_explain_screenshot_shows_the_newest_replys_waterfall(tmp_path: Path) -> None:
+    """`familiar screenshot --pane explain` shows the newest reply's explanation: the demo familiar's,
+    its waterfall drawn (each layer's own colour, app.ui.theme.LAYER_COLOURS)."""
+    home = tmp_path / "home"
+    asyncio.run(make_demo_familiar(home))
+    out = ARTIFACTS / "screenshot_explain_demo.png"
+    done = familiar_command(home, "screenshot", "--pane", "explain", "--out", str(out), "--size", "1100x700")
+    assert done.returncode == 0, done.stderr
+    image = QImage(str(out))
+    seen = {
+        (image.pixelColor(x, y).red(), image.pixelColor(x, y).green(), image.pixelColor(x, y).blue())
+        for y in range(0, image.height(), 3)
+        for x in range(0, image.width(), 3)
+    }
+    for layer in ("character", "lorebook", "history"):
+        colour = QColor(LAYER_COLOURS[layer])
+        assert (colour.red(), colour.green(), colour.blue()) in seen, layer
