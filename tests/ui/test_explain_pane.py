@@ -25,6 +25,7 @@ from app.runtime.service import Familiar
 from app.runtime.views import ExplainedDrop, Explanation, PlaceRef
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow
+from app.ui.models.explain_models import RecalledFactRow, RecalledTurnRow
 from app.ui.models.roles import RecordRole
 from app.ui.panes.base import PaneState
 from app.ui.panes.chat import WHY
@@ -285,7 +286,17 @@ def test_the_demo_reply_dropped_lore_diff_models_and_edit_entry(
     for model in (pane.lore_model, pane.dropped_model, pane.facts_model, pane.turns_model, pane.diff_model):
         assert model.rowCount() > 0 or model is pane.turns_model
         qtmodeltester.check(model, force_py=True)
-    assert isinstance(pane.facts_model.index(0, 0).data(RecordRole), object)
+    assert isinstance(pane.facts_model.index(0, 0).data(RecordRole), RecalledFactRow)
+    vet = run(real_familiar.memory.sources([demo["vet"]]))[0]
+    pane.turns_model.set_records(
+        [
+            RecalledTurnRow(vet.turn_id, vet.author, vet.content, vet.created_at, 0.5, {"bm25": 0.5}),
+            RecalledTurnRow(vet.turn_id, None, "(deleted)", None, 0.25, {}, used=False),
+        ]
+    )
+    qtmodeltester.check(pane.turns_model, force_py=True)
+    assert pane.turns_model.index(0, 1).data() == "bob"
+    assert pane.turns_model.index(1, 4).data() == "no: just below the cutoff"
 
     # Edit entry: no Lorebook pane in this window, so lorebook.toml itself (the URL, not the OS action).
     opened: list[QUrl] = []
