@@ -18,6 +18,7 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.records import NewTurn
 from app.runtime.service import Familiar
+from app.ui.main_window import pane_names
 from app.ui.theme import LAYER_COLOURS
 from tests.demo_familiar import make_demo_familiar
 
@@ -120,7 +121,9 @@ def test_an_unknown_pane_is_refused_listing_the_names(home: Path, tmp_path: Path
     out = tmp_path / "never.png"
     done = familiar_command(home, "screenshot", "--pane", "timeline-of-doom", "--out", str(out))
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: there is no pane 'timeline-of-doom'; choose one of: dashboard, chat, memory"
+    names = ", ".join(pane_names())  # the registry's, in navigation order
+    assert names.startswith("dashboard, chat, memory")
+    assert done.stderr.strip() == f"error: there is no pane 'timeline-of-doom'; choose one of: {names}"
     assert not out.exists()
     done = familiar_command(home, "--pane", "nowhere", probe=True)
     assert done.returncode == 2
