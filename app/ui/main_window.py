@@ -85,14 +85,11 @@ class MainWindow(QMainWindow):
         self.undo = UndoCentre(self.notices, self)
         self.status_progress = StatusProgress()
         context = PaneContext(
-            facade=facade,
-            bridge=self.bridge,
-            undo=self.undo,
-            status=self.status_progress,
-            window=self,
-            navigate=self._navigate,
+            facade=facade, bridge=self.bridge, undo=self.undo, status=self.status_progress, window=self
         )
         self.panes: list[Pane] = [pane_class(context) for pane_class in PANES]
+        for each in self.panes:
+            each.navigate_requested.connect(self._on_pane_navigate_requested)
 
         self.dashboard = self.pane_of(DashboardPane)
         self.dashboard.settings_requested.connect(self.open_settings)
@@ -165,6 +162,9 @@ class MainWindow(QMainWindow):
                 return each
         raise KeyError(name)
 
+    def _on_pane_navigate_requested(self, name: str, target: object) -> None:
+        self.show_pane(name).focus_on(target)
+
     @property
     def current_pane(self) -> Pane:
         return self.panes[self.stack.currentIndex()]
@@ -174,15 +174,6 @@ class MainWindow(QMainWindow):
         found = self.pane(name)
         self.navigation.setCurrentRow(self.panes.index(found))
         return found
-
-    def navigate(self, name: str, arg: object | None = None) -> Pane:
-        """Show a pane and hand it `arg` to reveal (PaneContext.navigate)."""
-        found = self.show_pane(name)
-        found.reveal(arg)
-        return found
-
-    def _navigate(self, name: str, arg: object | None) -> None:
-        self.navigate(name, arg)
 
     # -- settings ----------------------------------------------------------------------------------
     @property

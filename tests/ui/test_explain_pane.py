@@ -266,7 +266,7 @@ def test_the_demo_reply_dropped_lore_diff_models_and_edit_entry(
     window = MainWindow(real_familiar)
     qtbot.addWidget(window)
     window.show()
-    window.navigate("explain", GENERAL_PLACE)  # a place: its newest reply
+    window.dashboard.navigate_requested.emit("explain", GENERAL_PLACE)  # a place: its newest reply
     pane = explain_pane(window)
     wait_shown(qtbot, pane, demo["lighthouse_reply"])
     assert [(d.title, d.reason) for d in pane.dropped_model.records] == [("Harbour market", "entry cap")]

@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor
 from app.runtime.views import ExplainedLore, ExplainedLoreDrop, FactView, PersonRef
 from app.ui.models.base import RIGHT, Column, RecordTableModel
 from app.ui.models.forgetting_models import short_time
-from app.ui.theme import AMBER, DIFF_ADDED, DIFF_REMOVED, MUTED_GREY, OK_GREEN
+from app.ui.theme import AMBER, DIFF_ADDED, DIFF_REMOVED, EXPLAIN_DIFF_TEXT, MUTED_GREY, OK_GREEN
 
 SIGNAL_NAMES: Final[dict[str, str]] = {
     "bm25": "words",
@@ -165,7 +165,7 @@ def _diff_background(row: DiffRow) -> QColor:
 DIFF_COLUMNS: Final[tuple[Column[DiffRow], ...]] = (
     Column("What", lambda r: {"layer": "Layer", "lore": "Lore", "fact": "Fact", "dropped": "Lore left out"}[r.kind]),
     Column("Name", lambda r: r.name),
-    Column("Change", lambda r: r.change, background=_diff_background, foreground=lambda _r: QColor("#1a1a1a")),
+    Column("Change", lambda r: r.change, background=_diff_background, foreground=lambda _r: QColor(EXPLAIN_DIFF_TEXT)),
 )
 
 

@@ -75,7 +75,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
@@ -99,10 +99,6 @@ _log = logging.getLogger(__name__)
 LOADING_TEXT = "Loading…"
 
 
-def _nowhere(_name: str, _arg: object | None) -> None:
-    """PaneContext.navigate outside a window: there is no other pane to open."""
-
-
 class PaneState(enum.Enum):
     LOADING = "loading"
     READY = "ready"
@@ -119,9 +115,6 @@ class PaneContext:
     undo: UndoCentre
     status: StatusProgress  # background progress in the status bar
     window: QWidget  # the parent for dialogs
-    # Open another pane by name with something to show there (its `reveal` gets it), e.g.
-    # navigate("explain", turn_id). The window wires it; alone (tests) it does nothing.
-    navigate: Callable[[str, object | None], None] = field(default=_nowhere)
 
 
 class _StateMessage(QWidget):
@@ -150,6 +143,9 @@ class Pane(QWidget):
     empty_text: ClassVar[str] = "Nothing here yet."
 
     loaded = Signal()
+    navigate_requested = Signal(str, object)
+    """(pane name, target): ask the window to show another pane on something (e.g. a fact id); the
+    window calls that pane's `focus_on(target)`."""
 
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -204,8 +200,9 @@ class Pane(QWidget):
         """Fetch through the facade and fill the models; return whether there is anything to show."""
         return True
 
-    def reveal(self, arg: object | None) -> None:
-        """Show `arg` (what another pane navigated here with, e.g. a turn id); the pane is already shown."""
+    def focus_on(self, _target: object) -> None:
+        """Show a target another pane asked this one to show (see `navigate_requested`); by default nothing."""
+        return None
 
     def set_empty_action(self, text: str, slot: Callable[[], object]) -> None:
         """A button under the empty state's text (e.g. "Open Settings…")."""

@@ -88,7 +88,7 @@ class ChatPane(Pane):
         menu = QMenu(self)
         why = QAction(f"{WHY}\t{WHY_SHORTCUT}", menu)
         why.setToolTip("What went into this reply: its layers, lore and recalled facts")
-        why.triggered.connect(lambda: self.context.navigate("explain", turn_id))
+        why.triggered.connect(lambda: self.navigate_requested.emit("explain", turn_id))
         menu.addAction(why)
         return menu
 
@@ -104,7 +104,7 @@ class ChatPane(Pane):
         rows = range(self.transcript_model.rowCount() - 1, -1, -1)
         turn_id = turn_id or next((t for t in map(self._reply_turn, rows) if t is not None), None)
         if turn_id is not None:
-            self.context.navigate("explain", turn_id)
+            self.navigate_requested.emit("explain", turn_id)
 
     def _on_transcript_context_menu(self, position: QPoint) -> None:
         index = self.transcript_view.indexAt(position)

@@ -207,7 +207,7 @@ class DashboardPane(Pane):
         record = self.activity_model.record(row)
         if record.kind is not ActivityKind.REPLY_OUT:
             return False
-        self.context.navigate("explain", record.place)  # its place's newest reply
+        self.navigate_requested.emit("explain", record.place)  # its place's newest reply
         return True
 
     def _on_activity_view_activated(self, index: QModelIndex) -> None:

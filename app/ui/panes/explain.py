@@ -8,8 +8,8 @@ the same place. From here: forget a fact (with its preview, undoable), pause rec
 (undoable), edit a lore entry (the Lorebook pane when there is one, else lorebook.toml).
 
 Opened by turn id (the field above, or `familiar --pane explain`), from a reply in Chat ("Why did it say
-that?"), from a reply in the Dashboard's activity log, or on the newest reply. `reveal(arg)`: an int is a
-turn id, a str a place key (its newest reply), None the newest reply anywhere.
+that?"), from a reply in the Dashboard's activity log, or on the newest reply. `focus_on(target)`: an int is
+a turn id, a str a place key (its newest reply), None the newest reply anywhere.
 """
 
 from __future__ import annotations
@@ -197,9 +197,9 @@ class ExplainPane(Pane):
         self._update_actions()
 
     # -- opening ----------------------------------------------------------------------------------------
-    def reveal(self, arg: object | None) -> None:
+    def focus_on(self, target: object) -> None:
         """Show a reply: a turn id (int), the newest in a place (its key, str), or the newest (None)."""
-        self.open(arg if isinstance(arg, int | str) else None)
+        self.open(target if isinstance(target, int | str) else None)
 
     def open(self, request: Request) -> None:
         self._requested = request
@@ -476,12 +476,13 @@ class ExplainPane(Pane):
         lore = self.selected_lore()
         if lore is None:
             return
-        try:
-            self.context.navigate(LOREBOOK_PANE, lore.index)
-        except KeyError:  # no lorebook pane in this window: the file itself
-            self.lorebook_url = QUrl.fromLocalFile(str(self.facade.home / LOREBOOK_FILE))
-            if not QDesktopServices.openUrl(self.lorebook_url):
-                self.error_banner.show_message(f"Could not open {self.lorebook_url.toLocalFile()}: open it yourself.")
+        if any(pane.name == LOREBOOK_PANE for pane in self.context.window.findChildren(Pane)):
+            self.navigate_requested.emit(LOREBOOK_PANE, lore.index)
+            return
+        # No Lorebook pane in this window: the file itself.
+        self.lorebook_url = QUrl.fromLocalFile(str(self.facade.home / LOREBOOK_FILE))
+        if not QDesktopServices.openUrl(self.lorebook_url):
+            self.error_banner.show_message(f"Could not open {self.lorebook_url.toLocalFile()}: open it yourself.")
 
 
 def explanation_diff(current: Explanation, previous: Explanation) -> list[DiffRow]:
