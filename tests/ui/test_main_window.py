@@ -10,7 +10,7 @@ from pytestqt.qtbot import QtBot
 
 from app.runtime.events import ConnectionChanged, ConnectionState, LatencyMeasured
 from app.ui.async_slot import running_slots
-from app.ui.main_window import MainWindow
+from app.ui.main_window import PANES, MainWindow
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import QT_STRICT, WAIT_MS, Run, settle
 
@@ -30,7 +30,8 @@ def test_title_and_navigation(qtbot: QtBot, facade: FakeFacade) -> None:
 
     assert window.windowTitle() == "Familiar — Wisp"
     titles = [window.navigation.item(row).text() for row in range(window.navigation.count())]
-    assert titles == ["Dashboard", "Chat", "Memory controls", "Why did it say that"]
+    assert titles == [pane.title for pane in PANES]
+    assert titles[:2] == ["Dashboard", "Chat"]
     assert window.stack.currentWidget() is window.dashboard
 
     window.navigation.setCurrentRow(1)
