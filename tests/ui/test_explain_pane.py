@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from pytestqt.qtbot import QtBot
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.facts import NewFact
+from app.memory.records import NewTurn
 from app.runtime.events import ActivityKind
 from app.runtime.service import Familiar
 from app.runtime.views import ExplainedDrop, Explanation, PlaceRef
@@ -405,4 +406,65 @@ def test_recall_paused_by_the_server_is_not_resumed_from_here(
     assert "its server's switch" in pane.pause_button.toolTip()
     run(real_familiar.controls.resume("recall", "guild:500"))
     qtbot.waitUntil(lambda: pane.pause_button.text() == "Pause recall here", timeout=WAIT_MS)  # reloaded on the change
+    run(window.shutdown())
+
+
+def test_a_recorded_span_is_highlighted_rather_than_every_occurrence_of_the_key(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar
+) -> None:
+    """The lorebook engine may record where a key matched (ExplainedLore.span): that span is what is
+    highlighted, not each occurrence of the key; a span in an earlier message shows that message too."""
+    at = datetime.now(UTC)
+    earlier = run(real_familiar.history.append_turn(NewTurn("local", "local", 0, "local:owner", "You", "A lamp.", at)))
+    asked = run(
+        real_familiar.history.append_turn(
+            NewTurn("local", "local", 0, "local:owner", "You", "kettle or kettle?", at + timedelta(seconds=1))
+        )
+    )
+    reply = run(
+        real_familiar.history.append_turn(
+            NewTurn("local", "local", 0, "familiar:self", "Wisp", "The second.", at + timedelta(seconds=2))
+        )
+    )
+    assert earlier is not None
+    assert asked is not None
+    assert reply is not None
+    body = {
+        "tier": "text",
+        "layers": [{"name": "lorebook", "tokens": 12, "budget": 800}],
+        "lorebook": [
+            {
+                "index": 0,
+                "title": "Kettle",
+                "key": "kettle",
+                "priority": 1,
+                "tokens": 6,
+                "via": "key",
+                "span": {"source": "message", "start": 10, "end": 16, "turn_id": asked.id, "position": 1},
+            },
+            {
+                "index": 1,
+                "title": "Lamp",
+                "key": "lamp",
+                "priority": 1,
+                "tokens": 6,
+                "via": "key",
+                "span": {"source": "message", "start": 2, "end": 6, "turn_id": earlier.id, "position": 0},
+            },
+        ],
+    }
+    run(real_familiar.projections.save_explanation("local", body, [reply.id]))
+    window = MainWindow(real_familiar, pane="explain")
+    qtbot.addWidget(window)
+    window.show()
+    pane = explain_pane(window)
+    wait_shown(qtbot, pane, reply.id)
+    assert pane.answered is not None
+    assert pane.answered.turn_id == asked.id
+    assert pane.highlighted_spans() == [(10, 16)]  # the second "kettle" only
+    matched = [r.matched_in for r in pane.lore_model.records]
+    assert matched[0] == "the message it answered"
+    assert matched[1].startswith("your message of ")
+    assert "Earlier:" in pane.answered_label.text()
+    assert ">lamp</span>" in pane.answered_label.text()
     run(window.shutdown())

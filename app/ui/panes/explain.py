@@ -75,6 +75,7 @@ LOREBOOK_PANE = "lorebook"
 LOREBOOK_FILE = "lorebook.toml"
 MAX_VISIBLE_ROWS = 8
 FORGOTTEN = "(forgotten)"
+OWNER_KEY = "local:owner"  # the window's own user, in the local chat
 Request = int | str | None  # a turn id, a place key (its newest reply), or None (the newest anywhere)
 
 
@@ -397,7 +398,8 @@ class ExplainPane(Pane):
             if answered is not None and span.turn_id == answered.turn_id:
                 return f"{where}the message it answered"
             if message is not None:
-                return f"{where}{message.author.name}'s message of {short_time(message.created_at)}"
+                whose = "your" if message.author.key == OWNER_KEY else f"{message.author.name}'s"
+                return f"{where}{whose} message of {short_time(message.created_at)}"
             return "an earlier message"
         if answered is not None and key_spans(answered.content, lore.key):
             return "the message it answered"
