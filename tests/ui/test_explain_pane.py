@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QObject, Qt, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices, QPalette
-from PySide6.QtWidgets import QApplication, QMenu
+from PySide6.QtWidgets import QApplication, QMenu, QWidget
 from pytestqt.qtbot import QtBot
 
 from app.config.paths import FamiliarPaths
@@ -23,14 +23,16 @@ from app.memory.facts import NewFact
 from app.memory.records import NewTurn
 from app.runtime.events import ActivityKind
 from app.runtime.service import Familiar
-from app.runtime.views import ExplainedDrop, Explanation, PlaceRef
+from app.runtime.views import ExplainedDrop, ExplainedLayer, Explanation, PlaceRef
+from app.ui import main_window
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow
 from app.ui.models.explain_models import RecalledFactRow, RecalledTurnRow
 from app.ui.models.roles import RecordRole
-from app.ui.panes.base import PaneState
+from app.ui.panes.base import Pane, PaneContext, PaneState
 from app.ui.panes.chat import WHY
 from app.ui.panes.explain import ExplainPane, explanation_diff, left_out_text
+from app.ui.widgets.token_waterfall import waterfall_rows
 from tests.conftest import ALICE, GENERAL, GUILD_ID, TOKEN, write_character_toml
 from tests.demo_familiar import GENERAL_PLACE, seed_demo
 from tests.fakes.discord_server import FakeDiscord
@@ -468,3 +470,54 @@ def test_a_recorded_span_is_highlighted_rather_than_every_occurrence_of_the_key(
     assert "Earlier:" in pane.answered_label.text()
     assert ">lamp</span>" in pane.answered_label.text()
     run(window.shutdown())
+
+
+class _LorebookStandIn(Pane):
+    """A pane named "lorebook", as the Lorebook editor will be: records what it was asked to show."""
+
+    name = "lorebook"
+    title = "Lorebook"
+
+    def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
+        super().__init__(context, parent)
+        self.shown: list[object] = []
+
+    def focus_on(self, target: object) -> None:
+        self.shown.append(target)
+
+
+def test_edit_entry_opens_the_lorebook_pane_on_the_entry_when_there_is_one(
+    qtbot: QtBot, real_familiar: Familiar, demo: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(main_window, "PANES", (*main_window.PANES, _LorebookStandIn))
+    window = MainWindow(real_familiar, pane="explain")
+    qtbot.addWidget(window)
+    window.show()
+    pane = explain_pane(window)
+    wait_shown(qtbot, pane, demo["lighthouse_reply"])
+    row = next(i for i, r in enumerate(pane.lore_model.records) if r.lore.title == "The lighthouse")
+    pane.lore_view.setCurrentIndex(pane.lore_model.index(row, 0))
+    pane.lore_view.setFocus()
+    qtbot.keyClick(pane.lore_view, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)  # Edit entry's key
+    lorebook = window.pane_of(_LorebookStandIn)
+    assert window.current_pane is lorebook
+    assert lorebook.shown == [0]  # the entry's 0-based index in the book
+    assert pane.lorebook_url is None  # not the file
+    settle(qtbot)
+
+
+def test_the_waterfall_says_each_layer_in_words() -> None:
+    rows = waterfall_rows(
+        (
+            ExplainedLayer("character", 100, 1500, cached=True),
+            ExplainedLayer("history", 900, 800, cached=False),
+        )
+    )
+    assert [(r.start, r.tokens) for r in rows] == [(0, 100), (100, 900)]
+    assert rows[0].tooltip(1000) == (
+        "character: 100 tokens of a 1,500-token budget (10% of the prompt)\n"
+        "Reused from the reply before (nothing in it had changed)."
+    )
+    assert rows[1].over
+    assert rows[1].value_text() == "900 / 800"
+    assert "Over its budget." in rows[1].tooltip(1000)

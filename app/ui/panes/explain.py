@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QAbstractItemModel, QRegularExpression, Qt, QUrl
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QRegularExpressionValidator
@@ -107,8 +107,8 @@ class ExplainPane(Pane):
         self.open_button.clicked.connect(self._on_open_triggered)
         self.newest_button = QPushButton("Newest reply")
         self.newest_button.setToolTip("Show the familiar's newest reply (Ctrl+Shift+N)")
-        self.newest_button.setShortcut(QKeySequence("Ctrl+Shift+N"))
         self.newest_button.clicked.connect(self._on_newest_triggered)
+        self.newest_action = _pane_action(self, "Newest reply", "Ctrl+Shift+N", self._on_newest_triggered)
         bar = QHBoxLayout()
         bar.setSpacing(8)
         turn_label = QLabel("&Turn id")
@@ -143,8 +143,8 @@ class ExplainPane(Pane):
         self.lore_view = _table(self.lore_model, "No lore fired for this reply.", stretch=2)
         self.edit_lore_button = QPushButton("Edit entry…")
         self.edit_lore_button.setToolTip("Open the selected entry in the lorebook (Ctrl+E)")
-        self.edit_lore_button.setShortcut(QKeySequence("Ctrl+E"))
         self.edit_lore_button.clicked.connect(self._on_edit_lore_triggered)
+        self.edit_lore_action = _pane_action(self, "Edit entry…", "Ctrl+E", self._on_edit_lore_triggered)
         self.dropped_model = DroppedLoreModel(self)
         self.dropped_view = _table(self.dropped_model, "Nothing that matched was left out.")
 
@@ -593,6 +593,16 @@ def _fit(view: QTableView) -> None:
     height = view.horizontalHeader().sizeHint().height() + 2 * view.frameWidth()
     height += view.verticalHeader().defaultSectionSize() * max(1, min(rows, MAX_VISIBLE_ROWS)) + 4
     view.setFixedHeight(height if rows else height + view.fontMetrics().height() * 2)
+
+
+def _pane_action(pane: QWidget, text: str, keys: str, slot: Callable[[], object]) -> QAction:
+    """A key for the whole pane (wherever the focus is in it)."""
+    action = QAction(text, pane)
+    action.setShortcut(QKeySequence(keys))
+    action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+    action.triggered.connect(slot)
+    pane.addAction(action)
+    return action
 
 
 def _titled_row(title: QLabel, button: QPushButton) -> QHBoxLayout:
