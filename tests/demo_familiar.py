@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from app.config.secrets import SecretStore
 from app.memory.catalog import Catalog
 from app.memory.facts import NewFact
 from app.memory.records import NewTurn
+from app.runtime.context.layers import DEFAULT_ORDER
 from app.runtime.service import Familiar
 
 GUILD = 500
@@ -331,6 +332,51 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
     await familiar.controls.pause("learning", HOME_PLACE)
     familiar.home.joinpath("lorebook.toml").write_text(LORE, encoding="utf-8")
     await history.catch_up()
+    made.turns.update(await _explained_replies(familiar, now))
+    return made
+
+
+# Two replies in #general with what went into them, for the "Why did it say that" pane: (days ago,
+# speaker id or None for the familiar, text); a reply answers the message before it.
+EXPLAINED: tuple[tuple[float, int | None, str], ...] = (
+    (0.19, None, "Dr Sousa by the harbour market is good with old cats; Saturday mornings are quietest there."),
+    (0.1, CAROL, "Wisp, is the lamp room in the old lighthouse still locked? I want to see it before the walk."),
+    (0.09, None, "Still locked since the storm of '98, carol. Ask at the harbour market on Saturday for the key."),
+)
+
+
+async def _explained_replies(familiar: Familiar, now: datetime) -> dict[str, int]:
+    """The replies of EXPLAINED, each with the explanation a real assembly recorded for it: on a tight
+    tier (two lorebook entries at most), so the newest one shows lore that matched but was dropped."""
+    answering = await familiar.history.store.latest_revision("discord", 10_000 + len(CONVERSATION) - 1)
+    assert answering is not None
+    made: dict[str, int] = {}
+    for n, (days, speaker, text) in enumerate(EXPLAINED):
+        message_id = 20_000 + n
+        turn = await familiar.history.append_turn(
+            NewTurn(
+                platform="discord",
+                place=GENERAL_PLACE,
+                guild_id=GUILD,
+                channel_id=GENERAL,
+                message_id=message_id,
+                author_key=_key(speaker) if speaker else SELF,
+                author_name=PEOPLE[speaker] if speaker else "Wisp",
+                content=text,
+                created_at=now - timedelta(days=days),
+                reply_to=answering.message_id if speaker is None else None,
+            )
+        )
+        assert turn is not None
+        if speaker is not None:
+            answering = turn
+            continue
+        context = await familiar.context_for(GENERAL_PLACE, answering)
+        tight = replace(context, budget=replace(context.budget, max_lorebook_entries=2))
+        assembly = await familiar._parts.assembler.assemble(tight, DEFAULT_ORDER)
+        await familiar.projections.save_explanation(GENERAL_PLACE, assembly.explanation, [turn.id])
+        made["vet_reply" if not made else "lighthouse_reply"] = turn.id
+    await familiar.history.catch_up()
     return made
 
 

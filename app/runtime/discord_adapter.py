@@ -301,7 +301,7 @@ class DiscordAdapter:
                 else:
                     message = await reply.channel.send(piece, allowed_mentions=SAFE_MENTIONS)
                 await self._sink.on_reply_sent(said, sent(message))
-            self._state.activity(ActivityKind.REPLY_OUT, reply.where, text[:120], said.message_id)
+            self._state.activity(ActivityKind.REPLY_OUT, reply.where, text[:120], said.message_id, said.place)
         except asyncio.CancelledError:
             raise
         except FamiliarError as exc:

@@ -50,8 +50,10 @@ class DiscordState:
         self.latency_ms = milliseconds
         self._publish(LatencyMeasured(milliseconds=milliseconds))
 
-    def activity(self, kind: ActivityKind, where: str, summary: str, message_id: int | None = None) -> None:
-        self._publish(Activity(kind=kind, where=where, summary=summary, message_id=message_id))
+    def activity(
+        self, kind: ActivityKind, where: str, summary: str, message_id: int | None = None, place: str | None = None
+    ) -> None:
+        self._publish(Activity(kind=kind, where=where, summary=summary, message_id=message_id, place=place))
 
     def failure(self, message: str) -> None:
         """Something the owner must act on (a bad token, a missing permission)."""

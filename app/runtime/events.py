@@ -78,6 +78,7 @@ class Activity:
     summary: str
     at: datetime = field(default_factory=_now)
     message_id: int | None = None  # the Discord message it is about (logs name it instead of its text)
+    place: str | None = None  # the place key, where there is one (a reply: open its explanation from here)
 
 
 @dataclass(frozen=True, slots=True)

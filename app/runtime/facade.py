@@ -423,6 +423,18 @@ class FamiliarFacade(Protocol):
         """What went into the reply that produced this turn; FamiliarError when it is not a reply."""
         ...
 
+    async def newest_reply(self, place: str | None = None) -> int | None:
+        """The turn id of the newest reply that has an explanation (in `place`, a place key, or anywhere)."""
+        ...
+
+    async def previous_explanation(self, turn_id: int) -> Explanation | None:
+        """The explanation of the reply before this one in the same place (None: it is the first kept)."""
+        ...
+
+    async def answered_message(self, turn_id: int) -> SourceMessage | None:
+        """The message the reply `turn_id` answered, as it stands now (None: not found)."""
+        ...
+
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
         """Call `callback` (on the event loop's thread) for every event; returns an unsubscribe."""
         ...

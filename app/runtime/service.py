@@ -32,6 +32,7 @@ from app.memory.history import History
 from app.memory.lore_state import LoreState
 from app.memory.pauses import PauseKind, PauseState, PauseSwitches
 from app.memory.records import IndexHealth
+from app.memory.reply_index import ReplyIndex
 from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
@@ -60,7 +61,7 @@ from app.runtime.retrieval import Retriever
 from app.runtime.setup_api import SetupService
 from app.runtime.setup_views import SettingsUpdate
 from app.runtime.view_builder import ViewBuilder
-from app.runtime.views import Explanation
+from app.runtime.views import Explanation, SourceMessage
 from app.runtime.wiring import Loaded, Shared, build_parts, load_familiar
 
 if TYPE_CHECKING:  # discord.py loads with the adapter, on Start: not for the window, the CLI or the store
@@ -306,6 +307,27 @@ class Familiar:
     async def explain(self, turn_id: int) -> Explanation:
         """What went into the reply that produced this turn."""
         return await explain(self.explanations, self.history.facts, self._names, turn_id)
+
+    async def newest_reply(self, place: str | None = None) -> int | None:
+        try:
+            return await ReplyIndex(self.history.store).newest_reply(place)
+        except StoreError as exc:
+            raise FamiliarError(str(exc)) from exc
+
+    async def previous_explanation(self, turn_id: int) -> Explanation | None:
+        try:
+            previous = await ReplyIndex(self.history.store).previous_reply(turn_id)
+        except StoreError as exc:
+            raise FamiliarError(str(exc)) from exc
+        return None if previous is None else await self.explain(previous)
+
+    async def answered_message(self, turn_id: int) -> SourceMessage | None:
+        try:
+            answered = await ReplyIndex(self.history.store).answered(turn_id)
+        except StoreError as exc:
+            raise FamiliarError(str(exc)) from exc
+        found = [] if answered is None else await self.memory.sources([answered])
+        return found[0] if found else None
 
     # -- facade: identity and events -----------------------------------------------------------
     @property

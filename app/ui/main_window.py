@@ -43,6 +43,7 @@ from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.character import CharacterPane
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
+from app.ui.panes.explain import ExplainPane
 from app.ui.panes.index import IndexPane
 from app.ui.panes.memory import MemoryPane
 from app.ui.panes.pending import PendingPane
@@ -72,6 +73,7 @@ PANES: tuple[type[Pane], ...] = (
     MemoryPane,
     CharacterPane,
     IndexPane,
+    ExplainPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
 

@@ -218,6 +218,26 @@ STATE_WORDS: dict[ConnectionState, str] = {
     ConnectionState.FAILED: "Failed",
 }
 
+# The "Why did it say that" pane: one hue per prompt layer (mid-tones, readable on light and dark
+# backgrounds), and the highlight of the text that fired a lorebook entry (its text colour set with it).
+LAYER_COLOURS: dict[str, str] = {
+    "character": "#5b8def",
+    "lorebook": "#d9962b",
+    "summary": "#3fae74",
+    "reflections": "#a873d9",
+    "dossiers": "#d9665f",
+    "memory": "#2fa8b8",
+    "history": "#8a97a6",
+}
+LAYER_FALLBACK_COLOUR = "#9c8f7a"
+LORE_HIGHLIGHT = "#ffd54f"
+LORE_HIGHLIGHT_TEXT = "#1a1a1a"
+EXPLAIN_DIFF_TEXT = "#1a1a1a"  # on DIFF_ADDED / DIFF_REMOVED, so the diff reads on a dark palette too
+
+
+def layer_colour(name: str) -> QColor:
+    return QColor(LAYER_COLOURS.get(name, LAYER_FALLBACK_COLOUR))
+
 
 # -- which theme is in force ---------------------------------------------------------------------------
 def is_dark(palette: QPalette | None = None) -> bool:

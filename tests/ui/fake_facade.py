@@ -45,7 +45,7 @@ from app.runtime.facade import (
     TurnHit,
 )
 from app.runtime.service import Familiar
-from app.runtime.views import Explanation, PauseKind, PauseView, WorkersView
+from app.runtime.views import Explanation, PauseKind, PauseView, SourceMessage, WorkersView
 
 Callback = Callable[[RuntimeEvent], None]
 
@@ -228,6 +228,18 @@ class FakeFacade:
     async def explain(self, turn_id: int) -> Explanation:
         self.calls.append(Call("explain", {"turn_id": turn_id}))
         return await self._real().explain(turn_id)
+
+    async def newest_reply(self, place: str | None = None) -> int | None:
+        self.calls.append(Call("newest_reply", {"place": place}))
+        return await self._real().newest_reply(place)
+
+    async def previous_explanation(self, turn_id: int) -> Explanation | None:
+        self.calls.append(Call("previous_explanation", {"turn_id": turn_id}))
+        return await self._real().previous_explanation(turn_id)
+
+    async def answered_message(self, turn_id: int) -> SourceMessage | None:
+        self.calls.append(Call("answered_message", {"turn_id": turn_id}))
+        return await self._real().answered_message(turn_id)
 
     def subscribe(self, callback: Callback) -> Callable[[], None]:
         self.calls.append(Call("subscribe"))

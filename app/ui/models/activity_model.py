@@ -24,7 +24,8 @@ KIND_WORDS: Final[dict[ActivityKind, str]] = {
 
 
 def _tooltip(record: Activity) -> str:
-    return f"{record.at.astimezone():%Y-%m-%d %H:%M:%S}  {record.where}\n{record.summary}"
+    why = "\nDouble-click: why did it say that?" if record.kind is ActivityKind.REPLY_OUT else ""
+    return f"{record.at.astimezone():%Y-%m-%d %H:%M:%S}  {record.where}\n{record.summary}{why}"
 
 
 def _red_if_error(record: Activity) -> QColor | None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QListView, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QListView, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from app.runtime.facade import ChatLine
 from app.ui.async_slot import async_slot
 from app.ui.models.chat_model import ChatNotice, ChatTranscriptModel
+from app.ui.models.roles import RecordRole
 from app.ui.ops import Succeeded
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import SPACE_M, SPACE_SM, SPACE_XS, small_label
@@ -19,6 +22,8 @@ _log = logging.getLogger(__name__)
 HISTORY_LIMIT = 50
 USER_AUTHOR = "You"
 UNSENT_TURN_ID = 0  # the user's line is shown before the runtime has stored it
+WHY = "Why did it say that?"
+WHY_SHORTCUT = "Ctrl+I"
 
 
 class ChatPane(Pane):
@@ -41,6 +46,15 @@ class ChatPane(Pane):
         self.transcript_view.setResizeMode(QListView.ResizeMode.Adjust)
         self.transcript_model.rowsInserted.connect(self.transcript_view.scrollToBottom)
         self.transcript_model.modelReset.connect(self.transcript_view.scrollToBottom)
+        # A reply's context menu opens what went into it in the "Why did it say that" pane.
+        self.transcript_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.transcript_view.customContextMenuRequested.connect(self._on_transcript_context_menu)
+        self.why_action = QAction(WHY, self)
+        self.why_action.setShortcut(QKeySequence(WHY_SHORTCUT))
+        self.why_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.why_action.setToolTip(f"What went into the current reply, or the last one ({WHY_SHORTCUT})")
+        self.why_action.triggered.connect(self._on_why_triggered)
+        self.addAction(self.why_action)
 
         self.input = QLineEdit()
         self.input.setPlaceholderText(f"Message {name}…")
@@ -65,6 +79,38 @@ class ChatPane(Pane):
         layout.addWidget(self.waiting_label)
         layout.addLayout(input_row)
         self.set_body(body)
+
+    def reply_menu(self, row: int) -> QMenu | None:
+        """The context menu of the transcript's line `row`: "Why did it say that?" on the familiar's replies."""
+        turn_id = self._reply_turn(row)
+        if turn_id is None:
+            return None
+        menu = QMenu(self)
+        why = QAction(f"{WHY}\t{WHY_SHORTCUT}", menu)
+        why.setToolTip("What went into this reply: its layers, lore and recalled facts")
+        why.triggered.connect(lambda: self.navigate_requested.emit("explain", turn_id))
+        menu.addAction(why)
+        return menu
+
+    def _reply_turn(self, row: int) -> int | None:
+        entry = self.transcript_model.index(row, 0).data(RecordRole) if row >= 0 else None
+        if isinstance(entry, ChatLine) and entry.from_familiar and entry.turn_id != UNSENT_TURN_ID:
+            return entry.turn_id
+        return None
+
+    def _on_why_triggered(self) -> None:
+        """The current line's reply (arrows move it), else the last reply in the transcript."""
+        turn_id = self._reply_turn(self.transcript_view.currentIndex().row())
+        rows = range(self.transcript_model.rowCount() - 1, -1, -1)
+        turn_id = turn_id or next((t for t in map(self._reply_turn, rows) if t is not None), None)
+        if turn_id is not None:
+            self.navigate_requested.emit("explain", turn_id)
+
+    def _on_transcript_context_menu(self, position: QPoint) -> None:
+        index = self.transcript_view.indexAt(position)
+        menu = self.reply_menu(index.row()) if index.isValid() else None
+        if menu is not None:
+            menu.popup(self.transcript_view.viewport().mapToGlobal(position))
 
     @property
     def is_waiting(self) -> bool:

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QModelIndex, QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
     QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
-from app.runtime.events import Activity, ConnectionChanged, ConnectionState, GuildInfo, LorebookStatus
+from app.runtime.events import Activity, ActivityKind, ConnectionChanged, ConnectionState, GuildInfo, LorebookStatus
 from app.ui.async_slot import async_slot
 from app.ui.error_text import single_line
 from app.ui.models import activity_model, guilds_model
@@ -109,6 +110,10 @@ class DashboardPane(Pane):
         self.activity_view.setColumnWidth(activity_model.TIME, 80)
         self.activity_view.setColumnWidth(activity_model.KIND, 80)
         self.activity_view.setColumnWidth(activity_model.WHERE, 200)
+        # A reply in the log opens what went into it (double-click, Enter, or its context menu).
+        self.activity_view.activated.connect(self._on_activity_view_activated)
+        self.activity_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.activity_view.customContextMenuRequested.connect(self._on_activity_context_menu)
         self._stick_to_bottom = True
         self.activity_model.rowsAboutToBeInserted.connect(self._on_activity_rows_about_to_be_inserted)
         self.activity_model.rowsInserted.connect(self._on_activity_rows_inserted)
@@ -203,6 +208,26 @@ class DashboardPane(Pane):
 
     def _on_bridge_activity(self, record: Activity) -> None:
         self.activity_model.append(record)
+
+    def explain_activity(self, row: int) -> bool:
+        """Open the "Why did it say that" pane on the reply logged at `row`; False for other kinds of line."""
+        record = self.activity_model.record(row)
+        if record.kind is not ActivityKind.REPLY_OUT:
+            return False
+        self.navigate_requested.emit("explain", record.place)  # its place's newest reply
+        return True
+
+    def _on_activity_view_activated(self, index: QModelIndex) -> None:
+        self.explain_activity(index.row())
+
+    def _on_activity_context_menu(self, position: QPoint) -> None:
+        index = self.activity_view.indexAt(position)
+        if not index.isValid() or self.activity_model.record(index.row()).kind is not ActivityKind.REPLY_OUT:
+            return
+        menu = QMenu(self)
+        row = index.row()
+        menu.addAction("Why did it say that?").triggered.connect(lambda: self.explain_activity(row))
+        menu.popup(self.activity_view.viewport().mapToGlobal(position))
 
     def _on_bridge_failure(self, message: str) -> None:
         self.error_banner.show_message(single_line(message))
