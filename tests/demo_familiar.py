@@ -371,10 +371,10 @@ async def _explained_replies(familiar: Familiar, now: datetime) -> dict[str, int
         if speaker is not None:
             answering = turn
             continue
-        context = await familiar.context_for(GENERAL_PLACE, answering)
+        context = await familiar.replies.context_for(GENERAL_PLACE, answering)
         tight = replace(context, budget=replace(context.budget, max_lorebook_entries=2))
         assembly = await familiar._parts.assembler.assemble(tight, DEFAULT_ORDER)
-        await familiar.projections.save_explanation(GENERAL_PLACE, assembly.explanation, [turn.id])
+        await familiar.explanations.save(GENERAL_PLACE, assembly.explanation, [turn.id])
         made["vet_reply" if not made else "lighthouse_reply"] = turn.id
     await familiar.history.catch_up()
     return made

@@ -273,7 +273,7 @@ def test_the_demo_reply_dropped_lore_diff_models_and_edit_entry(
     pane = explain_pane(window)
     wait_shown(qtbot, pane, demo["lighthouse_reply"])
     assert [(d.title, d.reason) for d in pane.dropped_model.records] == [("Harbour market", "entry cap")]
-    assert pane.dropped_model.index(0, 2).data() == "the most entries one reply may take had been reached"
+    assert pane.dropped_model.index(0, 2).data() == "the lorebook takes at most 2 entries"  # the engine's own words
     matched = {r.lore.title: r.matched_in for r in pane.lore_model.records}
     assert matched == {"Wisp": "always on (constant)", "The lighthouse": "the message it answered"}
     assert pane.answered is not None
@@ -455,7 +455,7 @@ def test_a_recorded_span_is_highlighted_rather_than_every_occurrence_of_the_key(
             },
         ],
     }
-    run(real_familiar.projections.save_explanation("local", body, [reply.id]))
+    run(real_familiar.explanations.save("local", body, [reply.id]))
     window = MainWindow(real_familiar, pane="explain")
     qtbot.addWidget(window)
     window.show()
