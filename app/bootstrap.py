@@ -21,7 +21,14 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.console import error, output
 from app.runtime.errors import FamiliarError
-from app.runtime.events import Activity, ConnectionChanged, FailureReported, GuildsChanged, RuntimeEvent
+from app.runtime.events import (
+    Activity,
+    ConnectionChanged,
+    FailureReported,
+    GuildsChanged,
+    LorebookStatus,
+    RuntimeEvent,
+)
 from app.runtime.service import Familiar
 
 if TYPE_CHECKING:
@@ -125,6 +132,14 @@ def _log_event(event: RuntimeEvent) -> None:
         _log.info("%s %s %s", event.kind.value, event.where, event.summary)
     elif isinstance(event, FailureReported):
         _log.error("%s", event.message)
+    elif isinstance(event, LorebookStatus):
+        if event.problem is not None:
+            _log.warning("%s", event.banner)
+        else:
+            for warning in event.warnings:
+                _log.warning("%s", warning)
+            if not event.warnings:
+                _log.info("%s reads again: it is the lorebook in use", event.file)
 
 
 async def _headless(paths: FamiliarPaths) -> int:
@@ -140,6 +155,7 @@ async def _headless(paths: FamiliarPaths) -> int:
         if isinstance(familiar, int):
             return familiar
         familiar.subscribe(_log_event)
+        familiar.lore.start_watching()
         try:
             return await _serve(familiar, paths, stop)
         finally:

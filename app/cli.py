@@ -229,14 +229,25 @@ def build_parser() -> argparse.ArgumentParser:
     lore = commands.add_parser("lore", help="the lorebook (lorebook.toml)").add_subparsers(
         dest="lore_command", metavar="ACTION", required=True
     )
-    lore_import = sub(lore, "import", "add the entries of SillyTavern World Info or a V2/V3 card's lorebook")
+    lore_import = sub(
+        lore, "import", "add the entries of SillyTavern World Info or a V2/V3 card's lorebook (JSON or PNG)"
+    )
     lore_import.add_argument("file", type=Path)
     lore_import.add_argument("--replace", action="store_true", help="replace the entries instead of adding")
+    lore_import.add_argument(
+        "--update", action="store_true", help="also update the entries the book has in another version"
+    )
     lore_export = sub(lore, "export", "write the lorebook as st (World Info), ccv2 (character_book) or ccv3")
     lore_export.add_argument("file", type=Path)
     lore_export.add_argument("--format", choices=("st", "ccv2", "ccv3"), required=True)
-    lore_try = sub(lore, "try", "which entries fire for sample messages (oldest first), and on which key")
-    lore_try.add_argument("text", nargs="+", metavar="TEXT")
+    lore_try = sub(lore, "try", "which entries fire for sample messages (oldest first), on which key, and why not")
+    lore_try.add_argument("text", nargs="*", metavar="TEXT")
+    lore_try.add_argument("--where", metavar="WHERE", help="over the last messages of this place instead")
+    lore_try.add_argument("--last", type=int, default=20, metavar="N", help="with --where: how many (default 20)")
+    lore_try.add_argument("--seed", type=int, metavar="N", help="the seed of the probability and group rolls")
+    lore_timed = sub(lore, "timed", "the timed effects (sticky, cooldown) of the lore, per place")
+    lore_timed.add_argument("--where", metavar="WHERE", help="in this place only")
+    lore_timed.add_argument("--clear", action="store_true", help="end them")
     return parser
 
 
@@ -599,12 +610,17 @@ async def _explain(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, s
         note = f" - {layer.note}" if layer.note else ""
         lines.append(f"  {layer.name:<12} {layer.tokens:>5} / {layer.budget} tokens{cached}{note}")
     for entry in found.lore:
-        lines.append(f"  lore: {entry.title or entry.index} (fired by {entry.key!r})")
+        step = f", recursion step {entry.step}" if entry.step else ""
+        lines.append(f"  lore: {entry.title or entry.index + 1} (fired by {entry.key!r}{step})")
+    for drop in found.lore_dropped:
+        lines.append(f"  lore left out: {drop.title or drop.index + 1} ({drop.key!r}): {drop.reason}, {drop.detail}")
     for fact in found.facts:
         lines.append(f"  fact #{fact.fact_id} score {fact.score:.3f}: {fact.content}")
     for turn in found.turns:
         lines.append(f"  older message T#{turn.turn_id} score {turn.score:.3f}")
     for dropped in found.dropped:
+        if dropped.layer == "lorebook" and "index" in dropped.details:
+            continue  # said above
         what = ", ".join(f"{k}={v}" for k, v in dropped.details.items() if k != "signals")
         lines.append(f"  dropped from {dropped.layer} ({dropped.reason}): {what}")
     return _explanation_dict(found), _lines(lines)
@@ -630,6 +646,12 @@ def _explanation_dict(found: Explanation) -> dict[str, Any]:
             for layer in found.layers
         ],
         "lorebook": [dataclasses.asdict(entry) for entry in found.lore],
+        "lorebook_dropped": [dataclasses.asdict(entry) for entry in found.lore_dropped],
+        "lorebook_activation": {
+            "seed": found.lore_seed,
+            "clock": found.lore_clock,
+            "steps": [list(step) for step in found.lore_steps],
+        },
         "facts": [
             {
                 "fact_id": f.fact_id,
@@ -798,18 +820,28 @@ _COMMANDS: dict[tuple[str, str | None], Handler] = {
 }
 
 
-# -- lorebook commands: files only, so they need neither the store nor a valid character.toml ---------
+# -- lorebook commands: files only (but try --where and timed), so a broken character.toml does not stop them -
 def _lore(paths: FamiliarPaths, args: argparse.Namespace) -> int:
-    from app.runtime.context.lorebook import LorebookError
-    from app.runtime.context.lorebook_formats import LorebookFormatError
+    from app.lore.book import LorebookError
+    from app.lore.formats import LorebookFormatError
 
+    if args.lore_command == "timed" or (args.lore_command == "try" and args.where is not None):
+        if args.lore_command == "try" and args.text:
+            error("lore try takes texts or --where, not both")
+            return EXIT_FAILURE
+        handler = _lore_timed if args.lore_command == "timed" else _lore_try_place
+        try:
+            return asyncio.run(_with_familiar(paths, args, handler))
+        except LorebookError as exc:
+            error(str(exc))
+            return EXIT_CONFIG
     handlers = {"import": _lore_import, "export": _lore_export, "try": _lore_try}
     try:
         document, text = handlers[args.lore_command](paths, args)
     except LorebookError as exc:  # lorebook.toml itself: a config problem naming the line and key
         error(str(exc))
         return EXIT_CONFIG
-    except LorebookFormatError as exc:
+    except (LorebookFormatError, FamiliarError) as exc:
         error(str(exc))
         return EXIT_FAILURE
     if args.json:
@@ -820,37 +852,46 @@ def _lore(paths: FamiliarPaths, args: argparse.Namespace) -> int:
 
 
 def _lore_problems(book: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    from app.lore.book import describe_problem
+
     problems = [dataclasses.asdict(p) for p in book.problems]
-    lines = [f'problem: entry #{p.index} "{p.title}": key "{p.key}" never matches: {p.message}' for p in book.problems]
-    return problems, lines
+    return problems, [f"problem: {describe_problem(p)}" for p in book.problems]
 
 
 def _lore_import(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
-    from app.runtime.context.lorebook_formats import import_file
+    from app.runtime.lore_api import import_into
 
-    report = import_file(args.file, paths.lorebook_toml, replace=args.replace)
-    added = len(report.imported.entries)
+    report = import_into(args.file, paths.lorebook_toml, replace=args.replace, update=args.update)
     problems, problem_lines = _lore_problems(report.book)
     document = {
         "file": str(args.file),
         "format": report.imported.format,
         "source": report.imported.source,
-        "imported": added,
+        "imported": report.added,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        "changed_kept": report.changed_kept,
         "replaced": report.replaced,
         "entries": len(report.book.entries),
         "lorebook": str(paths.lorebook_toml),
         "problems": problems,
     }
     verb = f"replaced {report.replaced} entries with" if args.replace else "added"
-    text = (
-        f"{verb} {added} entries from {args.file} ({report.imported.source}); "
+    lines = [
+        f"{verb} {report.added} entries from {args.file} ({report.imported.source}); "
         f"{paths.lorebook_toml} now has {len(report.book.entries)}"
-    )
-    return document, _lines([text, *problem_lines])
+    ]
+    if report.updated:
+        lines.append(f"updated {report.updated} entries to the file's version")
+    if report.unchanged:
+        lines.append(f"skipped {report.unchanged} entries the lorebook already has as they are")
+    if report.changed_kept:
+        lines.append(f"kept {report.changed_kept} entries the file has in another version (--update takes theirs)")
+    return document, _lines([*lines, *problem_lines])
 
 
 def _lore_export(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
-    from app.runtime.context.lorebook_formats import export_file
+    from app.lore.formats import export_file
 
     count = export_file(paths.lorebook_toml, args.file, args.format)
     document = {"file": str(args.file), "format": args.format, "entries": count}
@@ -858,35 +899,104 @@ def _lore_export(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, s
 
 
 def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
-    from app.runtime.context.lorebook import LoreScanner, describe_disabled, load_lorebook
+    from app.config.settings import BudgetTier, load_settings
+    from app.lore.book import load_lorebook
+    from app.lore.scanner import LoreScanner
+    from app.runtime.lore_api import text_seed, trial
 
+    if not args.text:
+        raise FamiliarError("lore try needs texts to try, or --where WHERE for a place's last messages")
     book = load_lorebook(paths.lorebook_toml)
+    try:  # the budget and the name in force, when character.toml reads (lore commands do not need it)
+        settings = load_settings(paths.character_toml)
+        tier: BudgetTier = getattr(settings.budget, settings.budget.tier)
+        name = settings.familiar.display_name
+    except ConfigError:
+        tier, name = BudgetTier(), paths.name
+    seed = args.seed if args.seed is not None else text_seed(args.text)
     scanner = LoreScanner(book)
-    matches = scanner.activate(args.text)
-    problems, problem_lines = _lore_problems(book)
-    problems += [dataclasses.asdict(p) for p in scanner.disabled]  # regex keys over their time limit
-    problem_lines += [f"problem: {describe_disabled(p)}" for p in scanner.disabled]
+    tried = trial(book, args.text, seed=seed, tier=tier, char=name, scanner=scanner)
+    return _trial_output(tried, book, scanner.disabled)
+
+
+async def _lore_try_place(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    tried = await familiar.lore.try_place(args.where, args.last, seed=args.seed)
+    book = familiar.lorebook_layer.book()
+    return _trial_output(tried, book, familiar.lorebook_layer.scanner(book).disabled)
+
+
+def _trial_output(tried: Any, book: Any, disabled: Sequence[Any]) -> tuple[Any, str]:
+    from app.lore.book import describe_entry
+
+    contents = {entry.index: entry.content for entry in book.entries}
+
+    def where(span: Any) -> str:
+        if span is None:
+            return ""
+        if span.source == "lore":
+            return f" in the content of entry {span.entry + 1}"
+        number = (span.position or 0) + 1
+        if span.source == "text":
+            return f" in text {number} at {span.start}-{span.end}"
+        if span.source == "author":
+            return f" in the author's name of message {number}"
+        return f" in message {number} at {span.start}-{span.end}"
+
+    def step(number: int) -> str:
+        return f" (recursion step {number})" if number else ""
+
     document = {
-        "texts": args.text,
-        "matches": [
-            {
-                "index": m.entry.index,
-                "title": m.entry.title,
-                "key": m.key,
-                "secondary": m.secondary,
-                "priority": m.entry.priority,
-                "content": m.entry.content,
-            }
-            for m in matches
-        ],
-        "problems": problems,
+        "texts": list(tried.texts),
+        "seed": tried.seed,
+        "clock": tried.clock,
+        "matches": [{**dataclasses.asdict(f), "content": contents.get(f.index, "")} for f in tried.fired],
+        "dropped": [dataclasses.asdict(d) for d in tried.dropped],
+        "steps": [list(s) for s in tried.steps],
+        "tokens": tried.tokens,
+        "budget": tried.budget,
+        "problems": [dataclasses.asdict(p) for p in (*book.problems, *disabled)],  # disabled: over their time
     }
     lines = [
-        f'#{m.entry.index} "{m.entry.title}" (priority {m.entry.priority}) fired on "{m.key}"'
-        + (f', secondary "{m.secondary}"' if m.secondary is not None else "")
-        for m in matches
+        f'{describe_entry(f.index, f.title)} (priority {f.priority}) fired on "{f.key}"'
+        + (f', secondary "{f.secondary}"' if f.secondary is not None else "")
+        + where(f.span)
+        + step(f.step)
+        for f in tried.fired
     ]
-    return document, _lines((lines or ["no entry fires"]) + problem_lines)
+    lines += [
+        f'{describe_entry(d.index, d.title)} matched "{d.key}" but is left out: {d.reason} ({d.detail})'
+        for d in tried.dropped
+    ]
+    lines = (lines or ["no entry fires"]) + [f"problem: {line}" for line in tried.problems]
+    lines.append(f"seed {tried.seed}, message {tried.clock}, {tried.tokens} of {tried.budget} tokens")
+    return document, _lines(lines)
+
+
+async def _lore_timed(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
+    if args.clear:
+        cleared = await familiar.lore.clear_timed(args.where)
+        return {"cleared": cleared, "where": args.where}, f"ended {cleared} timed effects"
+    effects = await familiar.lore.timed(args.where)
+    document = {
+        "effects": [
+            {
+                "place": e.place.key,
+                "entry": e.entry,
+                "title": e.title,
+                "kind": e.kind,
+                "start": e.start,
+                "end": e.end,
+                "key": e.key,
+            }
+            for e in effects
+        ]
+    }
+    lines = [
+        f'{e.place.name}: "{e.title}" {e.kind} after message {e.start}'
+        + (" for good" if e.end is None else f" to message {e.end}")
+        for e in effects
+    ]
+    return document, _lines(lines or ["no timed effects"])
 
 
 # -- creating familiars, and character cards: files only, no store ------------------------------------

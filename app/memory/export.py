@@ -104,7 +104,7 @@ async def export_records(
 _MAX_INT = 2**63 - 1  # SQLite's INTEGER
 _MAX_NAME_CHARS = 200  # the store keeps this much of a display name
 _MAX_REASON_CHARS = 200  # FactBook.forget keeps this much of a tombstone's reason
-_MAX_LORE_CHARS = 8 * 1024 * 1024  # lorebook.toml is at most 8 MiB (app.runtime.context.lorebook)
+_MAX_LORE_CHARS = 8 * 1024 * 1024  # lorebook.toml is at most 8 MiB (app.lore.book)
 _MAX_TIME_CHARS = 64
 _PLATFORMS = ("discord", "local")
 _LORE_FILES = ("lorebook.toml",)

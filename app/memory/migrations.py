@@ -392,6 +392,41 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE tombstones ADD COLUMN key_id TEXT;
         """,
     ),
+    # 8, not 7: main took 7 for the tombstone key ids while this branch was open (a merge keeps both).
+    Migration(
+        8,
+        "lorebook timed effects and message clocks",
+        # The lorebook engine is pure: the runtime keeps its per-place state here. A timed effect (sticky or
+        # cooldown, in SillyTavern's sense) of one entry in one place, in the place's message numbers; an
+        # entry is named by a hash of its title, keys and content, never its text. A clock caches how many
+        # messages a place had up to a message (its anchor: COALESCE(origin_id, id)), so the count of a long
+        # channel is made once and then only grows by the messages since.
+        """
+        CREATE TABLE lore_timed_effects (
+            place  TEXT    NOT NULL,
+            entry  TEXT    NOT NULL,
+            kind   TEXT    NOT NULL CHECK (kind IN ('sticky', 'cooldown')),
+            start  INTEGER NOT NULL,
+            end    INTEGER NOT NULL,
+            PRIMARY KEY (place, entry, kind)
+        ) WITHOUT ROWID;
+        CREATE TABLE lore_clocks (
+            place    TEXT    PRIMARY KEY,
+            anchor   INTEGER NOT NULL,
+            messages INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO change_counters (name, value) VALUES ('lore_timed_effects', 0);
+        CREATE TRIGGER count_lore_timed_effects_insert AFTER INSERT ON lore_timed_effects BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'lore_timed_effects';
+        END;
+        CREATE TRIGGER count_lore_timed_effects_update AFTER UPDATE ON lore_timed_effects BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'lore_timed_effects';
+        END;
+        CREATE TRIGGER count_lore_timed_effects_delete AFTER DELETE ON lore_timed_effects BEGIN
+            UPDATE change_counters SET value = value + 1 WHERE name = 'lore_timed_effects';
+        END;
+        """,
+    ),
 )
 
 

@@ -12,7 +12,7 @@ Import (create_familiar_from_card) makes a new familiar:
   backslash (and read back without it), so the sections always split where they were written.
 - character.toml: the template's, with `familiar.display_name` = the card's name and `familiar.greeting` =
   its first message.
-- lorebook.toml: the card's character_book, converted by lorebook_formats (the same mapping `familiar lore
+- lorebook.toml: the card's character_book, converted by app.lore.formats (the same mapping `familiar lore
   import` uses; the fields it does not use are kept under each entry's `extensions`).
 - card.json: the card as read, so nothing the familiar does not use is lost (alternate greetings, creator
   notes, tags, assets, extensions...), and avatar.png: a PNG card's image without its card chunks.
@@ -51,9 +51,9 @@ from tomlkit.items import Table
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, create_familiar, familiar_exists, template_dir
 from app.config.settings import load_settings, parse_settings
-from app.runtime.context.lorebook import LorebookError, parse_lorebook, read_lorebook_text
-from app.runtime.context.lorebook_doc import NEW_FILE_HEADER, LorebookDocument
-from app.runtime.context.lorebook_formats import LorebookFormatError, export_lorebook, import_lorebook
+from app.lore.book import LorebookError, parse_lorebook, read_lorebook_text
+from app.lore.document import NEW_FILE_HEADER, LorebookDocument
+from app.lore.formats import LorebookFormatError, export_lorebook, import_lorebook
 from app.runtime.errors import FamiliarError
 from app.runtime.png_text import SIGNATURE, TEXT_CHUNKS, Chunk, PngError, placeholder, read_chunks, text_of, with_text
 

@@ -37,6 +37,7 @@ COUNTER_KINDS: dict[str, ChangeKind] = {
     "scheduled_forgets": ChangeKind.FORGETS,
     "forget_receipts": ChangeKind.FORGETS,
     "places": ChangeKind.PLACES,
+    "lore_timed_effects": ChangeKind.LORE,
 }
 
 

@@ -108,6 +108,7 @@ class ChangeKind(enum.StrEnum):
     TOMBSTONES = "tombstones"
     FORGETS = "forgets"  # deferred forgets scheduled, undone or applied; receipts
     PLACES = "places"
+    LORE = "lore"  # the lorebook's timed effects (sticky, cooldown) per place
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,38 @@ class MemoryChanged:
     at: datetime = field(default_factory=_now)
 
 
+@dataclass(frozen=True, slots=True)
+class LorebookStatus:
+    """lorebook.toml as the familiar last read it, published when that changes (it is watched).
+
+    `problem` says why the file on disk is not in use, naming the file, the line, the entry and the key;
+    the last good book stays in use meanwhile. None once the file reads again. `warnings` name the keys
+    that can never match (the rest of the book works)."""
+
+    file: str
+    problem: str | None
+    line: int | None = None
+    warnings: tuple[str, ...] = ()
+    at: datetime = field(default_factory=_now)
+
+    @property
+    def banner(self) -> str:
+        """One line for the window ("" when there is nothing to say)."""
+        if self.problem is not None:
+            return f"{self.problem} (the last good lorebook stays in use until this is fixed)"
+        if self.warnings:
+            more = f" (and {len(self.warnings) - 1} more)" if len(self.warnings) > 1 else ""
+            return self.warnings[0] + more
+        return ""
+
+
 RuntimeEvent = (
-    ConnectionChanged | GuildsChanged | LatencyMeasured | Activity | FailureReported | IndexHealthReport | MemoryChanged
+    ConnectionChanged
+    | GuildsChanged
+    | LatencyMeasured
+    | Activity
+    | FailureReported
+    | IndexHealthReport
+    | MemoryChanged
+    | LorebookStatus
 )

@@ -20,12 +20,60 @@ from app.runtime.views import (
     ExplainedFact,
     ExplainedLayer,
     ExplainedLore,
+    ExplainedLoreDrop,
     ExplainedTurn,
     Explanation,
     JsonValue,
+    LoreSpan,
 )
 
 FORGOTTEN = "(forgotten)"
+
+
+def lore_span(raw: Any) -> LoreSpan | None:
+    """A span as the lorebook layer records it (see lore_layer._span), typed; None for anything else."""
+    if not isinstance(raw, Mapping) or raw.get("source") not in ("message", "author", "lore", "text"):
+        return None
+    return LoreSpan(
+        source=raw["source"],
+        start=int(raw.get("start", 0)),
+        end=int(raw.get("end", 0)),
+        turn_id=_number(raw.get("turn_id")),
+        entry=_number(raw.get("entry")),
+        position=_number(raw.get("position")),
+    )
+
+
+def _number(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def explained_lore(entry: Mapping[str, Any]) -> ExplainedLore:
+    via = entry.get("via")
+    return ExplainedLore(
+        index=int(entry["index"]),
+        title=str(entry.get("title") or ""),
+        key=str(entry.get("key") or ""),
+        secondary=None if entry.get("secondary") is None else str(entry["secondary"]),
+        priority=int(entry.get("priority", 0)),
+        tokens=int(entry.get("tokens", 0)),
+        via=via if via in ("key", "constant", "sticky", "decorator") else "key",
+        step=int(entry.get("step", 0)),
+        span=lore_span(entry.get("span")),
+        roll=None if entry.get("roll") is None else float(entry["roll"]),
+    )
+
+
+def explained_lore_drop(entry: Mapping[str, Any]) -> ExplainedLoreDrop:
+    return ExplainedLoreDrop(
+        index=int(entry.get("index", -1)),
+        title=str(entry.get("title") or ""),
+        key=str(entry.get("key") or ""),
+        reason=str(entry.get("reason", "")),
+        detail=str(entry.get("detail", "")),
+        step=int(entry.get("step", 0)),
+        span=lore_span(entry.get("span")),
+    )
 
 
 def _signals(item: Mapping[str, Any]) -> dict[str, float | None]:
@@ -43,6 +91,7 @@ async def explain(projections: Projections, facts: FactBook, names: Names, turn_
     except StoreError as exc:
         raise FamiliarError(str(exc)) from exc
     table = await names.table(places=[str(found["place"])])
+    activation: Mapping[str, Any] = found.get("lorebook_activation") or {}
     explained_facts = []
     for item in fact_items:
         fact = stored.get(int(item["fact_id"]))
@@ -74,17 +123,7 @@ async def explain(projections: Projections, facts: FactBook, names: Names, turn_
             )
             for layer in found.get("layers", [])
         ),
-        lore=tuple(
-            ExplainedLore(
-                index=int(entry["index"]),
-                title=str(entry.get("title") or ""),
-                key=str(entry.get("key") or ""),
-                secondary=None if entry.get("secondary") is None else str(entry["secondary"]),
-                priority=int(entry.get("priority", 0)),
-                tokens=int(entry.get("tokens", 0)),
-            )
-            for entry in found.get("lorebook", [])
-        ),
+        lore=tuple(explained_lore(entry) for entry in found.get("lorebook", [])),
         facts=tuple(explained_facts),
         turns=tuple(
             ExplainedTurn(turn_id=int(t["turn_id"]), score=float(t.get("score", 0.0)), signals=_signals(t))
@@ -98,4 +137,10 @@ async def explain(projections: Projections, facts: FactBook, names: Names, turn_
             )
             for d in found.get("dropped", [])
         ),
+        lore_dropped=tuple(
+            explained_lore_drop(d) for d in found.get("dropped", []) if d.get("layer") == "lorebook" and "index" in d
+        ),
+        lore_seed=None if activation.get("seed") is None else int(activation["seed"]),
+        lore_clock=None if activation.get("clock") is None else int(activation["clock"]),
+        lore_steps=tuple(tuple(int(i) for i in step) for step in activation.get("steps", [])),
     )

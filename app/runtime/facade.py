@@ -2,14 +2,15 @@
 
 `FamiliarFacade` is the familiar itself (status, start / stop, local chat, settings, events); its
 typed sub-APIs are `memory` (facts, the queue, decisions and their undo, forgetting, people),
-`controls` (pause switches, workers) and `indexes` (health, rebuild), plus `explain(turn_id)`.
+`controls` (pause switches, workers), `indexes` (health, rebuild) and `lore` (the lorebook), plus
+`explain(turn_id)`.
 They return view records (app/runtime/views.py) with names resolved. Every write takes an optional
 `initiator`, an opaque token carried on the MemoryChanged it publishes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,15 @@ from app.runtime.views import (
     FactView,
     ForgetPreview,
     ForgetReceipt,
+    ImportOutcome,
+    ImportPreview,
     IndexStatusView,
+    LoreBookSettings,
+    LoreBookView,
+    LoreEntryView,
+    LoreFiredView,
+    LoreLint,
+    LoreTrial,
     PauseKind,
     PauseView,
     PendingQueue,
@@ -34,6 +43,7 @@ from app.runtime.views import (
     RememberOutcome,
     ScheduledForget,
     SourceMessage,
+    TimedEffectView,
     TimelineSlice,
     TombstoneView,
     WorkersView,
@@ -48,6 +58,7 @@ class StatusSnapshot:
     last_error: str | None
     configured: bool  # a bot token and an LLM endpoint are both set
     missing: tuple[str, ...]  # what is still missing, in words ("bot token", "LLM endpoint")
+    lore_problem: str | None = None  # why lorebook.toml is not in use (the last good book is), as last read
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +218,76 @@ class IndexesApi(Protocol):
     async def catch_up(self, timeout: float = 60.0) -> None: ...
 
 
+class LoreApi(Protocol):
+    """The lorebook (lorebook.toml): load, edit and save it, lint it, try it, its timed effects, import and
+    export. Failures are FamiliarError in one line; a save or an import against a revision the file no
+    longer has is LoreConflictError (app.runtime.lore_api), with the revision the file has now."""
+
+    @property
+    def problem(self) -> str | None:
+        """Why lorebook.toml is not the book in use (the last good one is), as last read; None when it is."""
+        ...
+
+    def check_key(self, key: str) -> str | None:
+        """Why a key can never match (empty, an invalid or too long regex), None when it can: no I/O."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """What a text costs in a prompt, as the lorebook's budget counts it: no I/O."""
+        ...
+
+    async def load(self) -> LoreBookView: ...
+
+    async def save(
+        self, entries: Sequence[LoreEntryView], base_revision: str, *, settings: LoreBookSettings | None = None
+    ) -> LoreBookView:
+        """The book becomes `entries`, in this order (those with a `ref` as loaded, edited or not; those left
+        out removed; those without a ref added), and `settings`; only what changed is written."""
+        ...
+
+    async def lint(
+        self, entries: Sequence[LoreEntryView] | None = None, *, settings: LoreBookSettings | None = None
+    ) -> list[LoreLint]: ...
+
+    async def try_text(
+        self,
+        texts: Sequence[str],
+        *,
+        seed: int | None = None,
+        entries: Sequence[LoreEntryView] | None = None,
+        settings: LoreBookSettings | None = None,
+    ) -> LoreTrial: ...
+
+    async def try_place(
+        self,
+        where: str,
+        last: int = 20,
+        *,
+        seed: int | None = None,
+        entries: Sequence[LoreEntryView] | None = None,
+        settings: LoreBookSettings | None = None,
+    ) -> LoreTrial: ...
+
+    async def fired(self, days: float = 7.0) -> list[LoreFiredView]:
+        """The entries of the book now that went into replies in the last `days` (how many, the newest),
+        from the replies' kept explanations; entries that did not are left out."""
+        ...
+
+    async def timed(self, where: str | None = None) -> list[TimedEffectView]: ...
+
+    async def clear_timed(
+        self, where: str | None = None, key: str | None = None, *, initiator: object | None = None
+    ) -> int: ...
+
+    async def import_preview(self, file: Path) -> ImportPreview: ...
+
+    async def import_apply(
+        self, file: Path, base_revision: str, *, take: Collection[int] | None = None
+    ) -> ImportOutcome: ...
+
+    async def export(self, target: Path, fmt: str) -> int: ...
+
+
 class FamiliarFacade(Protocol):
     """Everything a pane or a CLI command can do. All I/O is async; `get_*` never does I/O."""
 
@@ -229,6 +310,9 @@ class FamiliarFacade(Protocol):
 
     @property
     def indexes(self) -> IndexesApi: ...
+
+    @property
+    def lore(self) -> LoreApi: ...
 
     async def explain(self, turn_id: int) -> Explanation:
         """What went into the reply that produced this turn; FamiliarError when it is not a reply."""

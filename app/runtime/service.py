@@ -18,19 +18,22 @@ from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, list_familiars
 from app.config.secrets import SecretStore
 from app.config.settings import BudgetTier, Settings
+from app.lore.book import LoreProblem
+from app.lore.scanner import describe_disabled
 from app.memory.catalog import Catalog
 from app.memory.derived import PauseKind, PauseState, Projections, change_counters
 from app.memory.embeddings import Embedder, EmbeddingIndex
 from app.memory.errors import StoreError
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
+from app.memory.lore_state import LoreState
 from app.memory.records import IndexHealth, NewTurn, Turn
 from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.memory.work_queue import WorkQueue
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.assembler import Assembly
-from app.runtime.context.layers import DEFAULT_ORDER, LorebookLayer, ReplyContext
-from app.runtime.context.lorebook import LoreProblem, describe_disabled
+from app.runtime.context.layers import DEFAULT_ORDER, ReplyContext
+from app.runtime.context.lore_layer import LorebookLayer, LoreFile
 from app.runtime.controls_api import ControlsService
 from app.runtime.discord_client import DiscordAdapter
 from app.runtime.errors import FamiliarError
@@ -38,6 +41,7 @@ from app.runtime.events import ConnectionState, FailureReported, GuildsChanged, 
 from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
+from app.runtime.lore_api import LoreDeps, LoreService
 from app.runtime.memory_api import MemoryService
 from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
@@ -89,7 +93,9 @@ class Familiar:
         self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml, self._other_tombstone_keys)
         self.projections = Projections(history.store)
         self.embeddings = EmbeddingIndex(history.store)
-        self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled)
+        lore_file = LoreFile(loaded.paths.lorebook_toml)
+        lore_state = LoreState(history.store)
+        self._shared = Shared(history, self.projections, self.embeddings, self._on_lore_disabled, lore_file, lore_state)
         # Everything the settings, secrets and persona decide: rebuilt and swapped whole by reconfigure().
         self._parts = build_parts(loaded, self._shared)
         self._reconfiguring = asyncio.Lock()
@@ -130,6 +136,18 @@ class Familiar:
             lambda: self.learning.names,
         )
         self.indexes = IndexesService(self.memory_ops, history)
+        self.lore = LoreService(
+            LoreDeps(
+                file=lore_file,
+                state=lore_state,
+                history=history,
+                names=self._names,
+                changes=self.changes,
+                budget_for=self._budget_for,
+                display_name=lambda: self.settings.familiar.display_name,
+                publish=self.publish,
+            )
+        )
 
     # -- the parts the settings decide -----------------------------------------------------------
     @property
@@ -220,6 +238,7 @@ class Familiar:
         # The window closing ends the undo window of the forgets it scheduled: apply them now.
         await self.memory.close_forgets()
         await self.changes.close()
+        await self.lore.close()
         await self._place_namer.close()
         await self._parts.aclose()
         await self.history.close()
@@ -228,6 +247,7 @@ class Familiar:
         """For the window: publish foreign writes (the CLI beside it) and apply deferred forgets on time."""
         self.changes.start()
         self.memory.start_forget_timer()
+        self.lore.start_watching()
 
     # -- facade: memory work ---------------------------------------------------------------------
     async def start_learning(self) -> None:
@@ -316,6 +336,7 @@ class Familiar:
             last_error=self._last_error,
             configured=not missing,
             missing=missing,
+            lore_problem=self.lore.problem,
         )
 
     # -- facade: Discord -----------------------------------------------------------------------
@@ -470,9 +491,7 @@ class Familiar:
         """What a reply at `place` is built from; for `answering`, the history window ends at that
         message, so it is the last thing said in the prompt whatever arrived after it."""
         settings = self.settings
-        section = settings.channels.get(channel_key(place))
-        tier = (section.budget_tier if section else "") or settings.budget.tier
-        budget: BudgetTier = getattr(settings.budget, tier)
+        tier, budget = self._tier_for(place)
         ending_at = answering.id if answering is not None else None
         recent, pause, versions = await asyncio.gather(
             self.history.recent_turns(place, settings.history.recent_turns, ending_at=ending_at),
@@ -490,6 +509,17 @@ class Familiar:
             now=datetime.now(UTC),
         )
 
+    def _tier_for(self, place: str) -> tuple[str, BudgetTier]:
+        """The budget tier in force at a place (its channel's, else the familiar's)."""
+        settings = self.settings
+        section = settings.channels.get(channel_key(place))
+        tier = (section.budget_tier if section else "") or settings.budget.tier
+        budget: BudgetTier = getattr(settings.budget, tier)
+        return tier, budget
+
+    def _budget_for(self, place: str) -> BudgetTier:
+        return self._tier_for(place)[1]
+
     async def assemble(self, place: str, answering: Turn | None = None) -> Assembly:
         """The prompt a reply at `place` (to `answering`, else to the newest message) would get now,
         and its explanation (no LLM call)."""
@@ -505,6 +535,7 @@ class Familiar:
         assembly = await self._assemble(parts, place, answering)
         text = await parts.reply_llm.complete(assembly.messages)
         explanation_id = await self.projections.save_explanation(place, assembly.explanation, [])
+        await parts.lorebook.commit(place, answering.id)  # the lore's timed effects, once used
         return text, explanation_id
 
     # -- facade: local chat --------------------------------------------------------------------

@@ -351,13 +351,45 @@ class ExplainedLayer:
 
 
 @dataclass(frozen=True, slots=True)
+class LoreSpan:
+    """Where a lorebook key matched, as offsets (the explanation keeps no message text): in a recent
+    message's content or its author's name (`turn_id`; `position` counts the scanned messages from the
+    oldest, from 0), or in the content of an entry activated before it (`entry`, 0-based: recursion)."""
+
+    source: Literal["message", "author", "lore", "text"]  # "text": a text tried that is no stored message
+    start: int
+    end: int
+    turn_id: int | None = None
+    entry: int | None = None
+    position: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ExplainedLore:
-    index: int
+    index: int  # 0-based; people count entries from 1
     title: str
-    key: str
+    key: str  # the key that fired, or "(constant)", "(sticky)", "(@@activate)"
     secondary: str | None
     priority: int
     tokens: int
+    via: Literal["key", "constant", "sticky", "decorator"] = "key"
+    step: int = 0  # 0: the conversation; 1...: recursion steps (activated by entries of the step before)
+    span: LoreSpan | None = None
+    roll: float | None = None  # the probability roll (0-100) it passed, when it had one
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedLoreDrop:
+    """A lorebook entry that matched but was not used, and why: budget, entry cap, probability, group,
+    cooldown, delay, disabled, recursion or decorator (`detail` says it in words)."""
+
+    index: int
+    title: str
+    key: str
+    reason: str
+    detail: str
+    step: int = 0
+    span: LoreSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +415,179 @@ class ExplainedDrop:
     details: Mapping[str, JsonValue]  # what was dropped (ids, titles, keys, scores), never message text
 
 
+# -- the lorebook --------------------------------------------------------------------------------------------
+LoreLogic = Literal["and_any", "and_all", "not_any", "not_all"]
+LoreLintKind = Literal["invalid_key", "inner_word", "shared_key", "never_fires"]
+ImportAction = Literal["added", "changed", "unchanged"]
+LoreFormat = Literal["st", "ccv2", "ccv3"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoreEntryView:
+    """One lorebook entry as the editor shows and edits it: every field the engine acts on.
+
+    `ref` is the entry's place in the book as loaded (0-based): what a save matches it by, so leave it as
+    it is on an edited copy (`dataclasses.replace`) and set None on a new entry. `tokens` is derived (the
+    content's cost) and ignored by a save. Whatever else the file holds for the entry (its [extensions],
+    comments) is kept by a save; `decorators` are its CCv3 `@@` lines (extensions.decorators)."""
+
+    ref: int | None = None
+    title: str = ""
+    keys: tuple[str, ...] = ()
+    secondary_keys: tuple[str, ...] = ()
+    logic: LoreLogic = "and_any"
+    content: str = ""
+    priority: int = 100
+    constant: bool = False
+    enabled: bool = True
+    case_sensitive: bool | None = None  # None: the book's setting
+    whole_words: bool | None = None
+    scan_depth: int | None = None
+    probability: int = 100
+    use_probability: bool = True
+    group: str = ""  # inclusion groups, comma-separated
+    group_override: bool = False
+    group_weight: int = 100
+    use_group_scoring: bool | None = None
+    sticky: int = 0
+    cooldown: int = 0
+    delay: int = 0
+    exclude_recursion: bool = False
+    prevent_recursion: bool = False
+    delay_until_recursion: int = 0  # a recursion level (0: off)
+    decorators: tuple[str, ...] = ()
+    id: int | str | None = None
+    tokens: int = 0
+
+    @property
+    def position(self) -> int | None:
+        """1-based, as people count entries (None for a new one)."""
+        return None if self.ref is None else self.ref + 1
+
+
+@dataclass(frozen=True, slots=True)
+class LoreBookSettings:
+    """The book-wide fields of lorebook.toml."""
+
+    name: str = ""
+    description: str = ""
+    scan_depth: int = 10
+    case_sensitive: bool = False
+    whole_words: bool = True
+    token_budget: int | None = None
+    max_entries: int | None = None
+    recursive_scanning: bool = True
+    max_recursion_steps: int = 3
+    use_group_scoring: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LoreProblemView:
+    """A key that never matches, or a decorator line that cannot be read (the rest of the book works)."""
+
+    entry: int  # 0-based
+    title: str
+    key: str
+    message: str
+    line: str  # all of it in one line, naming the entry as people count them
+
+
+@dataclass(frozen=True, slots=True)
+class LoreBookView:
+    """lorebook.toml as loaded: its entries, and the revision to send back with a save."""
+
+    path: str
+    revision: str  # "<sha256 of the file>:<its mtime in ns>" ("" when there is no file yet)
+    settings: LoreBookSettings
+    entries: tuple[LoreEntryView, ...]
+    problems: tuple[LoreProblemView, ...]
+    budget: int  # the lorebook's token budget in force (the default tier's, lowered by the book's own)
+    max_entries_in_force: int
+    constant_tokens: int  # what the enabled constant entries cost together (they go into every reply)
+    total_tokens: int  # what every enabled entry costs together (if all fired)
+
+
+@dataclass(frozen=True, slots=True)
+class LoreLint:
+    """Something in an entry that likely does not do what its author meant."""
+
+    entry: int  # 0-based
+    title: str
+    kind: LoreLintKind
+    key: str | None
+    message: str
+    others: tuple[int, ...] = ()  # shared_key: the other entries using the key
+
+
+@dataclass(frozen=True, slots=True)
+class LoreTrial:
+    """What the lorebook would put in a reply for these texts: run through the engine the bot uses."""
+
+    texts: tuple[str, ...]  # as scanned, oldest first ("name: content" for stored messages)
+    turn_ids: tuple[int | None, ...]  # the message of each text (None: a text typed in)
+    fired: tuple[ExplainedLore, ...]  # what goes in, in order; spans in `texts` (source "text") or messages
+    dropped: tuple[ExplainedLoreDrop, ...]  # what matched and was left out, with why
+    steps: tuple[tuple[int, ...], ...]  # entry indexes per step: the recursion chain
+    seed: int
+    clock: int  # the message number the timed effects and delays were judged at
+    block: str  # the lorebook block as the prompt would get it
+    tokens: int
+    budget: int
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LoreFiredView:
+    """How often an entry of the book went into replies lately (read from the replies' explanations)."""
+
+    entry: int  # 0-based, in the book now
+    title: str
+    replies: int  # replies it went into since `days` ago
+    last: datetime  # the newest of them
+
+
+@dataclass(frozen=True, slots=True)
+class TimedEffectView:
+    """A sticky or cooldown effect of an entry in a place (in the place's message numbers)."""
+
+    place: PlaceRef
+    key: str  # what the effect is tied to (a hash of the entry's title, keys and content): `clear_timed` takes it
+    entry: int | None  # the entry's 0-based index in the book now (None: it was edited or removed since)
+    title: str
+    kind: Literal["sticky", "cooldown"]
+    start: int  # active after this message...
+    end: int | None  # ...up to this one (None: for good)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportItem:
+    number: int  # 0-based place in the imported file
+    action: ImportAction  # against the book now: new, a new version of an entry it has, or one it has as is
+    entry: LoreEntryView  # as it would be written (ref None)
+    existing: int | None  # the entry it matches (changed, unchanged), 0-based
+    changed_fields: tuple[str, ...]  # changed: which fields differ
+
+
+@dataclass(frozen=True, slots=True)
+class ImportPreview:
+    file: str
+    format: LoreFormat
+    source: str  # what the file is, in words
+    revision: str  # the book's revision the preview was made against (send it back with apply)
+    items: tuple[ImportItem, ...]
+
+    def count(self, action: ImportAction) -> int:
+        return sum(item.action == action for item in self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOutcome:
+    added: int
+    updated: int
+    skipped: int  # unchanged, or not taken
+    book: LoreBookView
+
+
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """What went into one reply: its layers with their token costs, the lore that fired and on which key,
@@ -400,3 +605,7 @@ class Explanation:
     facts: tuple[ExplainedFact, ...]
     turns: tuple[ExplainedTurn, ...]
     dropped: tuple[ExplainedDrop, ...]
+    lore_dropped: tuple[ExplainedLoreDrop, ...] = ()  # every entry that matched and was not used, with why
+    lore_seed: int | None = None  # the seed of the activation's RNG (None: recorded before there was one)
+    lore_clock: int | None = None  # the number of the message answered in its place
+    lore_steps: tuple[tuple[int, ...], ...] = ()  # entry indexes activated per step: the recursion chain

@@ -21,21 +21,22 @@ from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, check_familiar_files, ensure_familiar, secure_familiar
 from app.config.secrets import SecretStore
 from app.config.settings import Secrets, Settings, apply_environment, config_error_at, load_settings
+from app.lore.book import LoreProblem
 from app.memory.derived import Projections
 from app.memory.embeddings import Embedder, EmbeddingError, EmbeddingIndex, make_embedder
 from app.memory.history import History
+from app.memory.lore_state import LoreState
 from app.runtime.context.assembler import Assembler
 from app.runtime.context.layers import (
     CharacterLayer,
     DossiersLayer,
     HistoryLayer,
-    LorebookLayer,
     MemoryLayer,
     ReflectionsLayer,
     SummaryLayer,
     check_layer_names,
 )
-from app.runtime.context.lorebook import LoreProblem
+from app.runtime.context.lore_layer import LorebookLayer, LoreFile
 from app.runtime.errors import FamiliarError
 from app.runtime.llm import LLMClient, LLMEndpoint
 from app.runtime.projectors.base import MemoryProjector, ProjectorDeps
@@ -99,6 +100,8 @@ class Shared:
     projections: Projections
     embeddings: EmbeddingIndex
     on_lore_disabled: Callable[[list[LoreProblem]], None]
+    lore_file: LoreFile  # lorebook.toml as in use, and its timed effects: they outlive a rebuilt layer
+    lore_state: LoreState
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +141,7 @@ def build_parts(loaded: Loaded, shared: Shared, previous: Parts | None = None) -
     settings = loaded.settings
     embedder = _embedder(loaded, previous)
     retriever = Retriever(shared.history, settings.memory.retrieval, embedder, shared.embeddings)
-    lorebook = LorebookLayer(loaded.paths.lorebook_toml, on_disabled=shared.on_lore_disabled)
+    lorebook = LorebookLayer(shared.lore_file, shared.lore_state, on_disabled=shared.on_lore_disabled)
     assembler = Assembler(
         [
             CharacterLayer(loaded.persona),

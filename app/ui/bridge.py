@@ -13,7 +13,8 @@ Signals:
 - `activity(Activity)`: one line for the activity log;
 - `failure(str)`: a one-line failure message;
 - `index_health(IndexHealthReport)`: one index's commit health (throttled);
-- `memory_changed(MemoryChanged)`: what changed in memory and who initiated it (coalesced).
+- `memory_changed(MemoryChanged)`: what changed in memory and who initiated it (coalesced);
+- `lorebook_status(LorebookStatus)`: lorebook.toml read again: what is wrong with it, or that it reads.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from app.runtime.events import (
     GuildsChanged,
     IndexHealthReport,
     LatencyMeasured,
+    LorebookStatus,
     MemoryChanged,
     RuntimeEvent,
 )
@@ -51,6 +53,7 @@ class RuntimeBridge(QObject):
     failure = Signal(str)
     index_health = Signal(object)
     memory_changed = Signal(object)
+    lorebook_status = Signal(object)
 
     def __init__(
         self, facade: FamiliarFacade, parent: QObject | None = None, *, throttle_ms: int = THROTTLE_MS
@@ -97,6 +100,8 @@ class RuntimeBridge(QObject):
                 self._on_index_health(event)
             case MemoryChanged():
                 self._on_memory_changed(event)
+            case LorebookStatus():
+                self.lorebook_status.emit(event)
             case _:
                 assert_never(event)
 

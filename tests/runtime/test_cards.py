@@ -2,7 +2,7 @@
 
 Golden round trips: import, export, re-import and export again gives the same JSON. Against the original card,
 an export gives back every field (unknown ones too) exactly, except the character_book, which goes through
-lorebook.toml and may gain the format's defaults (the normalisations of test_lorebook_formats.py): every field
+lorebook.toml and may gain the format's defaults (the normalisations of tests/lore/test_formats.py): every field
 the original book had comes back with the same value.
 
 PNG files are written and read by Pillow in these tests, a reader and writer independent of ours.
@@ -27,6 +27,8 @@ from app.config.editing import set_values
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarExistsError, FamiliarPaths, create_familiar, list_familiars
 from app.config.secrets import SecretStore
+from app.lore.book import load_lorebook
+from app.lore.scanner import LoreScanner
 from app.runtime.cards import (
     CARD_FILE,
     IMAGE_FILE,
@@ -42,7 +44,6 @@ from app.runtime.cards import (
     render_persona,
     write_card,
 )
-from app.runtime.context.lorebook import LoreScanner, load_lorebook
 from app.runtime.service import Familiar
 from tests.fakes.llm_server import FakeLLM
 

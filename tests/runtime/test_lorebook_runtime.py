@@ -44,7 +44,7 @@ async def test_a_catastrophic_key_neither_delays_the_reply_nor_stops_the_next(
     await familiar.start()
     loop = asyncio.get_running_loop()
 
-    with caplog.at_level(logging.WARNING, logger="app.runtime.context.lorebook"):
+    with caplog.at_level(logging.WARNING, logger="app.lore.scanner"):
         started = loop.time()
         await fake_discord.send_message(
             channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content=TRIGGER, mentions_bot=True
@@ -57,7 +57,7 @@ async def test_a_catastrophic_key_neither_delays_the_reply_nor_stops_the_next(
     assert "Echo lore." in system  # /(a|a)*$/ matches (the empty string at the end), as in re: in linear time
     assert "Trap lore." not in system
     assert [e.message for e in events if isinstance(e, FailureReported)] == [DISABLED]
-    assert [r.getMessage() for r in caplog.records if r.name == "app.runtime.context.lorebook"] == [DISABLED]
+    assert [r.getMessage() for r in caplog.records if r.name == "app.lore.scanner"] == [DISABLED]
     explanation = await familiar.assemble(f"guild:{GUILD_ID}/{GENERAL}")
     assert DISABLED in next(output.note for output in explanation.outputs if output.name == "lorebook")
 

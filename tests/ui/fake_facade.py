@@ -28,10 +28,20 @@ from app.runtime.events import (
     GuildsChanged,
     IndexHealthReport,
     LatencyMeasured,
+    LorebookStatus,
     MemoryChanged,
     RuntimeEvent,
 )
-from app.runtime.facade import ChatLine, ControlsApi, FamiliarFacade, IndexesApi, MemoryApi, StatusSnapshot, TurnHit
+from app.runtime.facade import (
+    ChatLine,
+    ControlsApi,
+    FamiliarFacade,
+    IndexesApi,
+    LoreApi,
+    MemoryApi,
+    StatusSnapshot,
+    TurnHit,
+)
 from app.runtime.service import Familiar
 from app.runtime.views import Explanation, PauseKind, PauseView, WorkersView
 
@@ -143,6 +153,8 @@ class FakeFacade:
                 self.status = replace(self.status, latency_ms=milliseconds)
             case FailureReported(message=message):
                 self.status = replace(self.status, last_error=message)
+            case LorebookStatus(problem=problem):
+                self.status = replace(self.status, lore_problem=problem)
             case Activity() | IndexHealthReport() | MemoryChanged():
                 pass
         for callback in list(self._subscribers):
@@ -198,6 +210,10 @@ class FakeFacade:
     @property
     def indexes(self) -> IndexesApi:
         return self._real().indexes
+
+    @property
+    def lore(self) -> LoreApi:
+        return self._real().lore
 
     async def explain(self, turn_id: int) -> Explanation:
         self.calls.append(Call("explain", {"turn_id": turn_id}))

@@ -17,6 +17,7 @@ from app.runtime.events import (
     GuildsChanged,
     IndexHealthReport,
     LatencyMeasured,
+    LorebookStatus,
     MemoryChanged,
     RuntimeEvent,
 )
@@ -48,6 +49,10 @@ def test_each_event_becomes_its_signal(qtbot: QtBot, facade: FakeFacade) -> None
     with qtbot.waitSignal(bridge.failure, timeout=1_000) as blocker:
         facade.publish(FailureReported("The LLM endpoint is unreachable."))
     assert blocker.args == ["The LLM endpoint is unreachable."]
+    status = LorebookStatus("lorebook.toml", None)
+    with qtbot.waitSignal(bridge.lorebook_status, timeout=1_000) as blocker:
+        facade.publish(status)
+    assert blocker.args == [status]
 
 
 def test_close_unsubscribes_once(qtbot: QtBot, facade: FakeFacade) -> None:
@@ -87,6 +92,7 @@ def _one_of_each() -> list[RuntimeEvent]:
         FailureReported("oops"),
         _health("turns", 1),
         MemoryChanged(frozenset({ChangeKind.FACTS})),
+        LorebookStatus("lorebook.toml", "lorebook.toml, line 3: not valid TOML", 3),
     ]
 
 
@@ -104,6 +110,7 @@ def test_every_runtime_event_type_has_a_signal(qtbot: QtBot, facade: FakeFacade)
         bridge.failure,
         bridge.index_health,
         bridge.memory_changed,
+        bridge.lorebook_status,
     ):
         signal.connect(emitted.append)
     for event in events:

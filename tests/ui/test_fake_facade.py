@@ -17,7 +17,7 @@ from app.runtime.events import (
     LatencyMeasured,
     RuntimeEvent,
 )
-from app.runtime.facade import ControlsApi, FamiliarFacade, IndexesApi, MemoryApi
+from app.runtime.facade import ControlsApi, FamiliarFacade, IndexesApi, LoreApi, MemoryApi
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import QT_STRICT, Run
 
@@ -108,7 +108,7 @@ def _protocol_members(protocol: type) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("protocol", [FamiliarFacade, MemoryApi, ControlsApi, IndexesApi])
+@pytest.mark.parametrize("protocol", [FamiliarFacade, MemoryApi, ControlsApi, IndexesApi, LoreApi])
 def test_the_fake_over_a_real_familiar_has_every_member_with_its_signature(
     protocol: type, memory_facade: FakeFacade
 ) -> None:
@@ -118,6 +118,7 @@ def test_the_fake_over_a_real_familiar_has_every_member_with_its_signature(
         MemoryApi: memory_facade.memory,
         ControlsApi: memory_facade.controls,
         IndexesApi: memory_facade.indexes,
+        LoreApi: memory_facade.lore,
     }[protocol]
     for name in _protocol_members(protocol):
         declared = inspect.getattr_static(protocol, name)

@@ -85,6 +85,7 @@ def _explain(ctx: ReplyContext, outputs: Sequence[LayerOutput], cached: Sequence
             for o in outputs
         ],
         "lorebook": list(lore.items) if lore else [],
+        "lorebook_activation": dict(lore.details) if lore else {},  # seed, message clock, recursion steps
         "facts": [i for i in memory.items if "fact_id" in i] if memory else [],
         "turns": [i for i in memory.items if "turn_id" in i] if memory else [],
         "dropped": [{"layer": o.name, **d} for o in outputs for d in o.dropped],

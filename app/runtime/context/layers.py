@@ -10,27 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 from app.config.settings import BudgetTier
+from app.lore.macros import expand, has_user_macro
 from app.memory.derived import Projections
 from app.memory.policy import visible_scopes
 from app.memory.records import Turn
 from app.runtime.context.budget import count_tokens, pack, truncate_to_budget
 from app.runtime.context.fence import escape, fence
-from app.runtime.context.lorebook import (
-    Lorebook,
-    LorebookError,
-    LoreProblem,
-    ScannerCache,
-    describe_disabled,
-    empty_lorebook,
-    load_lorebook,
-)
 from app.runtime.llm import ChatMessage
 from app.runtime.retrieval import Retriever
 
@@ -65,6 +56,14 @@ class ReplyContext:
                 seen[turn.author_key] = None
         return tuple(seen)
 
+    @property
+    def speaker(self) -> str:
+        """Who the reply answers: the last person (not the familiar) to speak in the window."""
+        for turn in reversed(self.recent):
+            if turn.author_key != SELF_KEY:
+                return turn.author_name
+        return "User"
+
     def scan_texts(self) -> list[str]:
         return [f"{t.author_name}: {t.content}" for t in self.recent]
 
@@ -79,6 +78,7 @@ class LayerOutput:
     items: tuple[dict[str, Any], ...] = ()  # what went in, for the explanation
     dropped: tuple[dict[str, Any], ...] = ()  # what the budget or a cap left out
     note: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)  # layer-specific facts for the explanation
 
 
 class Layer(Protocol):
@@ -103,118 +103,28 @@ class CharacterLayer:
     name = "character"
 
     def __init__(self, persona: str) -> None:
+        """The persona may use SillyTavern's name macros ({{char}}, {{user}}, <BOT>, <USER>): cards bring them."""
         self._persona = persona.strip()
         self._digest = hashlib.sha256(self._persona.encode()).hexdigest()
+        self._per_speaker = has_user_macro(self._persona)
 
     def invalidation_key(self, ctx: ReplyContext) -> Hashable:
-        return (self._digest, ctx.display_name, describe_place(ctx.place), ctx.budget.character_tokens)
+        speaker = ctx.speaker if self._per_speaker else ""
+        return (self._digest, ctx.display_name, speaker, describe_place(ctx.place), ctx.budget.character_tokens)
 
     async def build(self, ctx: ReplyContext) -> LayerOutput:
+        persona = expand(self._persona, ctx.display_name, ctx.speaker)
         situation = (
             f"You are {ctx.display_name}. You are talking in {describe_place(ctx.place)}. "
             "Each user message starts with the speaker's name. Reply with your message only, without a name prefix."
         )
         budget = ctx.budget.character_tokens
         # The situation line is kept whole; the persona gives way when the budget is tight.
-        text = truncate_to_budget(self._persona, budget, lambda persona: f"{persona}\n\n{situation}".strip())
+        text = truncate_to_budget(persona, budget, lambda kept: f"{kept}\n\n{situation}".strip())
         if not text:
             text = situation if count_tokens(situation) <= budget else ""
-        dropped = () if text.startswith(self._persona) else ({"what": "persona", "reason": "budget (shortened)"},)
+        dropped = () if text.startswith(persona) else ({"what": "persona", "reason": "budget (shortened)"},)
         return LayerOutput(self.name, text=text, cost=count_tokens(text), budget=budget, dropped=dropped)
-
-
-class LorebookLayer:
-    name = "lorebook"
-
-    def __init__(self, path: Path, on_disabled: Callable[[list[LoreProblem]], None] | None = None) -> None:
-        """`on_disabled` hears of each regex key switched off for running over its time limit."""
-        self._path = path
-        self._stamp: tuple[int, int] | None = None
-        self._book: Lorebook | None = None
-        self._scanners = ScannerCache(size=2, on_disabled=on_disabled)
-        self._matches_for: tuple[Hashable, Any] | None = None
-        self.error = ""  # why the file on disk is not the one in use, if it is not
-
-    def book(self) -> Lorebook:
-        """The book as the file is now (re-read when its size or time changes)."""
-        try:
-            stat = self._path.stat()
-            stamp: tuple[int, int] = (stat.st_mtime_ns, stat.st_size)
-        except FileNotFoundError:
-            stamp = (0, 0)
-        if self._book is None or stamp != self._stamp:
-            try:
-                book = load_lorebook(self._path)
-                self.error = ""
-            except LorebookError as exc:
-                # A typo (or a save in progress) must not stop every reply: keep the last good book.
-                self.error = f"lorebook.toml not used: {exc}"
-                book = self._book or empty_lorebook()
-            self._book, self._stamp = book, stamp
-        assert self._book is not None
-        return self._book
-
-    def _activate(self, ctx: ReplyContext) -> list[Any]:
-        book = self.book()
-        texts = ctx.scan_texts()
-        key = (book.digest, tuple(texts))
-        if self._matches_for is not None and self._matches_for[0] == key:
-            return list(self._matches_for[1])
-        matches = self._scanners.scanner(book).activate(texts)
-        self._matches_for = (key, matches)
-        return list(matches)
-
-    def invalidation_key(self, ctx: ReplyContext) -> Hashable:
-        book = self.book()
-        fired = tuple((m.entry.index, m.key, m.secondary) for m in self._activate(ctx))
-        return (book.digest, fired, ctx.budget.lorebook_tokens, ctx.budget.max_lorebook_entries, self.error)
-
-    async def build(self, ctx: ReplyContext) -> LayerOutput:
-        book = self.book()
-        matches = self._activate(ctx)
-        budget = (
-            ctx.budget.lorebook_tokens
-            if book.token_budget is None
-            else min(book.token_budget, ctx.budget.lorebook_tokens)
-        )
-        cap = ctx.budget.max_lorebook_entries
-        if book.max_entries is not None:
-            cap = min(cap, book.max_entries)
-        contents = [m.entry.content.strip() for m in matches]
-        packed = pack(
-            contents, budget, lambda kept: ("## Lorebook\n" + "\n\n".join(kept)) if kept else "", max_items=cap
-        )
-        items = tuple(
-            {
-                "index": matches[i].entry.index,
-                "title": matches[i].entry.title,
-                "key": matches[i].key,
-                "secondary": matches[i].secondary,
-                "priority": matches[i].entry.priority,
-                "tokens": count_tokens(contents[i]),
-            }
-            for i in packed.included
-        )
-        capped = {i for i in packed.dropped if len(packed.included) >= cap}
-        dropped = tuple(
-            {
-                "index": matches[i].entry.index,
-                "title": matches[i].entry.title,
-                "key": matches[i].key,
-                "reason": "entry cap" if i in capped else "budget",
-            }
-            for i in packed.dropped
-        )
-        problems = "; ".join(
-            [
-                *([self.error] if self.error else []),
-                *(f"entry {p.index} ({p.title}): {p.key}: {p.message}" for p in book.problems),
-                *(describe_disabled(p) for p in self._scanners.scanner(book).disabled),
-            ]
-        )
-        return LayerOutput(
-            self.name, text=packed.text, cost=packed.cost, budget=budget, items=items, dropped=dropped, note=problems
-        )
 
 
 class SummaryLayer:

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.events import Activity, ConnectionChanged, ConnectionState, GuildInfo
+from app.runtime.events import Activity, ConnectionChanged, ConnectionState, GuildInfo, LorebookStatus
 from app.ui.async_slot import async_slot
 from app.ui.error_text import single_line
 from app.ui.models import activity_model, guilds_model
@@ -26,6 +26,7 @@ from app.ui.models.guilds_model import GuildsModel
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import SETUP_HINT_STYLE, section_label
 from app.ui.widgets.connection_indicator import ConnectionIndicator
+from app.ui.widgets.error_banner import ErrorBanner
 from app.ui.widgets.placeholder_table import PlaceholderTableView
 
 _log = logging.getLogger(__name__)
@@ -123,6 +124,9 @@ class DashboardPane(Pane):
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
+        # What is wrong with lorebook.toml, apart from the last failure: a fixed file clears it.
+        self.lore_banner = ErrorBanner()
+        layout.addWidget(self.lore_banner)
         layout.addWidget(self.setup_hint)
         layout.addLayout(status_row)
         layout.addWidget(splitter, 1)
@@ -134,6 +138,7 @@ class DashboardPane(Pane):
         bridge.latency_measured.connect(self._on_bridge_latency_measured)
         bridge.activity.connect(self._on_bridge_activity)
         bridge.failure.connect(self._on_bridge_failure)
+        bridge.lorebook_status.connect(self._on_bridge_lorebook_status)
 
         self.refresh_status()
 
@@ -154,6 +159,8 @@ class DashboardPane(Pane):
         self.latency_label.setText(latency_text(status.latency_ms))
         if status.last_error:
             self.error_banner.show_message(single_line(status.last_error))
+        if status.lore_problem:
+            self.lore_banner.show_message(single_line(status.lore_problem))
         self._set_state(status.state)
 
     def _set_state(self, state: ConnectionState, detail: str = "") -> None:
@@ -199,6 +206,12 @@ class DashboardPane(Pane):
 
     def _on_bridge_failure(self, message: str) -> None:
         self.error_banner.show_message(single_line(message))
+
+    def _on_bridge_lorebook_status(self, status: LorebookStatus) -> None:
+        if status.banner:
+            self.lore_banner.show_message(single_line(status.banner))
+        else:
+            self.lore_banner.clear_message()
 
     def _on_activity_rows_about_to_be_inserted(self) -> None:
         scroll_bar = self.activity_view.verticalScrollBar()

@@ -1,100 +1,41 @@
-"""The lorebook: `lorebook.toml` (hand-written, the source of truth), its strict loader and the activation scan.
-
-Schema (DESIGN.md "Lorebook"). Top level, all optional: `scan_depth` (recent turns scanned, default 10),
-`case_sensitive` (default false), `whole_words` (default true), `token_budget`, `max_entries`, `name`,
-`description`, `[extensions]`. Then `[[entries]]`: `title`, `keys`, `secondary_keys`, `logic` (and_any |
-and_all | not_any | not_all; only with secondary keys), `content`, `priority` (default 100, higher first),
-`constant`, `enabled`, per-entry `case_sensitive` / `whole_words` / `scan_depth`, `id`, `[entries.extensions]`.
-Unknown keys are kept by the editor and ignored here.
+"""The activation scan: which entries of a lorebook fire for the recent conversation, and on which key.
 
 Matching rules:
-- A key written `/pattern/flags` is a regular expression (flags i, m, s, x map to Python's; u, g, y, d, v
-  are ignored). Regex keys obey only their own flags: neither case_sensitive nor whole_words applies.
+- A key written `/pattern/flags` is a regular expression (keys.py). Regex keys obey only their own flags:
+  neither case_sensitive nor whole_words applies.
 - Any other key is literal text; a run of whitespace in it matches any run of whitespace.
 - Whole words: the key may not continue a word of the text at an end where the key itself has a word
   character. Scripts written without spaces (CJK, Hangul, Thai, Lao, Khmer, Myanmar) never need a boundary,
   so "東京" is found in "私は東京に住んでいる" and "C++" in "I like C++!".
 - Only the first 6000 characters of each scanned text are looked at (a Discord message has at most 4000).
-- Keys are stripped of surrounding whitespace. An empty key, or a regex that does not compile or is longer
-  than 200 characters, is recorded in `Lorebook.problems` and never matches; the rest of the book still works.
+- A key with a problem (book.py) never matches.
 - Regex keys are written for Python's `re` and mean what they mean there, but are matched in bounded time
-  (lore_regex.py): any pattern RE2 can express runs in linear time; the rest have a time limit, and a key that
-  runs over it is disabled for as long as the scanner lives (until lorebook.toml changes), reported to the
-  scanner's `on_disabled` and logged with its entry, and the scan goes on without it.
+  (bounded_regex.py): any pattern RE2 can express runs in linear time; the rest have a time limit, and a key
+  that runs over it is disabled for as long as the scanner lives (until lorebook.toml changes), reported to
+  the scanner's `on_disabled` and logged with its entry, and the scan goes on without it.
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
-import hashlib
 import logging
 import re
-import tomllib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from app.config.errors import ConfigError
-from app.runtime.context import lore_regex
-from app.runtime.errors import FamiliarError
+from app.lore import bounded_regex
+from app.lore.book import Lorebook, LoreEntry, LoreProblem
+from app.lore.keys import compile_regex_key, key_problem
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_SCAN_DEPTH = 10
-DEFAULT_PRIORITY = 100
-MAX_SCAN_DEPTH = 1000
-MAX_REGEX_LENGTH = 200
-MAX_FILE_BYTES = 8 * 1024 * 1024
-MAX_ENTRIES = 10_000
 MAX_TEXT_CHARS = 6000  # of each scanned text (a Discord message is at most 4000)
-LOGICS = ("and_any", "and_all", "not_any", "not_all")
+CONTENT_SCANS = 4096  # entries' contents kept scanned per book, for recursion
+SPAN_BUDGET = 0.02  # seconds the time-limited engine may spend locating where a regex key matched
 CONSTANT_KEY = "(constant)"
-
-
-class LorebookError(ConfigError, FamiliarError):
-    """lorebook.toml is unreadable or has a wrong type: names the file, the line and the key.
-
-    A ConfigError (how every config file problem is reported) and a FamiliarError (the runtime's root).
-    """
-
-
-@dataclass(frozen=True, slots=True)
-class LoreEntry:
-    index: int  # position in the file's entries, from 0
-    title: str
-    keys: tuple[str, ...]
-    secondary_keys: tuple[str, ...]
-    logic: str
-    content: str
-    priority: int
-    constant: bool
-    enabled: bool
-    case_sensitive: bool | None  # None: the book's setting
-    whole_words: bool | None
-    scan_depth: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class LoreProblem:
-    index: int
-    title: str
-    key: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Lorebook:
-    entries: tuple[LoreEntry, ...]
-    scan_depth: int
-    case_sensitive: bool
-    whole_words: bool
-    token_budget: int | None
-    max_entries: int | None
-    problems: tuple[LoreProblem, ...]
-    digest: str  # sha256 of the file text, for cache keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,206 +45,6 @@ class LoreMatch:
     secondary: str | None  # and_any: the secondary found; and_all: the first; not_all: the first absent one
 
 
-EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
-
-
-def empty_lorebook() -> Lorebook:
-    return Lorebook((), DEFAULT_SCAN_DEPTH, False, True, None, None, (), EMPTY_DIGEST)
-
-
-# -- loading -----------------------------------------------------------------------------------------
-def load_lorebook(path: Path) -> Lorebook:
-    """Read and parse lorebook.toml; a missing file is an empty book."""
-    return parse_lorebook(read_lorebook_text(path), path)
-
-
-def read_lorebook_text(path: Path) -> str:
-    """The text of lorebook.toml ("" when there is none). Raises LorebookError if it cannot be read."""
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise LorebookError(path, None, None, f"too large (the limit is {MAX_FILE_BYTES // (1024 * 1024)} MB)")
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        raise LorebookError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
-    try:
-        return raw.decode("utf-8-sig")  # a BOM (Windows editors) is fine
-    except UnicodeDecodeError as exc:
-        raise LorebookError(path, raw[: exc.start].count(b"\n") + 1, None, "not valid UTF-8") from None
-
-
-def parse_lorebook(text: str, path: Path) -> Lorebook:
-    """Parse and validate lorebook.toml text. Raises LorebookError naming file, line and key."""
-    if len(text) > MAX_FILE_BYTES:
-        raise LorebookError(path, None, None, f"too large (the limit is {MAX_FILE_BYTES // (1024 * 1024)} MB)")
-    try:
-        data = tomllib.loads(text)
-    except ValueError as exc:  # TOMLDecodeError, and odd values tomllib rejects on its own
-        found = re.search(r"\(at line (\d+)", str(exc))
-        line = int(found.group(1)) if found else max(1, len(text.splitlines()))  # else: at the end
-        message = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
-        raise LorebookError(path, line, None, f"not valid TOML: {message}") from None
-    except RecursionError:  # tomllib recurses into nested arrays and inline tables
-        raise LorebookError(path, None, None, "not valid TOML: values are nested too deeply") from None
-    check = _Checker(text, path)
-    scan_depth = check.integer(data, "scan_depth", DEFAULT_SCAN_DEPTH, 0, MAX_SCAN_DEPTH)
-    case_sensitive = check.boolean(data, "case_sensitive", False)
-    whole_words = check.boolean(data, "whole_words", True)
-    token_budget = check.optional_integer(data, "token_budget", 0, 10_000_000)
-    max_entries = check.optional_integer(data, "max_entries", 0, MAX_ENTRIES)
-    check.string(data, "name", "")
-    check.string(data, "description", "")
-    check.table(data, "extensions")
-    raw_entries = data.get("entries", [])
-    if not isinstance(raw_entries, list) or not all(isinstance(e, dict) for e in raw_entries):
-        check.fail("entries", "expected [[entries]] tables")
-    if len(raw_entries) > MAX_ENTRIES:
-        check.fail("entries", f"more than {MAX_ENTRIES} entries")
-    entries: list[LoreEntry] = []
-    problems: list[LoreProblem] = []
-    for index, raw in enumerate(raw_entries):
-        entry = _entry(check, index, raw)
-        entries.append(entry)
-        problems.extend(_key_problems(entry))
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return Lorebook(
-        entries=tuple(entries),
-        scan_depth=scan_depth,
-        case_sensitive=case_sensitive,
-        whole_words=whole_words,
-        token_budget=token_budget,
-        max_entries=max_entries,
-        problems=tuple(problems),
-        digest=digest,
-    )
-
-
-def validate_entry(raw: dict[str, Any], path: Path, index: int) -> LoreEntry:
-    """Check one entry table (as an editor is about to write it); raises LorebookError without a line."""
-    return _entry(_Checker("", path), index, raw)
-
-
-def _entry(check: _Checker, index: int, raw: dict[str, Any]) -> LoreEntry:
-    check.entry = index
-    keys = check.strings(raw, "keys")
-    secondary = check.strings(raw, "secondary_keys")
-    logic = check.string(raw, "logic", "and_any")
-    if logic not in LOGICS:
-        check.fail("logic", f"expected one of {', '.join(LOGICS)}, got '{logic}'")
-    if "id" in raw and (isinstance(raw["id"], bool) or not isinstance(raw["id"], int | str)):
-        check.fail("id", f"expected a whole number or a string, got {_type_name(raw['id'])}")
-    check.table(raw, "extensions")
-    entry = LoreEntry(
-        index=index,
-        title=check.string(raw, "title", ""),
-        keys=keys,
-        secondary_keys=secondary,
-        logic=logic,
-        content=check.string(raw, "content", ""),
-        priority=check.integer(raw, "priority", DEFAULT_PRIORITY, -(2**63), 2**63 - 1),
-        constant=check.boolean(raw, "constant", False),
-        enabled=check.boolean(raw, "enabled", True),
-        case_sensitive=check.optional_boolean(raw, "case_sensitive"),
-        whole_words=check.optional_boolean(raw, "whole_words"),
-        scan_depth=check.optional_integer(raw, "scan_depth", 0, MAX_SCAN_DEPTH),
-    )
-    check.entry = None
-    return entry
-
-
-def _type_name(value: object) -> str:
-    names = {bool: "true/false", int: "whole number", float: "number", str: "string", list: "list", dict: "table"}
-    return names.get(type(value), type(value).__name__)
-
-
-class _Checker:
-    """Type checks of known keys; failures name the line and the key (entries[i].key)."""
-
-    def __init__(self, text: str, path: Path) -> None:
-        self.text = text
-        self.path = path
-        self.entry: int | None = None
-
-    def fail(self, key: str, problem: str) -> NoReturn:
-        dotted = key if self.entry is None else f"entries[{self.entry}].{key}"
-        raise LorebookError(self.path, _line_of(self.text, self.entry, key), dotted, problem)
-
-    def string(self, data: dict[str, Any], key: str, default: str) -> str:
-        value = data.get(key, default)
-        if not isinstance(value, str):
-            self.fail(key, f"expected a string, got {_type_name(value)}")
-        return value
-
-    def strings(self, data: dict[str, Any], key: str) -> tuple[str, ...]:
-        value = data.get(key, [])
-        if not isinstance(value, list):
-            self.fail(key, f"expected a list of strings, got {_type_name(value)}")
-        for item in value:
-            if not isinstance(item, str):
-                self.fail(key, f"expected a list of strings, found a {_type_name(item)}")
-        return tuple(value)
-
-    def boolean(self, data: dict[str, Any], key: str, default: bool) -> bool:
-        value = data.get(key, default)
-        if not isinstance(value, bool):
-            self.fail(key, f"expected true or false, got {_type_name(value)}")
-        return value
-
-    def optional_boolean(self, data: dict[str, Any], key: str) -> bool | None:
-        return self.boolean(data, key, False) if key in data else None
-
-    def integer(self, data: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-        value = data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"expected a whole number, got {_type_name(value)}")
-        if not low <= value <= high:
-            self.fail(key, f"{value} is out of range ({low} to {high})")
-        return value
-
-    def optional_integer(self, data: dict[str, Any], key: str, low: int, high: int) -> int | None:
-        return self.integer(data, key, 0, low, high) if key in data else None
-
-    def table(self, data: dict[str, Any], key: str) -> None:
-        if key in data and not isinstance(data[key], dict):
-            self.fail(key, f"expected a table, got {_type_name(data[key])}")
-
-
-_HEADER = re.compile(r"^\s*\[(\[?)\s*([^\]]*?)\s*\]\]?\s*(?:#.*)?$")
-_ASSIGN = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*[.=]""")
-
-
-def _line_of(text: str, entry: int | None, key: str) -> int | None:
-    """Best-effort line of a top-level key, or of a key in the `entry`-th [[entries]] table."""
-    table: str | None = ""  # the current table's name; "" is the top level
-    seen = -1
-    header_line = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = _HEADER.match(line)
-        if header:
-            name = header.group(2).replace(" ", "").replace('"', "").replace("'", "")
-            if name == "entries" and header.group(1):
-                seen += 1
-                table = "entries" if seen == entry else None
-                if seen == entry:
-                    header_line = number
-            else:
-                table = None
-            continue
-        assign = _ASSIGN.match(line)
-        if assign is None:
-            continue
-        name = assign.group(1).strip("\"'")
-        if entry is None and table == "" and name == key:
-            return number
-        if entry is not None and table == "entries" and name == key:
-            return number
-        if table == "" and name == "entries" and entry is not None:
-            return number  # entries = [ {...}, ... ] written inline
-    return header_line
-
-
-# -- keys ----------------------------------------------------------------------------------------------
 # Scripts written without spaces between words: a key never needs a word boundary next to them.
 _NO_SPACE = (
     "\u0e00-\u0eff"  # Thai, Lao
@@ -322,67 +63,6 @@ _ASCII_TOKEN = re.compile(r"\w+", re.ASCII)  # the same words in ASCII text, fou
 _UNICODE_TOKEN = re.compile(r"\w+")  # ... and in text without any of the scripts above
 _HAS_NO_SPACE = re.compile(f"[{_NO_SPACE}]")
 _IS_WORD_CHAR = re.compile(_WORD_CHAR)
-_NOT_AFTER_WORD = f"(?<!{_WORD_CHAR})"
-_NOT_BEFORE_WORD = f"(?!{_WORD_CHAR})"
-_REGEX_KEY = re.compile(r"/(.+)/([A-Za-z]*)", re.DOTALL)
-# JS flags: i, m, s map to Python's; u is Python's default; g, y, d, v do not apply; x is Python's VERBOSE.
-_FLAGS = {
-    "i": re.IGNORECASE,
-    "m": re.MULTILINE,
-    "s": re.DOTALL,
-    "x": re.VERBOSE,
-    "u": 0,
-    "g": 0,
-    "y": 0,
-    "d": 0,
-    "v": 0,
-}
-_JS_NAMED_GROUP = re.compile(r"(?<!\\)\(\?<(?=[A-Za-z_])")
-_JS_NAMED_REF = re.compile(r"\\k<([A-Za-z_]\w*)>")
-
-
-def split_regex_key(key: str) -> tuple[str, str] | None:
-    """(pattern, flags) when the key is written `/pattern/flags`, else None (a literal key)."""
-    found = _REGEX_KEY.fullmatch(key.strip())
-    if found is None or any(flag not in _FLAGS for flag in found.group(2)):
-        return None
-    return found.group(1), found.group(2)
-
-
-@functools.lru_cache(maxsize=4096)
-def compile_regex_key(key: str) -> re.Pattern[str] | str | None:
-    """The compiled regex of a `/pattern/flags` key, an error message, or None for a literal key."""
-    parts = split_regex_key(key)
-    if parts is None:
-        return None
-    pattern, letters = parts
-    if len(pattern) > MAX_REGEX_LENGTH:
-        return f"regex longer than {MAX_REGEX_LENGTH} characters"
-    flags = 0
-    for letter in letters:
-        flags |= _FLAGS[letter]
-    pattern = _JS_NAMED_REF.sub(r"(?P=\1)", _JS_NAMED_GROUP.sub("(?P<", pattern))  # JS spellings of named groups
-    try:
-        return re.compile(pattern, flags)
-    except (re.error, ValueError, OverflowError, RecursionError) as exc:
-        return f"invalid regex: {exc}"
-
-
-def _key_problems(entry: LoreEntry) -> Iterator[LoreProblem]:
-    for key in (*entry.keys, *entry.secondary_keys):
-        problem = key_problem(key)
-        if problem is not None:
-            yield LoreProblem(entry.index, entry.title, key, problem)
-
-
-def key_problem(key: str) -> str | None:
-    """Why a key can never match, or None when it is fine."""
-    if not key.strip():
-        return "an empty key never matches"
-    if "\x00" in key:
-        return "a key may not contain a NUL character"
-    compiled = compile_regex_key(key)
-    return compiled if isinstance(compiled, str) else None
 
 
 # -- activation ----------------------------------------------------------------------------------------
@@ -417,43 +97,90 @@ class _Literal:
 
 
 class _Regex:
-    """A `/pattern/flags` key, matched with the engines of lore_regex (anchors keep their meaning per text)."""
+    """A `/pattern/flags` key, matched with the engines of bounded_regex (anchors keep their meaning per text)."""
 
     __slots__ = ("_fallback", "_single", "empty", "folds", "key", "pattern", "translation")
 
     def __init__(self, key: str, pattern: re.Pattern[str]) -> None:
         self.key = key
         self.pattern = pattern
-        self.translation = lore_regex.translate(pattern.pattern, pattern.flags)
+        self.translation = bounded_regex.translate(pattern.pattern, pattern.flags)
         self.folds = bool(pattern.flags & re.IGNORECASE)
         self._single: Any = None
         self._fallback: Any = None
         # In re, \B never matches in an empty text (in RE2 and regex it does): that text gets this variant.
-        variant = lore_regex.without_non_boundary(pattern.pattern)
+        variant = bounded_regex.without_non_boundary(pattern.pattern)
         self.empty = None if variant is None else _Regex(key, re.compile(variant, pattern.flags))
 
     def single(self) -> Any:
         """RE2's compiled form of the key alone (built on first need: most keys are searched through sets),
         or None when RE2 refuses it."""
         if self._single is None:
-            found = None if self.translation is None else lore_regex.compile_re2(self.translation)
+            found = None if self.translation is None else bounded_regex.compile_re2(self.translation)
             self._single = found if found is not None else False
         return self._single or None
 
     def fallback(self) -> Any:
         """The time-limited engine's compiled form (built on first need), or None if it cannot take it."""
         if self._fallback is None:
-            self._fallback = lore_regex.compile_fallback(self.pattern.pattern, self.pattern.flags) or False
+            self._fallback = bounded_regex.compile_fallback(self.pattern.pattern, self.pattern.flags) or False
         return self._fallback or None
+
+    def span(self, text: str) -> tuple[int, int] | None:
+        """Where the key matches in one text, by RE2 when it answers as `re` would there, else by the
+        time-limited engine (SPAN_BUDGET); None when neither says."""
+        view = _TextView(text)
+        translation = self.translation
+        matcher = self.empty if not text and self.empty is not None else self
+        if (
+            translation is not None
+            and view.data is not None
+            and not (translation.word_boundary and not (view.folded_ascii if self.folds else view.is_ascii))
+            and not (translation.end_anchor and view.newline_end)
+        ):
+            single = matcher.single()
+            if single is not None:
+                found = single.search(view.folded if self.folds else text)
+                return None if found is None else (found.start(), found.end())
+        compiled = matcher.fallback()
+        return None if compiled is None else bounded_regex.span_with_budget(compiled, text, SPAN_BUDGET)
 
 
 _Matcher = _Token | _Literal | _Regex | None  # None never matches
+
+
+def spaceless(text: str) -> bool:
+    """Whether the text has a script written without spaces (CJK, Thai...): no word boundary applies there."""
+    return _HAS_NO_SPACE.search(text) is not None
 
 
 def _normal(text: str, case_sensitive: bool) -> str:
     """Whitespace runs become one space, and the text is lower-cased unless case-sensitive."""
     text = " ".join(text.split())
     return text if case_sensitive else text.lower()
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal_pattern(key: str, case_sensitive: bool) -> re.Pattern[str]:
+    """A literal key as a `re` pattern that finds it in the text as written (whitespace runs and case as the
+    scan treats them; the word rule is checked on each find, as _find does). Escaped text: linear, and
+    quick to compile (a look-around over the word class takes some 40 ms to compile)."""
+    body = r"\s+".join(re.escape(part) for part in key.split())
+    return re.compile(body, 0 if case_sensitive else re.IGNORECASE)
+
+
+def _literal_span(key: str, case_sensitive: bool, whole_words: bool, text: str) -> tuple[int, int] | None:
+    normal = " ".join(key.split())
+    before = whole_words and _IS_WORD_CHAR.match(normal[:1]) is not None
+    after = whole_words and _IS_WORD_CHAR.match(normal[-1:]) is not None
+    for found in _literal_pattern(normal, case_sensitive).finditer(text):
+        start, end = found.span()
+        if (before and start > 0 and _IS_WORD_CHAR.match(text, start - 1)) or (
+            after and end < len(text) and _IS_WORD_CHAR.match(text, end)
+        ):
+            continue
+        return start, end
+    return None
 
 
 def _literal_matcher(key: str, case_sensitive: bool, whole_words: bool) -> _Matcher:
@@ -478,8 +205,44 @@ def _literal_matcher(key: str, case_sensitive: bool, whole_words: bool) -> _Matc
 class _Compiled:
     entry: LoreEntry
     depth: int
-    primary: tuple[int, ...]  # matcher ids, parallel to entry.keys
+    keys: tuple[str, ...]  # the primary keys: entry.keys, then @@additional_keys
+    primary: tuple[int, ...]  # matcher ids, parallel to keys
     secondary: tuple[int, ...]
+    exclude: tuple[int, ...]  # @@exclude_keys: none of them may be there
+
+
+@dataclass(frozen=True, slots=True)
+class KeyHit:
+    """Why an entry's keys fire: the first primary key found (its text: view 0 is the recent conversation,
+    view 1 the content of entries already activated, for recursion; `distance` counts texts back from the
+    newest), and the secondary key its logic names."""
+
+    key: str
+    secondary: str | None
+    view: int
+    distance: int
+
+
+class Scan:
+    """One window of texts looked at for a book: which entries' primary keys are there (`candidates`, positions
+    in the scanner's compiled entries), and the distances found so far (filled lazily). A finished scan of one
+    text keeps only the keys found there (`found`): what an entry's content, scanned once, is remembered by."""
+
+    __slots__ = ("candidates", "distances", "found", "unbounded", "window")
+
+    def __init__(
+        self,
+        window: _Window,
+        distances: list[int],
+        candidates: set[int],
+        unbounded: bool,
+        found: frozenset[int] | None = None,
+    ) -> None:
+        self.window = window
+        self.distances = distances
+        self.candidates = candidates
+        self.unbounded = unbounded  # any text counts, whatever an entry's scan depth (recursion)
+        self.found = found
 
 
 class _Window:
@@ -496,10 +259,12 @@ class _Window:
         "oddities",
         "set_hits",
         "texts",
+        "unbounded",
     )
 
-    def __init__(self, texts: list[str]) -> None:
+    def __init__(self, texts: list[str], *, unbounded: bool = False) -> None:
         self.texts = texts  # newest first
+        self.unbounded = unbounded  # a regex key searches every text, not only as deep as its entries scan
         self._normal: dict[bool, list[str]] = {}
         self._words: dict[bool, dict[str, int]] = {}
         self._joined: dict[bool, tuple[str, list[int]]] = {}
@@ -607,7 +372,7 @@ class _Oddities:
 
 
 class _TextView:
-    """One scanned text as the regex engines take it: UTF-8, and folded for IGNORECASE keys (lore_regex)."""
+    """One scanned text as the regex engines take it: UTF-8, and folded for IGNORECASE keys (bounded_regex)."""
 
     __slots__ = ("data", "folded", "folded_ascii", "folded_data", "is_ascii", "newline_end", "text")
 
@@ -619,7 +384,7 @@ class _TextView:
             self.data: bytes | None = text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8 only, so the time-limited engine searches
             self.data = None
-        self.folded = lore_regex.fold(text) if lore_regex.has_dotless(text) else text
+        self.folded = bounded_regex.fold(text) if bounded_regex.has_dotless(text) else text
         self.folded_ascii = self.folded.isascii()
         self.folded_data = self.data if self.folded is text or self.data is None else self.folded.encode("utf-8")
 
@@ -636,22 +401,27 @@ class LoreScanner:
         self._limits: list[int] = []  # per matcher: the deepest scan of the entries using it
         compiled: list[_Compiled] = []
         constants: list[LoreEntry] = []
+        # Disabled entries and those scanning no message (depth 0: only other entries' content, in recursion)
+        # are compiled too: activation reports a disabled entry whose keys were there.
         for entry in book.entries:
-            if not entry.enabled:
-                continue
             if entry.constant:
-                constants.append(entry)
+                if entry.enabled:
+                    constants.append(entry)
                 continue
-            depth = book.scan_depth if entry.scan_depth is None else entry.scan_depth
-            if depth == 0 or not entry.keys:
+            depth = self.depth_of(entry)
+            keys = (*entry.keys, *entry.decorators.additional_keys)
+            if not keys:
                 continue
             cs = book.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
             ww = book.whole_words if entry.whole_words is None else entry.whole_words
-            primary = tuple(self._intern(key, cs, ww, depth) for key in entry.keys)
+            primary = tuple(self._intern(key, cs, ww, depth) for key in keys)
             secondary = tuple(self._intern(key, cs, ww, depth) for key in entry.secondary_keys)
-            compiled.append(_Compiled(entry, depth, primary, secondary))
+            exclude = tuple(self._intern(key, cs, ww, depth) for key in entry.decorators.exclude_keys)
+            compiled.append(_Compiled(entry, depth, keys, primary, secondary, exclude))
         self._constants = tuple(constants)
         self._compiled = tuple(compiled)
+        self._position = {item.entry.index: position for position, item in enumerate(compiled)}
+        self._contents: OrderedDict[int, Scan] = OrderedDict()  # entry index -> its content, scanned (recursion)
         self._depth = max((c.depth for c in compiled), default=0)
         # Per scan, distances start from this template. Tokens, broken keys and literals with whole words are
         # settled through the window's words (a literal is looked for only when its longest word is there);
@@ -681,9 +451,17 @@ class LoreScanner:
             else:
                 self._searched.append(matcher_id)
         regexes = [(number, m) for number, m in enumerate(self._matchers) if isinstance(m, _Regex)]
-        self._sets = lore_regex.SetGroup([(n, m.translation.pattern) for n, m in regexes if m.translation])
+        self._sets = bounded_regex.SetGroup([(n, m.translation.pattern) for n, m in regexes if m.translation])
         self._in_sets = {n for n, m in regexes if m.translation} - set(self._sets.left_out)
         self._regex_depth = max((self._limits[n] for n, _ in regexes), default=0)
+
+    def depth_of(self, entry: LoreEntry) -> int:
+        """How many recent texts the entry's keys look at."""
+        if entry.scan_depth is not None:
+            return entry.scan_depth
+        if entry.decorators.scan_depth is not None:
+            return entry.decorators.scan_depth
+        return self.book.scan_depth
 
     @property
     def disabled(self) -> tuple[LoreProblem, ...]:
@@ -711,46 +489,67 @@ class LoreScanner:
         return number
 
     def activate(self, recent: Sequence[str]) -> list[LoreMatch]:
-        """The entries that fire for these recent texts (oldest first), highest priority first, then file order."""
+        """The entries whose keys fire for these recent texts (oldest first), and the enabled constant ones,
+        highest priority first, then file order. Keys only: activation.py adds what else decides."""
         matches = [LoreMatch(entry, CONSTANT_KEY, None) for entry in self._constants]
-        if self._compiled and self._depth and recent:
-            texts = [text[:MAX_TEXT_CHARS] for text in reversed(recent[-self._depth :])]
-            window = _Window(texts)
-            distances = self._template.copy()
-            candidates: set[int] = set()
-            users = self._users
-            matchers = self._matchers
-            for case_sensitive, index in self._index.items():
-                if not index:
-                    continue
-                for word, distance in window.words(case_sensitive).items():
-                    for matcher_id in index.get(word, ()):
-                        matcher = matchers[matcher_id]
-                        found = _find(matcher, window) if isinstance(matcher, _Literal) else distance
-                        distances[matcher_id] = found
-                        if found != _NEVER and matcher_id in users:
-                            candidates.update(users[matcher_id])
-            for case_sensitive, substrings in self._substrings.items():
-                if not substrings:
-                    continue
-                joined, starts = window.joined(case_sensitive)
-                find = joined.find
-                for matcher_id, text in substrings:
-                    at = find(text)
-                    if at < 0:
-                        distances[matcher_id] = _NEVER
-                    else:
-                        distances[matcher_id] = bisect.bisect_right(starts, at) - 1
-                        candidates.update(users[matcher_id])
-            for matcher_id in self._searched:
-                if self._distance(matcher_id, distances, window) != _NEVER:
-                    candidates.update(users[matcher_id])
-            for position in candidates:
-                match = self._check(self._compiled[position], distances, window)
-                if match is not None:
-                    matches.append(match)
+        chat = self.scan(recent)
+        for position in chat.candidates:
+            item = self._compiled[position]
+            if not item.entry.enabled:
+                continue
+            hit = self.hit(position, (chat,))
+            if hit is not None:
+                matches.append(LoreMatch(item.entry, hit.key, hit.secondary))
         matches.sort(key=lambda m: (-m.entry.priority, m.entry.index))
         return matches
+
+    @property
+    def constants(self) -> tuple[LoreEntry, ...]:
+        """The enabled constant entries (always activated: keys are not looked for)."""
+        return self._constants
+
+    def entry_at(self, position: int) -> LoreEntry:
+        return self._compiled[position].entry
+
+    def scan(self, recent: Sequence[str], *, unbounded: bool = False) -> Scan:
+        """Look at these texts (oldest first): which compiled entries have a primary key there.
+
+        Bounded (the recent conversation): only the last texts as deep as the deepest entry scans, and each
+        entry's keys only as deep as it scans. Unbounded (activated entries' content, for recursion): all."""
+        distances = self._template.copy()
+        candidates: set[int] = set()
+        if not self._compiled or not recent or not (self._depth or unbounded):
+            return Scan(_Window([], unbounded=unbounded), distances, candidates, unbounded)
+        kept = recent if unbounded else recent[-self._depth :]
+        window = _Window([text[:MAX_TEXT_CHARS] for text in reversed(kept)], unbounded=unbounded)
+        users = self._users
+        matchers = self._matchers
+        for case_sensitive, index in self._index.items():
+            if not index:
+                continue
+            for word, distance in window.words(case_sensitive).items():
+                for matcher_id in index.get(word, ()):
+                    matcher = matchers[matcher_id]
+                    found = _find(matcher, window) if isinstance(matcher, _Literal) else distance
+                    distances[matcher_id] = found
+                    if found != _NEVER and matcher_id in users:
+                        candidates.update(users[matcher_id])
+        for case_sensitive, substrings in self._substrings.items():
+            if not substrings:
+                continue
+            joined, starts = window.joined(case_sensitive)
+            find = joined.find
+            for matcher_id, text in substrings:
+                at = find(text)
+                if at < 0:
+                    distances[matcher_id] = _NEVER
+                else:
+                    distances[matcher_id] = bisect.bisect_right(starts, at) - 1
+                    candidates.update(users[matcher_id])
+        for matcher_id in self._searched:
+            if self._distance(matcher_id, distances, window) != _NEVER:
+                candidates.update(users[matcher_id])
+        return Scan(window, distances, candidates, unbounded)
 
     def _distance(self, matcher_id: int, distances: list[int], window: _Window) -> int:
         found = distances[matcher_id]
@@ -765,10 +564,10 @@ class LoreScanner:
         distances[matcher_id] = found
         return found
 
-    # -- regex keys (lore_regex.py) --------------------------------------------------------------------
+    # -- regex keys (bounded_regex.py) --------------------------------------------------------------------
     def _search(self, matcher_id: int, matcher: _Regex, window: _Window) -> int:
         """How many texts back the regex key last matches (no deeper than its entries scan), or _NEVER."""
-        limit = min(self._limits[matcher_id], len(window.texts))
+        limit = len(window.texts) if window.unbounded else min(self._limits[matcher_id], len(window.texts))
         if matcher_id in self._in_sets and not self._oddities(window).affect(matcher):
             found = self._first_set_hits(window).get(matcher_id, _NEVER)  # the usual case: one lookup
             return found if found < limit else _NEVER
@@ -799,7 +598,7 @@ class LoreScanner:
 
     def _oddities(self, window: _Window) -> _Oddities:
         if window.oddities is None:
-            depth = min(self._regex_depth, len(window.texts))
+            depth = len(window.texts) if window.unbounded else min(self._regex_depth, len(window.texts))
             window.oddities = _Oddities.of([window.view(d) for d in range(depth)])
         return window.oddities
 
@@ -807,7 +606,8 @@ class LoreScanner:
         """Each RE2 key that matches a text of the window -> the nearest such text (one pass per text)."""
         if window.first_set_hits is None:
             first: dict[int, int] = {}
-            for distance in range(min(self._regex_depth, len(window.texts))):
+            depth = len(window.texts) if window.unbounded else min(self._regex_depth, len(window.texts))
+            for distance in range(depth):
                 for matcher_id in self._set_hits(window, distance, False):
                     first.setdefault(matcher_id, distance)
             window.first_set_hits = first
@@ -827,16 +627,16 @@ class LoreScanner:
         if compiled is None:
             self._disable(matcher_id, "the time-limited regex engine cannot run it")
             return False
-        key_left = lore_regex.KEY_BUDGET - window.key_spent.get(matcher_id, 0.0)
-        scan_left = lore_regex.SCAN_BUDGET - window.fallback_spent
+        key_left = bounded_regex.KEY_BUDGET - window.key_spent.get(matcher_id, 0.0)
+        scan_left = bounded_regex.SCAN_BUDGET - window.fallback_spent
         if scan_left <= 0:
             return False  # this scan spent its time on other keys; this one is searched again next time
         text = view.folded if matcher.folds else view.text
-        found, took = lore_regex.search_with_budget(compiled, text, min(key_left, scan_left))
+        found, took = bounded_regex.search_with_budget(compiled, text, min(key_left, scan_left))
         window.key_spent[matcher_id] = window.key_spent.get(matcher_id, 0.0) + took
         window.fallback_spent += took
         if found is None and key_left <= scan_left:
-            limit = round(lore_regex.KEY_BUDGET * 1000)
+            limit = round(bounded_regex.KEY_BUDGET * 1000)
             self._disable(matcher_id, f"ran over its time limit ({limit} ms) on one message; it is off")
         elif found is None:
             _log.warning("lorebook: regex key %s not searched to the end: the scan ran out of time", matcher.key)
@@ -856,29 +656,107 @@ class LoreScanner:
         if self._on_disabled is not None and problems:
             self._on_disabled(problems)
 
-    def _check(self, item: _Compiled, distances: list[int], window: _Window) -> LoreMatch | None:
+    # -- one entry's keys -------------------------------------------------------------------------------------
+    def _found(self, matcher_id: int, depth: int, scans: Sequence[Scan]) -> tuple[int, int] | None:
+        """(view, distance) of the first view where the key is, within the entry's depth where that applies."""
+        for view, scan in enumerate(scans):
+            if scan.found is not None:
+                if matcher_id in scan.found:
+                    return view, 0
+                continue
+            distance = self._distance(matcher_id, scan.distances, scan.window)
+            if distance < (_NEVER if scan.unbounded else depth):
+                return view, distance
+        return None
+
+    def hit(self, position: int, scans: Sequence[Scan]) -> KeyHit | None:
+        """Whether the compiled entry at `position` fires on its keys in these views: its first primary key
+        found, then its secondary logic, then no @@exclude_keys there."""
+        item = self._compiled[position]
         depth = item.depth
-        entry = item.entry
-        fired = next(
-            (
-                key
-                for key, m in zip(entry.keys, item.primary, strict=True)
-                if self._distance(m, distances, window) < depth
-            ),
-            None,
-        )
+        fired = None
+        for key, matcher_id in zip(item.keys, item.primary, strict=True):
+            found = self._found(matcher_id, depth, scans)
+            if found is not None:
+                fired = (key, found)
+                break
         if fired is None:
             return None
+        key, (view, distance) = fired
+        if any(self._found(m, depth, scans) is not None for m in item.exclude):
+            return None
         if not item.secondary:
-            return LoreMatch(entry, fired, None)
-        present = [self._distance(m, distances, window) < depth for m in item.secondary]
+            return KeyHit(key, None, view, distance)
+        entry = item.entry
+        present = [self._found(m, depth, scans) is not None for m in item.secondary]
+        secondary: str | None = None
         if entry.logic == "and_any":
-            return LoreMatch(entry, fired, entry.secondary_keys[present.index(True)]) if any(present) else None
-        if entry.logic == "and_all":
-            return LoreMatch(entry, fired, entry.secondary_keys[0]) if all(present) else None
-        if entry.logic == "not_any":
-            return None if any(present) else LoreMatch(entry, fired, None)
-        return None if all(present) else LoreMatch(entry, fired, entry.secondary_keys[present.index(False)])
+            if not any(present):
+                return None
+            secondary = entry.secondary_keys[present.index(True)]
+        elif entry.logic == "and_all":
+            if not all(present):
+                return None
+            secondary = entry.secondary_keys[0]
+        elif entry.logic == "not_any":
+            if any(present):
+                return None
+        elif all(present):
+            return None
+        else:
+            secondary = entry.secondary_keys[present.index(False)]
+        return KeyHit(key, secondary, view, distance)
+
+    def score(self, position: int, scans: Sequence[Scan]) -> int:
+        """Group scoring: how many of the entry's keys are there (primary, and secondary under and_any/and_all)."""
+        item = self._compiled[position]
+        found = sum(self._found(m, item.depth, scans) is not None for m in dict.fromkeys(item.primary))
+        if item.entry.logic in ("and_any", "and_all"):
+            found += sum(self._found(m, item.depth, scans) is not None for m in dict.fromkeys(item.secondary))
+        return found
+
+    def content_scan(self, index: int) -> Scan:
+        """The content of entry `index` scanned for every key, as one text of a recursion step: done once per
+        entry and kept (the few hundred entries a place keeps activating cost their scan once)."""
+        found = self._contents.get(index)
+        if found is not None:
+            self._contents.move_to_end(index)
+            return found
+        scan = self.scan([self.book.entries[index].content], unbounded=True)
+        distances = scan.distances
+        for matcher_id, distance in enumerate(distances):
+            if distance == _UNKNOWN:
+                self._distance(matcher_id, distances, scan.window)
+        keys = frozenset(matcher_id for matcher_id, distance in enumerate(distances) if distance == 0)
+        found = Scan(_Window([], unbounded=True), [], scan.candidates, True, keys)
+        self._contents[index] = found
+        while len(self._contents) > CONTENT_SCANS:
+            self._contents.popitem(last=False)
+        return found
+
+    def conditional(self, position: int) -> bool:
+        """Whether the entry has keys that can stop it (secondary keys, @@exclude_keys) besides its own."""
+        item = self._compiled[position]
+        return bool(item.secondary or item.exclude)
+
+    def position_of(self, entry: LoreEntry) -> int | None:
+        """The compiled position of an entry with keys (None: a constant entry, or one without keys)."""
+        return self._position.get(entry.index)
+
+    def span(self, key: str, entry: LoreEntry, text: str) -> tuple[int, int] | None:
+        """Where in `text` the key matches (start, end), as the scan found it; None if that cannot be said
+        within a short time (a regex key only the time-limited engine takes, on a hostile text)."""
+        text = text[:MAX_TEXT_CHARS]
+        regex = compile_regex_key(key)
+        if isinstance(regex, re.Pattern):
+            number = self._ids.get((key.strip(), True, False))
+            matcher = self._matchers[number] if number is not None else None
+            return (matcher if isinstance(matcher, _Regex) else _Regex(key.strip(), regex)).span(text)
+        if regex is not None:
+            return None
+        cs = self.book.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
+        ww = self.book.whole_words if entry.whole_words is None else entry.whole_words
+        return _literal_span(key, cs, ww, text)
 
 
 def describe_disabled(problem: LoreProblem) -> str:
@@ -915,23 +793,12 @@ class ScannerCache:
 
 __all__ = [
     "CONSTANT_KEY",
-    "DEFAULT_PRIORITY",
-    "DEFAULT_SCAN_DEPTH",
-    "LOGICS",
-    "LoreEntry",
+    "MAX_TEXT_CHARS",
+    "KeyHit",
     "LoreMatch",
-    "LoreProblem",
     "LoreScanner",
-    "Lorebook",
-    "LorebookError",
+    "Scan",
     "ScannerCache",
-    "compile_regex_key",
     "describe_disabled",
-    "empty_lorebook",
-    "key_problem",
-    "load_lorebook",
-    "parse_lorebook",
-    "read_lorebook_text",
-    "split_regex_key",
-    "validate_entry",
+    "spaceless",
 ]

@@ -12,20 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.config.errors import ConfigError
-from app.runtime.context.lorebook import (
-    CONSTANT_KEY,
-    LOGICS,
-    Lorebook,
-    LorebookError,
-    LoreEntry,
-    LoreScanner,
-    ScannerCache,
-    compile_regex_key,
-    key_problem,
-    load_lorebook,
-    parse_lorebook,
-)
-from app.runtime.errors import FamiliarError
+from app.lore.book import LOGICS, Lorebook, LorebookError, LoreEntry, load_lorebook, parse_lorebook
+from app.lore.errors import LoreError
+from app.lore.keys import compile_regex_key, key_problem
+from app.lore.scanner import CONSTANT_KEY, LoreScanner, ScannerCache
 
 PATH = Path("lorebook.toml")
 
@@ -58,10 +48,10 @@ token_budget = 300
 max_entries = 5
 name = "Saltmere"
 description = "A harbour town"
-future_option = "ignored"
 
 [extensions]
 anything = { goes = [1, 2] }
+future_option = "kept here"
 
 [[entries]]
 title = "Ember"
@@ -76,6 +66,8 @@ case_sensitive = false
 whole_words = true
 scan_depth = 2
 id = "ember-1"
+
+[entries.extensions]
 colour = "red"
 
 [entries.extensions.st]
@@ -117,36 +109,55 @@ def test_a_missing_file_is_an_empty_book(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "line", "key", "words"),
+    ("text", "line", "entry", "key", "words"),
     [
-        ('[[entries]]\ntitle = "a"\n\n[[entries]]\ntitle = "b"\npriority = "high"\n', 6, "entries[1].priority",
+        ('[[entries]]\ntitle = "a"\n\n[[entries]]\ntitle = "b"\npriority = "high"\n', 6, 'entry 2 "b"', "priority",
          "expected a whole number, got string"),
-        ('[[entries]]\nkeys = "dragon"\n', 2, "entries[0].keys", "expected a list of strings, got string"),
-        ("[[entries]]\nkeys = [1, 2]\n", 2, "entries[0].keys", "expected a list of strings, found a whole number"),
-        ('[[entries]]\nlogic = "or"\n', 2, "entries[0].logic", "expected one of and_any, and_all, not_any, not_all"),
-        ("[[entries]]\nconstant = 1\n", 2, "entries[0].constant", "expected true or false, got whole number"),
-        ("[[entries]]\nscan_depth = -1\n", 2, "entries[0].scan_depth", "-1 is out of range (0 to 1000)"),
-        ("[[entries]]\nid = 1.5\n", 2, "entries[0].id", "expected a whole number or a string, got number"),
-        ("[[entries]]\ncase_sensitive = 'yes'\n", 2, "entries[0].case_sensitive", "expected true or false"),
-        ('[[entries]]\n"priority" = true\n', 2, "entries[0].priority", "expected a whole number, got true/false"),
-        ("[[entries]]\nextensions = 3\n", 2, "entries[0].extensions", "expected a table, got whole number"),
-        ("# c\nscan_depth = 5000\n", 2, "scan_depth", "5000 is out of range (0 to 1000)"),
-        ("whole_words = 'no'\n", 1, "whole_words", "expected true or false, got string"),
-        ("entries = 3\n", 1, "entries", "expected [[entries]] tables"),
-        ('entries = [{ title = "a" }, { title = 7 }]\n', 1, "entries[1].title", "expected a string, got whole number"),
-        ("[extensions]\n[[entries]]\nx = 1\n[[entries]]\n[entries.extensions]\n[[entries]]\ntitle = 3\n", 7,
-         "entries[2].title", "expected a string"),
+        ('[[entries]]\nkeys = "dragon"\n', 2, "entry 1", "keys", "expected a list of strings, got string"),
+        ("[[entries]]\nkeys = [1, 2]\n", 2, "entry 1", "keys", "expected a list of strings, found a whole number"),
+        ('[[entries]]\nlogic = "or"\n', 2, "entry 1", "logic", "expected one of and_any, and_all, not_any, not_all"),
+        ("[[entries]]\nconstant = 1\n", 2, "entry 1", "constant", "expected true or false, got whole number"),
+        ("[[entries]]\nscan_depth = -1\n", 2, "entry 1", "scan_depth", "-1 is out of range (0 to 1000)"),
+        ("[[entries]]\nid = 1.5\n", 2, "entry 1", "id", "expected a whole number or a string, got number"),
+        ("[[entries]]\ncase_sensitive = 'yes'\n", 2, "entry 1", "case_sensitive", "expected true or false"),
+        ('[[entries]]\n"priority" = true\n', 2, "entry 1", "priority", "expected a whole number, got true/false"),
+        ("[[entries]]\nextensions = 3\n", 2, "entry 1", "extensions", "expected a table, got whole number"),
+        ("# c\nscan_depth = 5000\n", 2, None, "scan_depth", "5000 is out of range (0 to 1000)"),
+        ("whole_words = 'no'\n", 1, None, "whole_words", "expected true or false, got string"),
+        ("entries = 3\n", 1, None, "entries", "expected [[entries]] tables"),
+        ('entries = [{ title = "a" }, { title = 7 }]\n', 1, "entry 2", "title", "expected a string, got whole number"),
+        ("[extensions]\n[[entries]]\ntitle = 'x'\n[[entries]]\n[entries.extensions]\n[[entries]]\ntitle = 3\n", 7,
+         "entry 3", "title", "expected a string"),
+        # Unknown keys: a misspelt field must not leave an entry silently unable to fire.
+        ('[[entries]]\ntitle = "Ember"\nkyes = ["dragon"]\n', 3, 'entry 1 "Ember"', "kyes",
+         "unknown key (did you mean 'keys'?); keep anything else under [entries.extensions]"),
+        ('[[entries]]\ntitle = "a"\n[[entries]]\ntitle = "Lighthouse"\n\n[entries.extension]\nx = 1\n', 6,
+         'entry 2 "Lighthouse"', "extension", "unknown key (did you mean 'extensions'?)"),
+        ("# mine\nscan_dept = 4\n", 2, None, "scan_dept", "unknown key (did you mean 'scan_depth'?)"),
+        ("[[entries]]\nfavourite_food = 'sardines'\n", 2, "entry 1", "favourite_food",
+         "unknown key (known keys here: case_sensitive, constant, content, cooldown, delay, delay_until_recursion,"),
     ],
 )  # fmt: skip
-def test_wrong_types_name_the_file_line_and_key(text: str, line: int, key: str, words: str) -> None:
+def test_wrong_types_and_unknown_keys_name_the_file_line_entry_and_key(
+    text: str, line: int, entry: str | None, key: str, words: str
+) -> None:
     with pytest.raises(LorebookError) as caught:
         book_of(text)
     error = caught.value
     assert (error.path, error.line, error.key) == (PATH, line, key)
     assert words in error.problem
-    assert str(error).startswith(f"lorebook.toml, line {line}, key '{key}': ")
+    where = f"lorebook.toml, line {line}" + (f", {entry}" if entry else "")
+    assert str(error).startswith(f"{where}, key '{key}': ")
     assert isinstance(error, ConfigError)
-    assert isinstance(error, FamiliarError)
+    assert isinstance(error, LoreError)
+
+
+def test_a_long_title_is_shortened_on_one_line_in_errors() -> None:
+    escaped = "The\\nlong " + "x" * 80  # a line break, written as TOML writes it
+    with pytest.raises(LorebookError) as caught:
+        book_of(f'[[entries]]\ntitle = "{escaped}"\npriority = "high"\n')
+    assert f"entry 1 \"The long {'x' * 50}…\", key 'priority'" in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_toml_syntax_errors_and_unreadable_files(tmp_path: Path) -> None:

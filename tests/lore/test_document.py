@@ -1,4 +1,4 @@
-"""Round-trip editing of lorebook.toml: comments, order and unknown keys survive every edit."""
+"""Round-trip editing of lorebook.toml: comments, order and what [extensions] tables hold survive every edit."""
 
 from __future__ import annotations
 
@@ -7,19 +7,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.runtime.context.lorebook import LorebookError, load_lorebook
-from app.runtime.context.lorebook_doc import NEW_FILE_HEADER, LorebookDocument
+from app.lore.book import LorebookError, load_lorebook
+from app.lore.document import NEW_FILE_HEADER, LorebookDocument
 
 HAND_WRITTEN = """\
 # Saltmere lore, written by hand.
 scan_depth = 6  # the last six turns
-future_option = "kept"
 
 [extensions]
 mine = { colour = "green" }
+future_option = "kept"
 
 [[entries]]
 # The dragon everyone talks about.
@@ -28,6 +29,8 @@ keys = ["Ember", "red dragon"]
 content = \"\"\"
 Ember is an old red dragon.
 She hoards sea charts.\"\"\"
+
+[entries.extensions]
 favourite_food = "sardines"
 
 # Below: the lighthouse.
@@ -56,11 +59,11 @@ def test_listing_reads_plain_values(lorebook: Path) -> None:
         "title": "Ember",
         "keys": ["Ember", "red dragon"],
         "content": "Ember is an old red dragon.\nShe hoards sea charts.",
-        "favourite_food": "sardines",
+        "extensions": {"favourite_food": "sardines"},
     }
     assert lighthouse["extensions"] == {"st": {"position": 4}}
     assert document.entry(1)["priority"] == 250
-    assert document.data()["future_option"] == "kept"
+    assert document.data()["extensions"]["future_option"] == "kept"
 
 
 def test_editing_keeps_comments_order_and_unknown_keys(lorebook: Path) -> None:
@@ -102,7 +105,6 @@ def test_add_and_remove_entries(lorebook: Path) -> None:
             "title": "Kettle",
             "enabled": False,
             "scan_depth": None,  # left out
-            "x_note": "kept",
             "extensions": {"st": {"position": 0, "role": {"$json": "null"}}, "decorators": ["@@depth 2"]},
         }
     )
@@ -118,7 +120,6 @@ def test_add_and_remove_entries(lorebook: Path) -> None:
     assert '\n\n[[entries]]\ntitle = "Kettle"' in text  # a blank line before the new entry
     assert 'role = {"$json" = "null"}' in text  # small marker tables stay inline
     data = tomllib.loads(text)["entries"][1]
-    assert data["x_note"] == "kept"
     assert data["extensions"] == {"decorators": ["@@depth 2"], "st": {"position": 0, "role": {"$json": "null"}}}
     assert document.clear_entries() == 2
     assert document.book().entries == ()
@@ -126,10 +127,16 @@ def test_add_and_remove_entries(lorebook: Path) -> None:
 
 def test_a_bad_edit_is_refused_and_changes_nothing(lorebook: Path) -> None:
     document = LorebookDocument.load(lorebook)
-    with pytest.raises(LorebookError, match=r"entries\[0\]\.priority.*expected a whole number"):
+    with pytest.raises(LorebookError, match=r"entry 1 \"Ember\", key 'priority': expected a whole number"):
         document.update_entry(0, {"priority": "high"})
-    with pytest.raises(LorebookError, match=r"entries\[2\]\.logic"):
+    with pytest.raises(LorebookError, match=r"entry 3 \"x\", key 'logic'"):
         document.add_entry({"title": "x", "logic": "sometimes"})
+    with pytest.raises(
+        LorebookError, match=r"entry 2 \"Lighthouse\", key 'kyes': unknown key \(did you mean 'keys'\?\)"
+    ):
+        document.update_entry(1, {"kyes": ["lamp"]})
+    with pytest.raises(LorebookError, match=r"entry 3, key 'x_note': unknown key"):
+        document.add_entry({"x_note": "goes under extensions"})
     with pytest.raises(LorebookError, match=r"no such entry \(the book has 2\)"):
         document.update_entry(5, {"title": "x"})
     with pytest.raises(LorebookError, match="no such entry"):
@@ -193,21 +200,25 @@ def test_entries_written_inline_can_be_edited(tmp_path: Path) -> None:
 
 def test_book_fields_and_extensions(lorebook: Path) -> None:
     document = LorebookDocument.load(lorebook)
-    document.set_fields({"name": "Saltmere", "token_budget": 400, "future_option": None})
+    document.set_fields({"name": "Saltmere", "token_budget": 400, "scan_depth": None})
     document.set_extension("st", {"originalData": {"name": "x", "entries": [{"id": 1}, {"id": 2}]}})
     document.set_extension("card", None)
     book = document.save()
     assert book.token_budget == 400
     data = tomllib.loads(lorebook.read_text(encoding="utf-8"))
     assert data["name"] == "Saltmere"
-    assert "future_option" not in data
+    assert "scan_depth" not in data
     assert data["extensions"] == {
         "mine": {"colour": "green"},
+        "future_option": "kept",
         "st": {"originalData": {"name": "x", "entries": [{"id": 1}, {"id": 2}]}},
     }
     document.set_extension("st", None)
     document.save()
-    assert tomllib.loads(lorebook.read_text(encoding="utf-8"))["extensions"] == {"mine": {"colour": "green"}}
+    assert tomllib.loads(lorebook.read_text(encoding="utf-8"))["extensions"] == {
+        "mine": {"colour": "green"},
+        "future_option": "kept",
+    }
     with pytest.raises(LorebookError, match="one by one"):
         document.set_fields({"entries": []})
 
@@ -244,16 +255,16 @@ def test_any_values_survive_a_save(
     fields = {"title": title, "content": content, "keys": keys, "priority": priority, "extensions": {"st": extra}}
     document.add_entry(fields)
     document.add_entry({"title": "second", "content": content})
-    document.update_entry(1, {"keys": keys, "x": extra})
+    document.update_entry(1, {"keys": keys, "extensions": {"x": extra}})
     document.save()
     entries = tomllib.loads(path.read_text(encoding="utf-8"))["entries"]
     assert entries[0] == fields
-    assert entries[1] == {"title": "second", "content": content, "keys": keys, "x": extra}
+    assert entries[1] == {"title": "second", "content": content, "keys": keys, "extensions": {"x": extra}}
 
 
 def test_adding_many_entries_is_all_or_nothing(lorebook: Path) -> None:
     document = LorebookDocument.load(lorebook)
-    with pytest.raises(LorebookError, match=r"entries\[3\]\.priority"):
+    with pytest.raises(LorebookError, match=r"entry 4 \"bad\", key 'priority'"):
         document.add_entries([{"title": "ok", "keys": ["a"]}, {"title": "bad", "priority": 1.5}])
     assert len(document) == 2
     assert document.add_entries([{"title": f"n{i}", "keys": [f"k{i}"]} for i in range(50)]) == list(range(2, 52))
@@ -267,7 +278,8 @@ def test_adding_many_entries_is_all_or_nothing(lorebook: Path) -> None:
 def test_emptying_a_book_keeps_the_rest_even_when_text_looks_like_a_header(tmp_path: Path) -> None:
     path = tmp_path / "lorebook.toml"
     tricky = HAND_WRITTEN.replace("She hoards sea charts.", "She hoards sea charts.\n[[entries]]\n[extensions]")
-    for text in (HAND_WRITTEN + '\n[more]\nafter = "the entries"\n', tricky + '\n[more]\nafter = "the entries"\n'):
+    more = '\n[extensions.more]\nafter = "the entries"\n'
+    for text in (HAND_WRITTEN + more, tricky + more):
         path.write_text(text, encoding="utf-8")
         document = LorebookDocument.load(path)
         assert document.clear_entries() == 2
@@ -275,7 +287,73 @@ def test_emptying_a_book_keeps_the_rest_even_when_text_looks_like_a_header(tmp_p
         book = document.save()
         assert [e.title for e in book.entries] == ["Only"]
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        assert data["more"] == {"after": "the entries"}
-        assert data["extensions"] == {"mine": {"colour": "green"}}
+        assert data["extensions"] == {
+            "mine": {"colour": "green"},
+            "future_option": "kept",
+            "more": {"after": "the entries"},
+        }
         assert data["scan_depth"] == 6
         assert path.read_text(encoding="utf-8").startswith("# Saltmere lore, written by hand.\n")
+
+
+# -- speed: an edit hands tomlkit only the entry it changes ----------------------------------------------------
+def big_book(count: int) -> str:
+    head = "# A big book, by hand.\nscan_depth = 8\n\n"
+    body = "".join(
+        f'[[entries]]\n# entry {i}\ntitle = "E{i}"\nkeys = ["k{i}", "key {i}"]\ncontent = """Lore {i}.\nMore."""\n\n'
+        for i in range(count)
+    )
+    return head + body
+
+
+def test_one_edit_in_a_big_book_parses_and_writes_only_that_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tomlkit parses ~600 entries a second: handing it the whole file (as before) cost over a second per save
+    at 500 entries. Now it sees only the edited entry's own text, and every other byte stays as it was."""
+    path = tmp_path / "lorebook.toml"
+    text = big_book(500)
+    path.write_text(text, encoding="utf-8")
+    parsed: list[int] = []
+    real = tomlkit.parse
+    monkeypatch.setattr(tomlkit, "parse", lambda source: parsed.append(len(source)) or real(source))
+    document = LorebookDocument.load(path)
+    document.update_entry(250, {"priority": 7, "content": "Changed."})
+    book = document.save()
+    assert sum(parsed) < len(text) // 100
+    written = path.read_text(encoding="utf-8")
+    old = '[[entries]]\n# entry 250\ntitle = "E250"\nkeys = ["k250", "key 250"]\ncontent = """Lore 250.\nMore."""\n'
+    new = '[[entries]]\n# entry 250\ntitle = "E250"\nkeys = ["k250", "key 250"]\ncontent = "Changed."\npriority = 7\n'
+    assert written == text.replace(old, new)
+    assert book == load_lorebook(path)  # the book kept edit by edit is the book the file holds
+
+
+def test_removing_and_reordering_move_whole_entries_with_their_comments(tmp_path: Path) -> None:
+    path = tmp_path / "lorebook.toml"
+    path.write_text(big_book(4), encoding="utf-8")
+    document = LorebookDocument.load(path)
+    document.remove_entry(1)
+    document.reorder([2, 0, 1])
+    document.save()
+    written = path.read_text(encoding="utf-8")
+    assert [e.title for e in load_lorebook(path).entries] == ["E3", "E0", "E2"]
+    assert written.index("# entry 3\n") < written.index("# entry 0\n") < written.index("# entry 2\n")
+    assert "E1" not in written
+    assert written.startswith("# A big book, by hand.\nscan_depth = 8\n")
+
+
+def test_a_line_that_looks_like_a_header_inside_a_string_is_not_a_cut(tmp_path: Path) -> None:
+    path = tmp_path / "lorebook.toml"
+    tricky = (
+        '[[entries]]\ntitle = "A"\ncontent = """\n[[entries]]\n[extensions]\nnot a header"""\n\n'
+        '[[entries]]\ntitle = "B"\ncontent = """\n[extensions]\nnor this"""\n\n'
+        '[[entries]]\ntitle = "C"\n'
+    )
+    path.write_text(tricky, encoding="utf-8")
+    document = LorebookDocument.load(path)
+    document.update_entry(1, {"priority": 3})
+    document.remove_entry(0)
+    book = document.save()
+    assert [(e.title, e.priority) for e in book.entries] == [("B", 3), ("C", 100)]
+    assert load_lorebook(path).entries[0].content == "[extensions]\nnor this"
+    assert book == load_lorebook(path)

@@ -17,6 +17,17 @@ Mapping (the same one SillyTavern uses between its books and cards):
 | constant, content, id | constant, content, uid | constant, content, id |
 | case_sensitive | caseSensitive | case_sensitive (V3) and extensions.case_sensitive |
 | whole_words / scan_depth | matchWholeWords / scanDepth | extensions.match_whole_words / extensions.scan_depth |
+| probability, use_probability | probability, useProbability | extensions.probability, .useProbability |
+| group, group_override | group, groupOverride | extensions.group, .group_override |
+| group_weight, use_group_scoring | groupWeight, useGroupScoring | extensions.group_weight, .use_group_scoring |
+| sticky, cooldown, delay | sticky, cooldown, delay | extensions.sticky, .cooldown, .delay |
+| exclude_recursion, prevent_recursion | excludeRecursion, preventRecursion | extensions.exclude_recursion, ... |
+| delay_until_recursion | delayUntilRecursion | extensions.delay_until_recursion |
+| recursive_scanning (the book) | (a SillyTavern setting, not in the file) | recursive_scanning |
+
+An activation field is taken into lorebook.toml when its value is one the engine acts on and differs from
+the engine's default (sticky 0 or null, a null weight, a default value... stay with the foreign fields,
+as written, and come back on export; the engine reads them as its default, which they mean).
 
 `priority` is ST's `order` and the card's `insertion_order`: higher wins the budget and is placed later
 (closer to the reply), which is what "renders first" means in our budgeted layer. The card's own optional
@@ -43,22 +54,24 @@ import os
 import re
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.runtime.context.lorebook import (
+from app.lore.book import (
     DEFAULT_PRIORITY,
     MAX_ENTRIES,
+    MAX_RECURSION_STEPS,
     MAX_SCAN_DEPTH,
+    MAX_TIMED,
     Lorebook,
     parse_lorebook,
     read_lorebook_text,
-    split_regex_key,
 )
-from app.runtime.context.lorebook_doc import LorebookDocument
-from app.runtime.errors import FamiliarError
+from app.lore.document import LorebookDocument
+from app.lore.errors import LoreError
+from app.lore.keys import split_regex_key
 
 FORMATS = ("st", "ccv2", "ccv3")
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
@@ -146,7 +159,64 @@ ST_DEFAULTS: dict[str, Any] = {
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class LorebookFormatError(FamiliarError):
+def _percent(value: Any) -> bool:
+    return _is_int(value, 0, 100)
+
+
+def _weight(value: Any) -> bool:
+    return _is_int(value, 0, 1_000_000)
+
+
+def _timed(value: Any) -> bool:
+    return _is_int(value, 1, MAX_TIMED)
+
+
+def _level(value: Any) -> bool:
+    return value is True or _is_int(value, 1, MAX_RECURSION_STEPS)
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+# The activation fields the engine acts on: (lorebook.toml, World Info, card extensions, accepted, default).
+ACTIVATION_FIELDS: tuple[tuple[str, str, str, Callable[[Any], bool], Any], ...] = (
+    ("probability", "probability", "probability", _percent, 100),
+    ("use_probability", "useProbability", "useProbability", _flag, True),
+    ("group", "group", "group", _text, ""),
+    ("group_override", "groupOverride", "group_override", _flag, False),
+    ("group_weight", "groupWeight", "group_weight", _weight, 100),
+    ("use_group_scoring", "useGroupScoring", "use_group_scoring", _flag, None),
+    ("sticky", "sticky", "sticky", _timed, 0),
+    ("cooldown", "cooldown", "cooldown", _timed, 0),
+    ("delay", "delay", "delay", _timed, 0),
+    ("exclude_recursion", "excludeRecursion", "exclude_recursion", _flag, False),
+    ("prevent_recursion", "preventRecursion", "prevent_recursion", _flag, False),
+    ("delay_until_recursion", "delayUntilRecursion", "delay_until_recursion", _level, 0),
+)
+
+
+def _take_activation(source: dict[str, Any], out: dict[str, Any], space: str) -> None:
+    """Move the activation fields the engine acts on from a foreign entry (or its card extensions) to ours."""
+    for ours, st_name, card_name, accepted, default in ACTIVATION_FIELDS:
+        theirs = st_name if space == "st" else card_name
+        value = source.get(theirs)
+        if theirs in source and accepted(value) and not _same(value, default):
+            out[ours] = _clean(source.pop(theirs)) if isinstance(value, str) else source.pop(theirs)
+
+
+def _put_activation(entry: Mapping[str, Any], out: dict[str, Any], space: str) -> None:
+    """Write our activation fields that differ from the engine's defaults under their foreign names."""
+    for ours, st_name, card_name, _accepted, default in ACTIVATION_FIELDS:
+        if ours in entry and not _same(entry[ours], default):
+            out[st_name if space == "st" else card_name] = entry[ours]
+
+
+class LorebookFormatError(LoreError):
     """A file that is not a lorebook this module reads, explained in one line."""
 
 
@@ -312,6 +382,8 @@ def _import_card_book(data: dict[str, Any], fmt: str, source: str) -> ImportedLo
         book["scan_depth"] = rest.pop("scan_depth")
     if _is_int(rest.get("token_budget"), 0, 10_000_000):
         book["token_budget"] = rest.pop("token_budget")
+    if isinstance(rest.get("recursive_scanning"), bool):
+        book["recursive_scanning"] = rest.pop("recursive_scanning")
     if rest:
         book["extensions"] = {"card": to_toml(rest)}
     return ImportedLorebook(fmt, source, book, converted)
@@ -344,6 +416,7 @@ def _from_st(raw: dict[str, Any], name: str) -> dict[str, Any]:
         _take_bool(rest, theirs, out, ours)
     if _is_int(raw.get("scanDepth"), 0, MAX_SCAN_DEPTH):
         out["scan_depth"] = rest.pop("scanDepth")
+    _take_activation(rest, out, "st")
     content = rest.pop("content", "")
     # What SillyTavern writes for every entry (its template) comes back from ST_DEFAULTS on export.
     rest = {key: value for key, value in rest.items() if not _same(value, ST_DEFAULTS.get(key, _ABSENT))}
@@ -383,6 +456,7 @@ def _from_card(raw: dict[str, Any], index: int) -> dict[str, Any]:
             extensions.pop("selectiveLogic")
             if ST_LOGIC[code] != "and_any":
                 out["logic"] = ST_LOGIC[code]
+        _take_activation(extensions, out, "card")
         rest["extensions"] = extensions
     return _finish(out, rest.pop("content", ""), where, "card", rest)
 
@@ -476,7 +550,7 @@ def export_lorebook(data: Mapping[str, Any], fmt: str) -> dict[str, Any]:
         book["entries"] = _st_entries(entries)
         return book
     card = _mapping(from_toml(extensions.get("card")))
-    for key in ("name", "description", "scan_depth", "token_budget"):
+    for key in ("name", "description", "scan_depth", "token_budget", "recursive_scanning"):
         if key in data:
             card[key] = data[key]
     card.setdefault("extensions", {})
@@ -508,6 +582,7 @@ class _Ours:
     scan_depth: int | None
     st: dict[str, Any] | None  # the World Info fields kept aside, when the entry came from World Info
     card: dict[str, Any] | None  # the card entry's fields kept aside, when it came from a card
+    activation: dict[str, Any]  # the ACTIVATION_FIELDS the entry sets
 
     @classmethod
     def of(cls, entry: Mapping[str, Any]) -> _Ours:
@@ -531,6 +606,7 @@ class _Ours:
             scan_depth=entry.get("scan_depth"),
             st=_mapping(from_toml(extensions["st"])) if isinstance(extensions.get("st"), Mapping) else None,
             card=_mapping(from_toml(extensions["card"])) if isinstance(extensions.get("card"), Mapping) else None,
+            activation={name: entry[name] for name, *_rest in ACTIVATION_FIELDS if name in entry},
         )
 
 
@@ -591,6 +667,7 @@ def _st_entry(ours: _Ours, uid: int, index: int) -> dict[str, Any]:
     ):
         if value is not None:
             out[theirs] = value
+    _put_activation(ours.activation, out, "st")
     return out
 
 
@@ -624,6 +701,7 @@ def _card_entry(entry: Mapping[str, Any], fmt: str) -> dict[str, Any]:
         extensions["match_whole_words"] = ours.whole_words
     if ours.scan_depth is not None:
         extensions["scan_depth"] = ours.scan_depth
+    _put_activation(ours.activation, extensions, "card")
     out["extensions"] = extensions
     return out
 

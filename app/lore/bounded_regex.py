@@ -532,6 +532,15 @@ def search_with_budget(compiled: Any, text: str, budget: float) -> tuple[bool | 
     return found, time.perf_counter() - started
 
 
+def span_with_budget(compiled: Any, text: str, budget: float) -> tuple[int, int] | None:
+    """Where the `regex` engine first matches, searching at most `budget` seconds (None: no match, or cut off)."""
+    try:
+        found = compiled.search(text, timeout=max(budget, 0.001))
+    except TimeoutError:
+        return None
+    return None if found is None else (found.start(), found.end())
+
+
 __all__ = [
     "KEY_BUDGET",
     "SCAN_BUDGET",
@@ -542,6 +551,7 @@ __all__ = [
     "fold",
     "has_dotless",
     "search_with_budget",
+    "span_with_budget",
     "translate",
     "without_non_boundary",
 ]

@@ -1,4 +1,4 @@
-"""Regex keys in bounded time (lore_regex.py): re's answers, from RE2 in linear time or from a time-limited engine."""
+"""Regex keys in bounded time (bounded_regex.py): re's answers, in linear time (RE2) or within a time limit."""
 
 from __future__ import annotations
 
@@ -12,16 +12,11 @@ import re2
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from app.runtime.context import lore_regex
-from app.runtime.context.lore_regex import SetGroup, translate
-from app.runtime.context.lorebook import (
-    Lorebook,
-    LoreProblem,
-    LoreScanner,
-    describe_disabled,
-    parse_lorebook,
-    split_regex_key,
-)
+from app.lore import bounded_regex as lore_regex
+from app.lore.book import Lorebook, LoreProblem, parse_lorebook
+from app.lore.bounded_regex import SetGroup, translate
+from app.lore.keys import split_regex_key
+from app.lore.scanner import LoreScanner, describe_disabled
 
 PATH = Path("lorebook.toml")
 
@@ -201,7 +196,7 @@ def test_a_key_over_its_time_limit_is_disabled_reported_and_the_scan_goes_on(cap
     lore = book(("Owl", ["owl"]), ("Bomb", [BOMB]), ("Also", ["tea", BOMB]))
     scanner = LoreScanner(lore, reported.append)
     started = time.perf_counter()
-    with caplog.at_level(logging.WARNING, logger="app.runtime.context.lorebook"):
+    with caplog.at_level(logging.WARNING, logger="app.lore.scanner"):
         fired = scanner.activate(["Alice: an owl", BOMB_TEXT])
     assert time.perf_counter() - started < 3 * lore_regex.KEY_BUDGET + 1.0  # generous: a busy machine
     assert [m.entry.title for m in fired] == ["Owl"]

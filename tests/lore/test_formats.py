@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.runtime.context.lorebook import LoreScanner, load_lorebook, parse_lorebook
-from app.runtime.context.lorebook_doc import LorebookDocument
-from app.runtime.context.lorebook_formats import (
+from app.lore.book import load_lorebook, parse_lorebook
+from app.lore.document import LorebookDocument
+from app.lore.formats import (
     LorebookFormatError,
     export_file,
     export_lorebook,
@@ -36,6 +36,7 @@ from app.runtime.context.lorebook_formats import (
     split_decorators,
     to_toml,
 )
+from app.lore.scanner import LoreScanner
 
 SAMPLES = Path(__file__).parent / "samples"
 
@@ -125,6 +126,14 @@ def test_what_the_engine_sees_of_world_info(tmp_path: Path) -> None:
     assert not by_title["Tokyo (switched off)"].enabled
     assert by_title[""].secondary_keys == ()  # not selective: its secondary keys are kept, not used
     assert book.problems == ()
+    # SillyTavern's activation fields are acted on: taken into lorebook.toml, not only kept aside
+    rook = by_title["Captain Rook (alive)"]
+    assert (rook.group, rook.group_override, rook.group_weight, rook.sticky, rook.cooldown) == (
+        "captains", True, 50, 2, 3,
+    )  # fmt: skip
+    assert (rook.use_group_scoring, rook.prevent_recursion, rook.exclude_recursion) == (False, True, False)
+    assert by_title["Tea, unless it is the full recipe"].probability == 40
+    assert by_title["The lighthouse at night"].exclude_recursion
     fired = [(m.entry.title, m.key) for m in LoreScanner(book).activate(["Bob: Alice waves at Alice", "Ann: storm"])]
     assert fired == [("World rules", "(constant)"), ("Waving at yourself", "/(?<who>Alice|Bob) waves at \\k<who>/")]
     data = tomllib.loads(text)
@@ -154,12 +163,16 @@ def test_what_the_engine_sees_of_a_v2_card(tmp_path: Path) -> None:
     assert kettle.title == "The kettle"  # no comment: the name
     assert kettle.secondary_keys == ()  # selective is false
     assert (fog.enabled, fog.logic) == (False, "not_any")
+    # SillyTavern's activation fields in the card's extensions are acted on (not only kept)
+    assert (lighthouse.probability, lighthouse.group, lighthouse.group_weight) == (75, "landmarks", 100)  # null: 100
+    assert (ember.use_group_scoring, lighthouse.use_group_scoring) == (False, None)
+    assert book.recursive_scanning is False
     data = tomllib.loads(text)
     assert data["name"] == "Saltmere"
-    assert data["extensions"]["card"] == {
-        "recursive_scanning": False,
-        "extensions": {"chub": {"id": 123456, "full_path": "tests/saltmere"}},
-    }
+    assert data["recursive_scanning"] is False
+    assert data["entries"][1]["probability"] == 75
+    assert data["entries"][1]["extensions"]["card"]["extensions"]["group_weight"] == {"$json": "null"}  # kept
+    assert data["extensions"]["card"] == {"extensions": {"chub": {"id": 123456, "full_path": "tests/saltmere"}}}
     assert data["entries"][3]["extensions"]["card"]["extensions"]["x_custom"] == {
         "a": [1, 2, {"$json": "null"}],
         "b": {"nested": True},
@@ -176,6 +189,9 @@ def test_v3_decorators_stay_out_of_the_content(tmp_path: Path) -> None:
     data = tomllib.loads(text)
     assert data["entries"][0]["extensions"]["decorators"] == ["@@depth 3", "@@role assistant"]
     assert data["entries"][1]["extensions"]["decorators"] == ["@@activate_only_after 2", "@@@scan_depth 4"]
+    assert isles.decorators.activate_only_after == 2  # acted on
+    assert isles.decorators.scan_depth is None  # a fallback, moot: the decorator before it is acted on
+    assert ferry.decorators.kept == ("@@depth 3", "@@role assistant")  # where a block goes: not ours to act on
     assert exported["data"]["entries"][0]["content"].startswith("@@depth 3\n@@role assistant\nThe ferry")
     assert [e.title for e in book.entries] == ["The ferry", "Outer isles in a storm", "Never whistle on deck"]
     assert (isles.case_sensitive, ferry.case_sensitive) == (True, False)
