@@ -287,6 +287,10 @@ class LoreApi(Protocol):
 
     async def export(self, target: Path, fmt: str) -> int: ...
 
+    async def revision(self) -> str:
+        """The revision lorebook.toml has on disk now (as `load` gives it; "" when there is no file)."""
+        ...
+
 
 class FamiliarFacade(Protocol):
     """Everything a pane or a CLI command can do. All I/O is async; `get_*` never does I/O."""

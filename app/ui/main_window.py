@@ -27,6 +27,7 @@ from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
+from app.ui.panes.lorebook import LorebookPane
 from app.ui.panes.memory import MemoryPane
 from app.ui.progress import StatusProgress
 from app.ui.theme import NAVIGATION_STYLE
@@ -44,6 +45,7 @@ PANES: tuple[type[Pane], ...] = (
     DashboardPane,
     ChatPane,
     MemoryPane,
+    LorebookPane,
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
 
