@@ -63,7 +63,7 @@ from app.runtime.views import (
 )
 from app.ui.async_slot import async_slot
 from app.ui.models.base import Column, RecordTableModel
-from app.ui.models.lore_model import TITLE_COLUMN, LoreTableModel
+from app.ui.models.lore_model import COLUMN_NAMES, TITLE_COLUMN, LoreTableModel
 from app.ui.models.lore_rows import LoreRow, make_row, merge, same_entry, translate
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
@@ -256,8 +256,9 @@ class LorebookPane(Pane):
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        # The book's order first (sorted by "#"); a click on a header sorts by that column.
+        self.table.horizontalHeader().setSortIndicator(COLUMN_NAMES.index("#"), Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
-        self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.setWordWrap(False)

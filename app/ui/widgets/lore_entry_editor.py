@@ -54,7 +54,14 @@ def _tristate(tip: str) -> QComboBox:
     for _value, text in TRISTATE:
         combo.addItem(text)
     combo.setToolTip(tip)
+    _narrow(combo)
     return combo
+
+
+def _narrow(combo: QComboBox) -> None:
+    """Long choices must not widen the side panel past a small window."""
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(12)
 
 
 class LoreEntryEditor(QWidget):
@@ -83,6 +90,7 @@ class LoreEntryEditor(QWidget):
         for _logic, text in LOGICS:
             self.logic.addItem(text)
         self.logic.setToolTip("How the secondary keys combine with a primary key that matched")
+        _narrow(self.logic)
         self.secondary = KeyChips(check_key, "Add a secondary key (optional)")
         self.case = _tristate("Whether the keys match only with the same upper and lower case")
         self.whole = _tristate("Whether a key matches only as a whole word (“cat” not in “concatenate”)")
@@ -113,6 +121,7 @@ class LoreEntryEditor(QWidget):
         self.heading = section_label("No entry chosen")
         layout.addWidget(self.heading)
         top = QFormLayout()
+        top.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         top.addRow("&Title", self.title)
         top.addRow("", self.enabled)
         top.addRow("", self.constant)
@@ -129,6 +138,7 @@ class LoreEntryEditor(QWidget):
         layout.addWidget(self.tokens)
         layout.addWidget(section_label("When it goes in"))
         rest = QFormLayout()
+        rest.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         rest.addRow("Priority", self.priority)
         rest.addRow("Scan depth", self.scan_depth)
         rest.addRow("Probability", self.probability)
@@ -141,7 +151,7 @@ class LoreEntryEditor(QWidget):
         rest.addRow("Delay", self.delay)
         rest.addRow("", self.exclude_recursion)
         rest.addRow("", self.prevent_recursion)
-        rest.addRow("Delay until recursion", self.delay_recursion)
+        rest.addRow("Recursion delay", self.delay_recursion)
         layout.addLayout(rest)
         scroll = QScrollArea()
         scroll.setWidget(form)

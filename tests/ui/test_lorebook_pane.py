@@ -1,0 +1,332 @@
+"""The lorebook editor pane on a real lorebook.toml and the real runtime: the table and its scoped filter,
+the side editor (keys checked as you type), edits and bulk changes each one undo step, save keeping the
+file's comments, a change on disk offered as reload or merge (never written over), the tester, import
+with a preview (the same file twice adds nothing), and screenshots to look at."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from pytestqt.modeltest import ModelTester
+from pytestqt.qtbot import QtBot
+
+from app.runtime.service import Familiar
+from app.runtime.views import LoreEntryView
+from app.ui.main_window import MainWindow
+from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
+from app.ui.models.lore_rows import filter_rows, make_row, merge
+from app.ui.ops import Failed
+from app.ui.panes.lorebook import LorebookPane
+from tests.demo_familiar import seed_demo
+from tests.ui.support import QT_STRICT, WAIT_MS, Run, make_context, settle
+
+pytestmark = QT_STRICT
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+BOOK = """# The club's lore. This comment must survive every save.
+
+[[entries]]
+title = "The lighthouse"
+keys = ["lighthouse", "lamp room"]
+content = "The old lighthouse on Gull Point has been dark since the storm."
+priority = 20
+# a comment inside an entry
+
+[[entries]]
+title = "Harbour market"
+keys = ["market", "harbour"]
+secondary_keys = ["saturday"]
+content = "The harbour market runs on Saturdays."
+priority = 10
+
+[[entries]]
+title = "Wisp"
+keys = ["wisp"]
+constant = true
+content = "Wisp is a lantern spirit."
+priority = 50
+"""
+
+
+@pytest.fixture
+def book_path(real_familiar: Familiar) -> Path:
+    path = real_familiar.home.joinpath("lorebook.toml")
+    path.write_text(BOOK, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def pane(qtbot: QtBot, real_familiar: Familiar, book_path: Path) -> Iterator[LorebookPane]:
+    pane = LorebookPane(make_context(qtbot, real_familiar))
+    qtbot.addWidget(pane)
+    pane.resize(1100, 700)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
+    settle(qtbot)
+    yield pane
+    pane._watch.stop()
+    settle(qtbot)
+
+
+def titles(pane: LorebookPane) -> list[str]:
+    return [e.title for e in pane.entries]
+
+
+def test_the_table_shows_every_entry_and_passes_the_model_tester(qtbot: QtBot, pane: LorebookPane) -> None:
+    assert titles(pane) == ["The lighthouse", "Harbour market", "Wisp"]
+    model = pane.model
+    assert model.rowCount() == 3 and model.columnCount() == len(COLUMN_NAMES)
+    assert [r.entry.title for r in model.records] == titles(pane)  # the book's order until a header is clicked
+    tester = ModelTester(None)  # qtmodeltester without its fixture's teardown over the pane's model
+    tester.check(model)
+    pane.filter.setText("key:market")
+    assert [r.entry.title for r in model.records] == ["Harbour market"]
+    assert pane.count_label.text() == "1 of 3"
+    tester.check(model)
+    pane.filter.clear()
+    model.sort(COLUMN_NAMES.index("priority"), Qt.SortOrder.DescendingOrder)
+    assert [r.entry.title for r in model.records] == ["Wisp", "The lighthouse", "Harbour market"]
+    tester.check(model)
+    # the gauges: the constant entry alone, and every enabled entry, against the lorebook budget
+    assert pane.constant_gauge.format().startswith("Constant: ")
+    assert str(pane.book.budget if pane.book else 0) in pane.all_gauge.format().replace(",", "")
+
+
+def test_scoped_filter() -> None:
+    rows = [
+        make_row(0, LoreEntryView(ref=0, title="Dragons", keys=("wyrm",), content="They hoard gold.")),
+        make_row(1, LoreEntryView(ref=1, title="Gold", keys=("coin",), content="Minted in the east.", enabled=False)),
+        make_row(2, LoreEntryView(ref=2, title="East", keys=("orient", "sunrise"), content="Where dragons sleep.")),
+    ]
+
+    def found(query: str) -> list[int]:
+        return [r.position for r in filter_rows(rows, query)]
+
+    assert found("gold") == [0, 1]  # a bare word: anywhere
+    assert found("title:gold") == [1]
+    assert found("content:gold") == [0]
+    assert found("key:sun") == [2]
+    assert found("dragons content:sleep") == [2]  # every term must match
+    assert found("is:disabled") == [1]
+    assert found('content:"the east"') == [1]
+    assert found("KEY:WYRM") == [0]
+    assert found("nothing-like-this") == []
+
+
+def test_model_tester_on_a_filtered_model(qtmodeltester: ModelTester) -> None:
+    model = LoreTableModel()
+    model.set_rows([make_row(i, LoreEntryView(ref=i, title=f"Entry {i}", keys=(f"k{i}",))) for i in range(20)])
+    model.set_query("title:1")
+    qtmodeltester.check(model)
+
+
+def test_an_edit_is_one_undo_step_and_a_save_keeps_the_comments(
+    qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_path: Path
+) -> None:
+    pane.select_positions([0])
+    assert pane.editor.title.text() == "The lighthouse"
+    pane.editor.title.setText("The old lighthouse")
+    pane.editor.title.textEdited.emit("The old lighthouse")
+    pane.editor.flush()
+    qtbot.waitUntil(lambda: pane.entries[0].title == "The old lighthouse", timeout=WAIT_MS)
+    assert pane.dirty and pane.save_button.isEnabled()
+    assert run(pane.context.undo.undo())
+    assert pane.entries[0].title == "The lighthouse" and not pane.dirty
+    assert run(pane.context.undo.redo())
+    assert pane.entries[0].title == "The old lighthouse"
+    assert run(pane.save())
+    text = book_path.read_text(encoding="utf-8")
+    assert 'title = "The old lighthouse"' in text
+    assert "This comment must survive every save." in text and "# a comment inside an entry" in text
+    assert not pane.dirty
+    # undo after a save edits the draft again; the next save writes it back
+    assert run(pane.context.undo.undo())
+    assert pane.dirty and pane.entries[0].title == "The lighthouse"
+    assert run(pane.save())
+    assert 'title = "The lighthouse"' in book_path.read_text(encoding="utf-8")
+    settle(qtbot)
+
+
+def test_a_regex_key_is_checked_as_you_type(qtbot: QtBot, pane: LorebookPane) -> None:
+    pane.select_positions([0])
+    chips = pane.editor.keys
+    qtbot.keyClicks(chips.field, "/drag(on/")
+    assert chips.error.isVisibleTo(pane) and chips.error.text()
+    qtbot.keyClick(chips.field, Qt.Key.Key_Return)
+    assert chips.keys == ("lighthouse", "lamp room")  # not added
+    chips.field.clear()
+    qtbot.keyClicks(chips.field, "/beacons?/i")
+    assert not chips.error.isVisibleTo(pane)
+    qtbot.keyClick(chips.field, Qt.Key.Key_Return)
+    pane.editor.flush()
+    qtbot.waitUntil(lambda: pane.entries[0].keys == ("lighthouse", "lamp room", "/beacons?/i"), timeout=WAIT_MS)
+    assert "/beacons?/i" in chips.chip_texts()
+    settle(qtbot)
+
+
+def test_the_content_shows_its_token_count_as_you_type(qtbot: QtBot, pane: LorebookPane) -> None:
+    pane.select_positions([2])
+    before = pane.editor.tokens.text()
+    pane.editor.content.setPlainText("Wisp is a lantern spirit who remembers every candle ever lit in the club.")
+    assert pane.editor.tokens.text() != before and "tokens" in pane.editor.tokens.text()
+    settle(qtbot)
+
+
+def test_a_bulk_change_is_one_undo_step(qtbot: QtBot, run: Run[Any], pane: LorebookPane) -> None:
+    run(pane.bulk("Disabled 2 entries", [0, 1], lambda e: dataclasses.replace(e, enabled=False)))
+    assert [e.enabled for e in pane.entries] == [False, False, True]
+    run(pane.add_key([0, 2], "beacon"))
+    assert "beacon" in pane.entries[0].keys and "beacon" in pane.entries[2].keys
+    run(pane.set_field([1, 2], "priority", 7))
+    assert [e.priority for e in pane.entries] == [20, 7, 7]
+    run(pane.delete_positions([1]))
+    assert titles(pane) == ["The lighthouse", "Wisp"]
+    assert run(pane.context.undo.undo())  # the delete
+    assert run(pane.context.undo.undo())  # the priorities
+    assert run(pane.context.undo.undo())  # the key
+    assert titles(pane) == ["The lighthouse", "Harbour market", "Wisp"]
+    assert [e.priority for e in pane.entries] == [20, 10, 50]
+    assert "beacon" not in pane.entries[0].keys
+    assert [e.enabled for e in pane.entries] == [False, False, True]
+    assert run(pane.context.undo.undo())  # the disable, both at once
+    assert [e.enabled for e in pane.entries] == [True, True, True]
+    settle(qtbot)
+
+
+def test_a_change_on_disk_under_unsaved_edits_is_offered_never_overwritten(
+    qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_path: Path
+) -> None:
+    run(pane.set_field([0], "priority", 99))
+    outside = book_path.read_text(encoding="utf-8").replace('title = "Wisp"', 'title = "Wisp the spirit"')
+    book_path.write_text(outside, encoding="utf-8")
+    qtbot.waitUntil(pane.conflict_bar.isVisible, timeout=WAIT_MS * 2)  # the watcher noticed
+    assert not run(pane.save())
+    assert book_path.read_text(encoding="utf-8") == outside  # nothing written over it
+    assert "changed on disk" in pane.error_banner.text()
+    conflicts = run(pane.merge_with_disk())
+    assert conflicts == ()
+    assert [(e.title, e.priority) for e in pane.entries] == [
+        ("The lighthouse", 99),
+        ("Harbour market", 10),
+        ("Wisp the spirit", 50),
+    ]
+    assert run(pane.save())
+    text = book_path.read_text(encoding="utf-8")
+    assert 'title = "Wisp the spirit"' in text and "priority = 99" in text
+    assert "This comment must survive every save." in text
+    settle(qtbot)
+
+
+def test_a_change_on_disk_without_edits_is_read_again(qtbot: QtBot, pane: LorebookPane, book_path: Path) -> None:
+    book_path.write_text(BOOK.replace("Harbour market", "Fish market"), encoding="utf-8")
+    qtbot.waitUntil(lambda: titles(pane)[1] == "Fish market", timeout=WAIT_MS * 2)
+    assert not pane.conflict_bar.isVisible() and not pane.dirty
+    settle(qtbot)
+
+
+def test_reload_drops_the_edits_for_the_file(qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_path: Path) -> None:
+    run(pane.set_field([0], "priority", 99))
+    book_path.write_text(BOOK.replace("Harbour market", "Fish market"), encoding="utf-8")
+    qtbot.waitUntil(pane.conflict_bar.isVisible, timeout=WAIT_MS * 2)
+    run(pane.reload())
+    assert titles(pane)[1] == "Fish market" and pane.entries[0].priority == 20 and not pane.dirty
+    assert not pane.conflict_bar.isVisible()
+    settle(qtbot)
+
+
+def test_merge_keeps_the_editors_version_where_both_changed() -> None:
+    base = (LoreEntryView(ref=0, title="A", keys=("a",)), LoreEntryView(ref=1, title="B", keys=("b",)))
+    mine = (dataclasses.replace(base[0], priority=1), base[1], LoreEntryView(title="New"))
+    theirs = (
+        dataclasses.replace(base[0], ref=0, priority=2),
+        dataclasses.replace(base[1], ref=1, content="b!"),
+        LoreEntryView(ref=2, title="C", keys=("c",)),
+    )
+    merged = merge(base, mine, theirs)
+    assert [(e.title, e.priority, e.content, e.ref) for e in merged.entries] == [
+        ("A", 1, "", 0),
+        ("B", 100, "b!", 1),
+        ("New", 100, "", None),
+        ("C", 100, "", 2),
+    ]
+    assert merged.conflicts == ("A",)
+
+
+def test_the_tester_highlights_the_key_and_names_what_fired(qtbot: QtBot, run: Run[Any], pane: LorebookPane) -> None:
+    run(pane.set_field([1], "enabled", False))  # unsaved: the tester tries the draft
+    pane.try_text.setPlainText("alice: is the lighthouse lit tonight?\nbob: the market is on saturday")
+    trial = run(pane.run_try())
+    assert trial is not None
+    fired = {f.title for f in trial.fired}
+    assert "The lighthouse" in fired and "Wisp" in fired and "Harbour market" not in fired
+    report = pane.try_result.toHtml()
+    assert "lighthouse</span>" in report or "lighthouse</b>" in report
+    assert "The lighthouse" in report and "constant" in report
+    settle(qtbot)
+
+
+def test_import_with_a_preview_and_the_same_file_twice_adds_nothing(
+    qtbot: QtBot, run: Run[Any], pane: LorebookPane, tmp_path: Path
+) -> None:
+    source = tmp_path / "world.json"
+    source.write_text(
+        json.dumps(
+            {
+                "entries": {
+                    "0": {"uid": 0, "key": ["dragon"], "keysecondary": [], "comment": "Dragons", "content": "Big."},
+                    "1": {"uid": 1, "key": ["gold"], "keysecondary": [], "comment": "Gold", "content": "Shiny."},
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    seen: list[list[str]] = []
+
+    def take_all(preview: Any) -> frozenset[int]:
+        seen.append([item.action for item in preview.items])
+        return frozenset(item.number for item in preview.items if item.action != "unchanged")
+
+    assert run(pane.import_file(source, take_all))
+    assert seen[-1] == ["added", "added"]
+    assert titles(pane) == ["The lighthouse", "Harbour market", "Wisp", "Dragons", "Gold"]
+    assert not run(pane.import_file(source, take_all))  # nothing new in it
+    assert seen[-1] == ["unchanged", "unchanged"]
+    assert len(pane.entries) == 5
+    assert run(pane.context.undo.undo())  # the import, undone on disk too
+    assert titles(pane) == ["The lighthouse", "Harbour market", "Wisp"]
+    assert len(run(pane.facade.lore.load()).entries) == 3
+    settle(qtbot)
+
+
+@pytest.mark.timeout(120)
+def test_lorebook_screenshots(qtbot: QtBot, run: Run[Any], real_familiar: Familiar) -> None:
+    """The demo familiar's lorebook: for a human to look at, at two sizes, and the tester."""
+    seeding = asyncio.ensure_future(seed_demo(real_familiar))
+    qtbot.waitUntil(seeding.done, timeout=60_000)
+    seeding.result()
+    window = MainWindow(real_familiar, pane="lorebook")
+    qtbot.addWidget(window)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    pane = window.pane_of(LorebookPane)
+    for size, name in (((1400, 860), "lorebook_pane.png"), ((900, 600), "lorebook_pane_small.png")):
+        window.resize(*size)
+        window.show()
+        qtbot.waitUntil(lambda: window.current_pane.is_loaded, timeout=WAIT_MS)
+        settle(qtbot)
+        assert window.grab().save(str(ARTIFACTS / name))
+    inn = next(r for r in pane.model.records if r.entry.title == "The Gull Point inn")
+    assert any("inside other words" in line for line in inn.lint)  # lint, shown in the table
+    window.resize(1400, 860)
+    pane.side.setCurrentWidget(pane.tester)
+    pane.try_text.setPlainText("bob: anyone at the harbour market on saturday?\nalice: I saw the lighthouse lit!")
+    assert run(pane.run_try()) is not None
+    assert window.grab().save(str(ARTIFACTS / "lorebook_pane_tester.png"))
+    pane._watch.stop()
+    settle(qtbot)
