@@ -330,3 +330,34 @@ def test_lorebook_screenshots(qtbot: QtBot, run: Run[Any], real_familiar: Famili
     assert window.grab().save(str(ARTIFACTS / "lorebook_pane_tester.png"))
     pane._watch.stop()
     settle(qtbot)
+
+
+def test_by_keys_alone(qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_path: Path) -> None:
+    """Ctrl+F filters, Ctrl+N adds, Del deletes, Ctrl+Z undoes, Ctrl+S saves: no mouse."""
+    pane.activateWindow()
+    pane.table.setFocus()
+    qtbot.waitUntil(pane.table.hasFocus, timeout=WAIT_MS)
+    qtbot.keyClick(pane.table, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert pane.filter.hasFocus()
+    qtbot.keyClicks(pane.filter, "key:wisp")
+    assert [r.entry.title for r in pane.model.records] == ["Wisp"]
+    qtbot.keyClick(pane.filter, Qt.Key.Key_Escape)
+    assert pane.model.rowCount() == 3
+    qtbot.keyClick(pane.filter, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: len(pane.entries) == 4, timeout=WAIT_MS)
+    settle(qtbot)
+    assert pane.editor.title.hasFocus() and pane.selected_positions() == [3]
+    qtbot.keyClicks(pane.editor.title, "Beacon")
+    pane.table.setFocus()
+    qtbot.waitUntil(lambda: pane.entries[3].title == "Beacon", timeout=WAIT_MS)
+    settle(qtbot)
+    pane.select_positions([1])
+    pane.table.setFocus()
+    qtbot.keyClick(pane.table, Qt.Key.Key_Delete)
+    qtbot.waitUntil(lambda: titles(pane) == ["The lighthouse", "Wisp", "Beacon"], timeout=WAIT_MS)
+    settle(qtbot)
+    qtbot.keyClick(pane.table, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: not pane.dirty, timeout=WAIT_MS)
+    settle(qtbot)
+    text = book_path.read_text(encoding="utf-8")
+    assert 'title = "Beacon"' in text and "Harbour market" not in text
