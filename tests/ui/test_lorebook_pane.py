@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
@@ -22,7 +23,6 @@ from app.runtime.views import LoreEntryView
 from app.ui.main_window import MainWindow
 from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
 from app.ui.models.lore_rows import filter_rows, make_row, merge
-from app.ui.ops import Failed
 from app.ui.panes.lorebook import LorebookPane
 from tests.demo_familiar import seed_demo
 from tests.ui.support import QT_STRICT, WAIT_MS, Run, make_context, settle
@@ -75,25 +75,31 @@ def pane(qtbot: QtBot, real_familiar: Familiar, book_path: Path) -> Iterator[Lor
     settle(qtbot)
 
 
+def dirty(pane: LorebookPane) -> bool:
+    return pane.dirty
+
+
 def titles(pane: LorebookPane) -> list[str]:
     return [e.title for e in pane.entries]
 
 
-def test_the_table_shows_every_entry_and_passes_the_model_tester(qtbot: QtBot, pane: LorebookPane) -> None:
+def test_the_table_shows_every_entry_and_passes_the_model_tester(
+    qtbot: QtBot, qtmodeltester: ModelTester, pane: LorebookPane
+) -> None:
     assert titles(pane) == ["The lighthouse", "Harbour market", "Wisp"]
     model = pane.model
-    assert model.rowCount() == 3 and model.columnCount() == len(COLUMN_NAMES)
+    assert model.rowCount() == 3
+    assert model.columnCount() == len(COLUMN_NAMES)
     assert [r.entry.title for r in model.records] == titles(pane)  # the book's order until a header is clicked
-    tester = ModelTester(None)  # qtmodeltester without its fixture's teardown over the pane's model
-    tester.check(model)
+    qtmodeltester.check(model)
     pane.filter.setText("key:market")
     assert [r.entry.title for r in model.records] == ["Harbour market"]
     assert pane.count_label.text() == "1 of 3"
-    tester.check(model)
+    qtmodeltester.check(model)
     pane.filter.clear()
     model.sort(COLUMN_NAMES.index("priority"), Qt.SortOrder.DescendingOrder)
     assert [r.entry.title for r in model.records] == ["Wisp", "The lighthouse", "Harbour market"]
-    tester.check(model)
+    qtmodeltester.check(model)
     # the gauges: the constant entry alone, and every enabled entry, against the lorebook budget
     assert pane.constant_gauge.format().startswith("Constant: ")
     assert str(pane.book.budget if pane.book else 0) in pane.all_gauge.format().replace(",", "")
@@ -136,19 +142,23 @@ def test_an_edit_is_one_undo_step_and_a_save_keeps_the_comments(
     pane.editor.title.textEdited.emit("The old lighthouse")
     pane.editor.flush()
     qtbot.waitUntil(lambda: pane.entries[0].title == "The old lighthouse", timeout=WAIT_MS)
-    assert pane.dirty and pane.save_button.isEnabled()
+    assert dirty(pane)
+    assert pane.save_button.isEnabled()
     assert run(pane.context.undo.undo())
-    assert pane.entries[0].title == "The lighthouse" and not pane.dirty
+    assert pane.entries[0].title == "The lighthouse"
+    assert not dirty(pane)
     assert run(pane.context.undo.redo())
     assert pane.entries[0].title == "The old lighthouse"
     assert run(pane.save())
     text = book_path.read_text(encoding="utf-8")
     assert 'title = "The old lighthouse"' in text
-    assert "This comment must survive every save." in text and "# a comment inside an entry" in text
-    assert not pane.dirty
+    assert "This comment must survive every save." in text
+    assert "# a comment inside an entry" in text
+    assert not dirty(pane)
     # undo after a save edits the draft again; the next save writes it back
     assert run(pane.context.undo.undo())
-    assert pane.dirty and pane.entries[0].title == "The lighthouse"
+    assert dirty(pane)
+    assert pane.entries[0].title == "The lighthouse"
     assert run(pane.save())
     assert 'title = "The lighthouse"' in book_path.read_text(encoding="utf-8")
     settle(qtbot)
@@ -157,14 +167,15 @@ def test_an_edit_is_one_undo_step_and_a_save_keeps_the_comments(
 def test_a_regex_key_is_checked_as_you_type(qtbot: QtBot, pane: LorebookPane) -> None:
     pane.select_positions([0])
     chips = pane.editor.keys
-    qtbot.keyClicks(chips.field, "/drag(on/")
-    assert chips.error.isVisibleTo(pane) and chips.error.text()
-    qtbot.keyClick(chips.field, Qt.Key.Key_Return)
+    QTest.keyClicks(chips.field, "/drag(on/")
+    assert chips.error.isVisibleTo(pane)
+    assert chips.error.text()
+    QTest.keyClick(chips.field, Qt.Key.Key_Return)
     assert chips.keys == ("lighthouse", "lamp room")  # not added
     chips.field.clear()
-    qtbot.keyClicks(chips.field, "/beacons?/i")
+    QTest.keyClicks(chips.field, "/beacons?/i")
     assert not chips.error.isVisibleTo(pane)
-    qtbot.keyClick(chips.field, Qt.Key.Key_Return)
+    QTest.keyClick(chips.field, Qt.Key.Key_Return)
     pane.editor.flush()
     qtbot.waitUntil(lambda: pane.entries[0].keys == ("lighthouse", "lamp room", "/beacons?/i"), timeout=WAIT_MS)
     assert "/beacons?/i" in chips.chip_texts()
@@ -175,7 +186,8 @@ def test_the_content_shows_its_token_count_as_you_type(qtbot: QtBot, pane: Loreb
     pane.select_positions([2])
     before = pane.editor.tokens.text()
     pane.editor.content.setPlainText("Wisp is a lantern spirit who remembers every candle ever lit in the club.")
-    assert pane.editor.tokens.text() != before and "tokens" in pane.editor.tokens.text()
+    assert pane.editor.tokens.text() != before
+    assert "tokens" in pane.editor.tokens.text()
     settle(qtbot)
 
 
@@ -183,7 +195,8 @@ def test_a_bulk_change_is_one_undo_step(qtbot: QtBot, run: Run[Any], pane: Loreb
     run(pane.bulk("Disabled 2 entries", [0, 1], lambda e: dataclasses.replace(e, enabled=False)))
     assert [e.enabled for e in pane.entries] == [False, False, True]
     run(pane.add_key([0, 2], "beacon"))
-    assert "beacon" in pane.entries[0].keys and "beacon" in pane.entries[2].keys
+    assert "beacon" in pane.entries[0].keys
+    assert "beacon" in pane.entries[2].keys
     run(pane.set_field([1, 2], "priority", 7))
     assert [e.priority for e in pane.entries] == [20, 7, 7]
     run(pane.delete_positions([1]))
@@ -219,7 +232,8 @@ def test_a_change_on_disk_under_unsaved_edits_is_offered_never_overwritten(
     ]
     assert run(pane.save())
     text = book_path.read_text(encoding="utf-8")
-    assert 'title = "Wisp the spirit"' in text and "priority = 99" in text
+    assert 'title = "Wisp the spirit"' in text
+    assert "priority = 99" in text
     assert "This comment must survive every save." in text
     settle(qtbot)
 
@@ -227,7 +241,8 @@ def test_a_change_on_disk_under_unsaved_edits_is_offered_never_overwritten(
 def test_a_change_on_disk_without_edits_is_read_again(qtbot: QtBot, pane: LorebookPane, book_path: Path) -> None:
     book_path.write_text(BOOK.replace("Harbour market", "Fish market"), encoding="utf-8")
     qtbot.waitUntil(lambda: titles(pane)[1] == "Fish market", timeout=WAIT_MS * 2)
-    assert not pane.conflict_bar.isVisible() and not pane.dirty
+    assert not pane.conflict_bar.isVisible()
+    assert not dirty(pane)
     settle(qtbot)
 
 
@@ -236,7 +251,9 @@ def test_reload_drops_the_edits_for_the_file(qtbot: QtBot, run: Run[Any], pane: 
     book_path.write_text(BOOK.replace("Harbour market", "Fish market"), encoding="utf-8")
     qtbot.waitUntil(pane.conflict_bar.isVisible, timeout=WAIT_MS * 2)
     run(pane.reload())
-    assert titles(pane)[1] == "Fish market" and pane.entries[0].priority == 20 and not pane.dirty
+    assert titles(pane)[1] == "Fish market"
+    assert pane.entries[0].priority == 20
+    assert not dirty(pane)
     assert not pane.conflict_bar.isVisible()
     settle(qtbot)
 
@@ -265,10 +282,13 @@ def test_the_tester_highlights_the_key_and_names_what_fired(qtbot: QtBot, run: R
     trial = run(pane.run_try())
     assert trial is not None
     fired = {f.title for f in trial.fired}
-    assert "The lighthouse" in fired and "Wisp" in fired and "Harbour market" not in fired
+    assert "The lighthouse" in fired
+    assert "Wisp" in fired
+    assert "Harbour market" not in fired
     report = pane.try_result.toHtml()
     assert "lighthouse</span>" in report or "lighthouse</b>" in report
-    assert "The lighthouse" in report and "constant" in report
+    assert "The lighthouse" in report
+    assert "constant" in report
     settle(qtbot)
 
 
@@ -337,27 +357,29 @@ def test_by_keys_alone(qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_pat
     pane.activateWindow()
     pane.table.setFocus()
     qtbot.waitUntil(pane.table.hasFocus, timeout=WAIT_MS)
-    qtbot.keyClick(pane.table, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    QTest.keyClick(pane.table, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
     assert pane.filter.hasFocus()
-    qtbot.keyClicks(pane.filter, "key:wisp")
+    QTest.keyClicks(pane.filter, "key:wisp")
     assert [r.entry.title for r in pane.model.records] == ["Wisp"]
-    qtbot.keyClick(pane.filter, Qt.Key.Key_Escape)
+    QTest.keyClick(pane.filter, Qt.Key.Key_Escape)
     assert pane.model.rowCount() == 3
-    qtbot.keyClick(pane.filter, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    QTest.keyClick(pane.filter, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: len(pane.entries) == 4, timeout=WAIT_MS)
     settle(qtbot)
-    assert pane.editor.title.hasFocus() and pane.selected_positions() == [3]
-    qtbot.keyClicks(pane.editor.title, "Beacon")
+    assert pane.editor.title.hasFocus()
+    assert pane.selected_positions() == [3]
+    QTest.keyClicks(pane.editor.title, "Beacon")
     pane.table.setFocus()
     qtbot.waitUntil(lambda: pane.entries[3].title == "Beacon", timeout=WAIT_MS)
     settle(qtbot)
     pane.select_positions([1])
     pane.table.setFocus()
-    qtbot.keyClick(pane.table, Qt.Key.Key_Delete)
+    QTest.keyClick(pane.table, Qt.Key.Key_Delete)
     qtbot.waitUntil(lambda: titles(pane) == ["The lighthouse", "Wisp", "Beacon"], timeout=WAIT_MS)
     settle(qtbot)
-    qtbot.keyClick(pane.table, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: not pane.dirty, timeout=WAIT_MS)
+    QTest.keyClick(pane.table, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: not dirty(pane), timeout=WAIT_MS)
     settle(qtbot)
     text = book_path.read_text(encoding="utf-8")
-    assert 'title = "Beacon"' in text and "Harbour market" not in text
+    assert 'title = "Beacon"' in text
+    assert "Harbour market" not in text
