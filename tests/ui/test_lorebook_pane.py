@@ -18,13 +18,17 @@ from PySide6.QtTest import QTest
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
+from app.config.paths import FamiliarPaths
+from app.config.secrets import SecretStore
 from app.runtime.service import Familiar
 from app.runtime.views import LoreEntryView
 from app.ui.main_window import MainWindow
 from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
 from app.ui.models.lore_rows import filter_rows, make_row, merge
 from app.ui.panes.lorebook import LorebookPane
+from tests.conftest import write_character_toml
 from tests.demo_familiar import seed_demo
+from tests.fakes.llm_server import FakeLLM
 from tests.ui.support import QT_STRICT, WAIT_MS, Run, make_context, settle
 
 pytestmark = QT_STRICT
@@ -383,3 +387,45 @@ def test_by_keys_alone(qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_pat
     text = book_path.read_text(encoding="utf-8")
     assert 'title = "Beacon"' in text
     assert "Harbour market" not in text
+
+
+@pytest.mark.timeout(60)
+def test_replies_show_as_fired_and_timed_effects_clear(qtbot: QtBot, run: Run[Any], tmp_path: Path) -> None:
+    """After real replies (the fake LLM on 127.0.0.1): the entry that went in counts as fired, its sticky
+    effect is listed by place and title, and Clear all ends it."""
+    llm = FakeLLM()
+    run(llm.start())
+    paths = FamiliarPaths(root=tmp_path / "home", name="default")
+    write_character_toml(paths, "http://127.0.0.1:9/api/v10", "ws://127.0.0.1:9", llm.base_url)
+    paths.lorebook_toml.write_text(BOOK.replace("priority = 20\n", "priority = 20\nsticky = 3\n", 1), encoding="utf-8")
+    familiar = run(Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False), env={}))
+    try:
+        run(familiar.chat_local("is the lighthouse lit?"))
+        run(familiar.chat_local("and then?"))
+        pane = LorebookPane(make_context(qtbot, familiar))
+        qtbot.addWidget(pane)
+        pane.resize(1100, 700)
+        pane.show()
+        qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
+        settle(qtbot)
+        light = next(r for r in pane.model.records if r.entry.title == "The lighthouse")
+        assert light.fired >= 1
+        assert light.last_fired is not None
+        assert [(t.title, t.kind, t.place.name) for t in pane.timed_model.records] == [
+            ("The lighthouse", "sticky", "Local chat")
+        ]
+        # the tester over a place's last messages, chosen by name
+        pane.try_source.setCurrentIndex(pane.try_source.findText("Local chat"))
+        pane.try_last.setValue(4)
+        trial = run(pane.run_try())
+        assert trial is not None
+        assert len(trial.texts) == 4
+        assert [(f.title, f.via) for f in trial.fired if f.title == "The lighthouse"] == [("The lighthouse", "sticky")]
+        pane._on_clear_all_timed()
+        qtbot.waitUntil(lambda: pane.timed_model.rowCount() == 0, timeout=WAIT_MS)
+        assert run(familiar.lore.timed()) == []
+        pane._watch.stop()
+        settle(qtbot)
+    finally:
+        run(familiar.close())
+        run(llm.close())

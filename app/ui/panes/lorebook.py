@@ -405,18 +405,20 @@ class LorebookPane(Pane):
     # -- loading ---------------------------------------------------------------------------------------
     async def load(self) -> bool:
         lore = self.facade.lore
-        if self._book is None or not self.dirty:
-            book = await lore.load()
-            self._set_book(book, reset=True)
-            try:
-                fired = await lore.fired(7.0)
-            except FamiliarError as error:
-                _log.info("no fired counts for the lorebook: %s", error)
-                fired = []
-            self._fired = {f.entry: f for f in fired}
-            self._show_rows()
-            if self._entries and not self.selected_positions():
-                self.select_positions([0], focus=False)
+        # A reply changes the timed effects (and what fired): the book itself is read again only when it is
+        # not loaded yet or the file changed and nothing is unsaved (the watcher offers the rest).
+        book = self._book
+        if book is None or (not self.dirty and _digest(await lore.revision()) != _digest(book.revision)):
+            self._set_book(await lore.load(), reset=True)
+        try:
+            fired = await lore.fired(7.0)
+        except FamiliarError as error:
+            _log.info("no fired counts for the lorebook: %s", error)
+            fired = []
+        self._fired = {f.entry: f for f in fired}
+        self._show_rows()
+        if self._entries and not self.selected_positions():
+            self.select_positions([0], focus=False)
         await self._load_timed()
         await self._load_places()
         self._watch.start()
