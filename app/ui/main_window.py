@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from PySide6.QtCore import QSize, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QMainWindow, QStackedWidget, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QMainWindow, QMessageBox, QStackedWidget, QWidget
 
 from app.runtime.events import ConnectionChanged, ConnectionState
 from app.runtime.facade import FamiliarFacade
@@ -204,11 +204,27 @@ class MainWindow(QMainWindow):
         await cancel_running_slots()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        unsaved = [(each, text) for each in self.panes if (text := each.unsaved_work())]
+        if unsaved and not self.confirm_discard([text for _pane, text in unsaved]):
+            event.ignore()
+            self.show_pane(unsaved[0][0].name)
+            return
         super().closeEvent(event)
         if event.isAccepted():
             if self._settings_dialog is not None:
                 self._settings_dialog.close()  # an open child dialog would outlive the window
             self.closed.emit()
+
+    def confirm_discard(self, losses: list[str]) -> bool:
+        """Whether closing may drop unsaved work (a pane's edits): asked, Cancel by default."""
+        answer = QMessageBox.warning(
+            self,
+            "Unsaved changes",
+            "\n".join(losses) + "\n\nClose anyway and lose them?",
+            QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel,
+        )
+        return answer == QMessageBox.StandardButton.Discard
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:
         self.connection_indicator.set_state(event.state, event.detail)

@@ -429,3 +429,33 @@ def test_replies_show_as_fired_and_timed_effects_clear(qtbot: QtBot, run: Run[An
     finally:
         run(familiar.close())
         run(llm.close())
+
+
+def test_closing_the_window_with_unsaved_edits_asks_first(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, book_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window = MainWindow(real_familiar, pane="lorebook")
+    qtbot.addWidget(window)
+    window.show()
+    pane = window.pane_of(LorebookPane)
+    qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
+    settle(qtbot)
+    window.show_pane("dashboard")
+    assert pane.unsaved_work() is None
+    run(pane.set_field([0], "priority", 5))
+    asked: list[list[str]] = []
+
+    def keep(losses: list[str]) -> bool:
+        asked.append(losses)
+        return False
+
+    monkeypatch.setattr(window, "confirm_discard", keep)
+    assert not window.close()
+    assert window.isVisible()
+    assert window.current_pane is pane  # shown, to save from
+    assert asked == [["The lorebook has unsaved edits (Save is Ctrl+S in the Lorebook pane)."]]
+    monkeypatch.setattr(window, "confirm_discard", lambda _losses: True)
+    pane._watch.stop()
+    assert window.close()
+    run(window.shutdown())
+    settle(qtbot)

@@ -30,7 +30,7 @@ def test_title_and_navigation(qtbot: QtBot, facade: FakeFacade) -> None:
 
     assert window.windowTitle() == "Familiar — Wisp"
     titles = [window.navigation.item(row).text() for row in range(window.navigation.count())]
-    assert titles == ["Dashboard", "Chat", "Memory controls"]
+    assert titles == ["Dashboard", "Chat", "Memory controls", "Lorebook"]
     assert window.stack.currentWidget() is window.dashboard
 
     window.navigation.setCurrentRow(1)

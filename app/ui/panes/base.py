@@ -197,6 +197,10 @@ class Pane(QWidget):
         """Fetch through the facade and fill the models; return whether there is anything to show."""
         return True
 
+    def unsaved_work(self) -> str | None:
+        """What closing the window now would lose, in a sentence (None: nothing). The window asks first."""
+        return None
+
     def set_empty_action(self, text: str, slot: Callable[[], object]) -> None:
         """A button under the empty state's text (e.g. "Open Settings…")."""
         self._empty_page.button.setText(text)

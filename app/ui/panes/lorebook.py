@@ -177,7 +177,6 @@ class LorebookPane(Pane):
 
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
-        lore = self.facade.lore
         self._book: LoreBookView | None = None  # the book as loaded or saved last: the draft's base
         self._generation = 0
         self._rebases: dict[int, dict[int, int | None]] = {}  # generation -> its refs in the next one
@@ -247,7 +246,10 @@ class LorebookPane(Pane):
         gauges.addWidget(self.all_gauge, 1)
         gauges.addWidget(self.status_label)
 
-        self.editor = LoreEntryEditor(lore.check_key, lore.count_tokens)
+        # looked up when used: a facade without a lorebook (a test's fake) still builds the window
+        self.editor = LoreEntryEditor(
+            lambda key: self.facade.lore.check_key(key), lambda text: self.facade.lore.count_tokens(text)
+        )
         self.editor.edited.connect(self._on_entry_edited)
 
         # the table
@@ -485,6 +487,11 @@ class LorebookPane(Pane):
         self._set_book(book, reset=True)
         self._show_rows()
         self._schedule_lint()
+
+    def unsaved_work(self) -> str | None:
+        if self._book is None or not (self.dirty or self.editor.pending):
+            return None
+        return "The lorebook has unsaved edits (Save is Ctrl+S in the Lorebook pane)."
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self._generation, self._entries)

@@ -276,7 +276,8 @@ class LoreEntryEditor(QWidget):
         self._changed()
 
     def _show_tokens(self) -> None:
-        count = self._count_tokens(self.content.toPlainText())
+        text = self.content.toPlainText()
+        count = self._count_tokens(text) if text else 0
         self.tokens.setText(f"{count:,} token{'s' if count != 1 else ''}")
 
     def _changed(self, *_args: object) -> None:
