@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from app.runtime.views import LoreEntryView
 from app.ui.main_window import MainWindow
 from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
 from app.ui.models.lore_rows import filter_rows, make_row, merge
-from app.ui.panes.lorebook import LorebookPane
+from app.ui.panes.lorebook import LorebookPane, trial_html
 from tests.conftest import write_character_toml
 from tests.demo_familiar import seed_demo
 from tests.fakes.llm_server import FakeLLM
@@ -459,3 +461,58 @@ def test_closing_the_window_with_unsaved_edits_asks_first(
     assert window.close()
     run(window.shutdown())
     settle(qtbot)
+
+
+def test_the_tester_says_what_the_budget_left_out(qtbot: QtBot, run: Run[Any], pane: LorebookPane) -> None:
+    settings = dataclasses.replace(pane.book.settings, token_budget=40) if pane.book else None
+    assert settings is not None
+    texts = ["the lighthouse and the market on saturday"]
+    tight = run(pane.facade.lore.try_text(texts, entries=pane.entries, settings=settings))
+    assert [d.reason for d in tight.dropped] == ["budget"]
+    pane.try_result.setHtml(trial_html(tight))
+    report = pane.try_result.toPlainText()
+    assert "Matched but left out" in report
+    assert f"{tight.dropped[0].title} (entry {tight.dropped[0].index + 1}" in report
+    assert "budget" in report
+    settle(qtbot)
+
+
+def test_an_edit_from_before_a_reload_is_not_undone_onto_the_new_book(
+    qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_path: Path
+) -> None:
+    run(pane.set_field([0], "priority", 99))
+    run(pane.reload())  # Reload: the edit is dropped, and the file may be another book now
+    assert pane.entries[0].priority == 20
+    assert not run(pane.context.undo.undo())
+    assert pane.entries[0].priority == 20
+    assert not dirty(pane)
+    settle(qtbot)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_familiar_screenshot_of_the_lorebook_pane(tmp_path: Path) -> None:
+    """The contract: `familiar screenshot --pane lorebook`, a fresh process over the demo familiar."""
+    from PySide6.QtGui import QImage
+
+    from tests.e2e.test_screenshot_command import familiar_command
+
+    home = tmp_path / "home"
+    seeded = subprocess.run(
+        [sys.executable, "-m", "tests.demo_familiar", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert seeded.returncode == 0, seeded.stderr
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for size in ("900x600", "1400x860"):
+        out = ARTIFACTS / f"screenshot_lorebook_{size}.png"
+        out.unlink(missing_ok=True)
+        done = familiar_command(home, "screenshot", "--pane", "lorebook", "--out", str(out), "--size", size)
+        assert done.returncode == 0, done.stderr
+        assert "the lorebook pane" in done.stdout
+        image = QImage(str(out))
+        assert f"{image.width()}x{image.height()}" == size
