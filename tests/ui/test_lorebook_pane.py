@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtTest import QTest
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
@@ -516,3 +516,19 @@ def test_familiar_screenshot_of_the_lorebook_pane(tmp_path: Path) -> None:
         assert "the lorebook pane" in done.stdout
         image = QImage(str(out))
         assert f"{image.width()}x{image.height()}" == size
+
+
+def test_an_edit_goes_to_its_entry_when_another_row_is_chosen_at_once(qtbot: QtBot, pane: LorebookPane) -> None:
+    pane.model.sort(COLUMN_NAMES.index("title"), Qt.SortOrder.AscendingOrder)  # rows in another order
+    pane.select_positions([0])
+    pane.editor.title.setText("The lighthouse on Gull Point")
+    pane.editor.title.textEdited.emit("The lighthouse on Gull Point")
+    assert pane.editor.pending
+    wisp = pane.model.index(pane.model.row_of(2) or 0, 0)
+    flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+    pane.table.selectionModel().select(wisp, flags)  # Wisp chosen before the edit settled
+    qtbot.waitUntil(lambda: pane.entries[0].title == "The lighthouse on Gull Point", timeout=WAIT_MS)
+    assert titles(pane) == ["The lighthouse on Gull Point", "Harbour market", "Wisp"]
+    assert pane.selected_positions() == [2]
+    assert pane.editor.title.text() == "Wisp"
+    settle(qtbot)

@@ -510,9 +510,16 @@ class LorebookPane(Pane):
         self._show_rows()
         self._schedule_lint()
 
-    async def change(self, label: str, entries: Sequence[LoreEntryView], *, select: Sequence[int] = ()) -> None:
-        """One undoable edit of the draft."""
-        before = self.snapshot()
+    async def change(
+        self,
+        label: str,
+        entries: Sequence[LoreEntryView],
+        *,
+        select: Sequence[int] = (),
+        before: Snapshot | None = None,
+    ) -> None:
+        """One undoable edit of the draft (`before`: the draft it was made on, when not the one now)."""
+        before = before or self.snapshot()
         after = Snapshot(self._generation, tuple(entries))
         outcome = await self.ops.run(
             "edit the lorebook", lambda: self.context.undo.perform(DraftStep(self, label, before, after))
@@ -630,17 +637,19 @@ class LorebookPane(Pane):
         else:
             self.editor.set_entry(None)
 
+    def _on_entry_edited(self, before: LoreEntryView, after: LoreEntryView) -> None:
+        """The side editor's change to `before`, found by identity: the selection may have moved on already
+        (a change is emitted when another row is chosen), and the rows may be sorted or filtered."""
+        position = next((i for i, e in enumerate(self._entries) if e is before), None)
+        if position is None:
+            return  # the entry was deleted or replaced (an undo) meanwhile: the edit has nothing to go to
+        snapshot = self.snapshot()
+        entries = (*self._entries[:position], after, *self._entries[position + 1 :])
+        self._perform_edit(f"Edited “{after.title or 'untitled'}”", snapshot, entries)
+
     @async_slot()
-    async def _on_entry_edited(self, entry: LoreEntryView) -> None:
-        chosen = self.selected_positions()
-        if len(chosen) != 1:
-            return
-        position = chosen[0]
-        if position >= len(self._entries):
-            return
-        entries = list(self._entries)
-        entries[position] = entry
-        await self.change(f"Edited “{entry.title or 'untitled'}”", entries, select=[position])
+    async def _perform_edit(self, label: str, before: Snapshot, entries: tuple[LoreEntryView, ...]) -> None:
+        await self.change(label, entries, before=before)
 
     # -- edits -----------------------------------------------------------------------------------------
     @async_slot()

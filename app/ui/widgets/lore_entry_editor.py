@@ -2,8 +2,8 @@
 
 Keys and secondary keys are chips checked as you type (app/ui/widgets/key_chips.py); the content shows
 its cost in tokens as you type. Changes are gathered for a moment (EDIT_SETTLE_MS) and then emitted as one
-`edited(LoreEntryView)`: typing a sentence is one undo step, not one per letter. `flush()` emits what is
-pending at once (before a save, or when another entry is chosen).
+`edited(before, after)` (LoreEntryView each): typing a sentence is one undo step, not one per letter.
+`flush()` emits what is pending at once (before a save, or when another entry is chosen).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _narrow(combo: QComboBox) -> None:
 
 
 class LoreEntryEditor(QWidget):
-    edited = Signal(object)  # LoreEntryView: the entry as the form has it now
+    edited = Signal(object, object)  # LoreEntryView before, and as the form has it now
 
     def __init__(
         self, check_key: Callable[[str], str | None], count_tokens: Callable[[str], int], parent: QWidget | None = None
@@ -290,8 +290,8 @@ class LoreEntryEditor(QWidget):
         entry = self.form_entry()
         if entry is None or self._entry is None or entry == self._entry:
             return
-        self._entry = entry
-        self.edited.emit(entry)
+        before, self._entry = self._entry, entry
+        self.edited.emit(before, entry)
 
     def focus_first(self) -> None:
         self.title.setFocus(Qt.FocusReason.ShortcutFocusReason)
