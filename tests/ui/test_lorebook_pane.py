@@ -532,3 +532,17 @@ def test_an_edit_goes_to_its_entry_when_another_row_is_chosen_at_once(qtbot: QtB
     assert pane.selected_positions() == [2]
     assert pane.editor.title.text() == "Wisp"
     settle(qtbot)
+
+
+def test_save_right_after_typing_writes_what_was_typed(
+    qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_path: Path
+) -> None:
+    pane.select_positions([1])
+    pane.editor.content.setPlainText("The harbour market runs on Saturdays and Sundays.")
+    assert pane.editor.pending
+    assert run(pane.save())
+    assert "Saturdays and Sundays" in book_path.read_text(encoding="utf-8")
+    assert not dirty(pane)
+    assert run(pane.context.undo.undo())
+    assert pane.entries[1].content == "The harbour market runs on Saturdays."
+    settle(qtbot)

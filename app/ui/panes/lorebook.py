@@ -645,11 +645,10 @@ class LorebookPane(Pane):
             return  # the entry was deleted or replaced (an undo) meanwhile: the edit has nothing to go to
         snapshot = self.snapshot()
         entries = (*self._entries[:position], after, *self._entries[position + 1 :])
-        self._perform_edit(f"Edited “{after.title or 'untitled'}”", snapshot, entries)
-
-    @async_slot()
-    async def _perform_edit(self, label: str, before: Snapshot, entries: tuple[LoreEntryView, ...]) -> None:
-        await self.change(label, entries, before=before)
+        # Applied now, not on a task: a save or a try right after a flush must see it.
+        step = DraftStep(self, f"Edited “{after.title or 'untitled'}”", snapshot, Snapshot(self._generation, entries))
+        self.restore(Snapshot(self._generation, entries))
+        self.context.undo.record(step)
 
     # -- edits -----------------------------------------------------------------------------------------
     @async_slot()
