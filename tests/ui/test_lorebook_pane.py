@@ -546,3 +546,18 @@ def test_save_right_after_typing_writes_what_was_typed(
     assert run(pane.context.undo.undo())
     assert pane.entries[1].content == "The harbour market runs on Saturdays."
     settle(qtbot)
+
+
+@pytest.mark.parametrize("fmt", ["st", "ccv2", "ccv3"])
+def test_export_writes_the_saved_book(
+    qtbot: QtBot, run: Run[Any], pane: LorebookPane, tmp_path: Path, fmt: str
+) -> None:
+    target = tmp_path / f"book-{fmt}.json"
+    assert run(pane.export_to(target, fmt)) == 3
+    exported = target.read_text(encoding="utf-8")
+    assert json.loads(exported)
+    for title in ("The lighthouse", "Harbour market", "Wisp"):
+        assert title in exported
+    assert run(pane.export_to(tmp_path / "missing" / "x.json", "nope")) is None
+    assert "unknown format" in pane.error_banner.text()
+    settle(qtbot)

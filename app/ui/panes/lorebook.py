@@ -978,10 +978,16 @@ class LorebookPane(Pane):
         if not name:
             return
         fmt = next((f for f, label in EXPORT_FORMATS if label == chosen), "st")
-        outcome = await self.ops.run("export the lorebook", lambda: self.facade.lore.export(Path(name), fmt))
-        if isinstance(outcome, Succeeded):
-            unsaved = " (the saved book: your unsaved edits are not in it)" if self.dirty else ""
-            self.context.undo.notices.show_message(f"Exported {outcome.value} entries to {Path(name).name}{unsaved}")
+        await self.export_to(Path(name), fmt)
+
+    async def export_to(self, target: Path, fmt: str) -> int | None:
+        """Write the saved book to `target` as st, ccv2 or ccv3; how many entries (None: it failed)."""
+        outcome = await self.ops.run("export the lorebook", lambda: self.facade.lore.export(target, fmt))
+        if not isinstance(outcome, Succeeded):
+            return None
+        unsaved = " (the saved book: your unsaved edits are not in it)" if self.dirty else ""
+        self.context.undo.notices.show_message(f"Exported {outcome.value} entries to {target.name}{unsaved}")
+        return outcome.value
 
     def _focus_filter(self) -> None:
         self.filter.setFocus(Qt.FocusReason.ShortcutFocusReason)
