@@ -561,3 +561,29 @@ def test_export_writes_the_saved_book(
     assert run(pane.export_to(tmp_path / "missing" / "x.json", "nope")) is None
     assert "unknown format" in pane.error_banner.text()
     settle(qtbot)
+
+
+def test_decorators_are_edited_and_saved(qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_path: Path) -> None:
+    pane.select_positions([1])
+    pane.editor.decorators.setPlainText("@@activate\n")
+    pane.editor.flush()
+    assert pane.entries[1].decorators == ("@@activate",)
+    assert run(pane.save())
+    assert "@@activate" in book_path.read_text(encoding="utf-8")
+    trial = run(pane.facade.lore.try_text(["nothing about anything"]))
+    assert [(f.title, f.via) for f in trial.fired if f.title == "Harbour market"] == [("Harbour market", "decorator")]
+    settle(qtbot)
+
+
+def test_an_empty_book_says_how_to_start(qtbot: QtBot, real_familiar: Familiar) -> None:
+    real_familiar.home.joinpath("lorebook.toml").unlink(missing_ok=True)
+    pane = LorebookPane(make_context(qtbot, real_familiar))
+    qtbot.addWidget(pane)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
+    settle(qtbot)
+    assert pane.entries == ()
+    assert "Ctrl+N" in pane.table.placeholder()
+    assert pane.editor.heading.text().startswith("No entry chosen")
+    pane._watch.stop()
+    settle(qtbot)

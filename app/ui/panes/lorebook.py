@@ -96,6 +96,8 @@ SET_FIELDS: tuple[tuple[str, str, str], ...] = (  # (field, label, kind)
     ("case_sensitive", "Match case", "tristate"),
     ("whole_words", "Whole words", "tristate"),
 )
+EMPTY_BOOK = "No entries yet. New entry (Ctrl+N) adds one; Import… brings in SillyTavern World Info or a card's book."
+NO_MATCH = "No entries match the filter. Clear it (Esc in the filter) to see all."
 BAR_STYLE = f"background: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER}; border-radius: 4px; padding: 6px;"
 
 
@@ -254,7 +256,7 @@ class LorebookPane(Pane):
 
         # the table
         self.model = LoreTableModel(self)
-        self.table = PlaceholderTableView("No entries match the filter. Clear it (Esc in the filter) to see all.")
+        self.table = PlaceholderTableView(NO_MATCH)
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -559,6 +561,7 @@ class LorebookPane(Pane):
     def _show_count(self) -> None:
         total = len(self._entries)
         shown = self.model.rowCount()
+        self.table.set_placeholder(NO_MATCH if total else EMPTY_BOOK)
         self.count_label.setText(f"{total:,} entries" if shown == total else f"{shown:,} of {total:,}")
 
     def _show_budget(self) -> None:

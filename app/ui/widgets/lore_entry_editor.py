@@ -114,6 +114,11 @@ class LoreEntryEditor(QWidget):
         self.exclude_recursion = QCheckBox("Not activated by other entries")
         self.prevent_recursion = QCheckBox("Does not activate other entries")
         self.delay_recursion = _spin(0, 100, "Fires only from this recursion level on", special="off")
+        self.decorators = QPlainTextEdit()
+        self.decorators.setPlaceholderText("@@activate, @@dont_activate, @@depth 4…")
+        self.decorators.setToolTip("Character Card V3 decorators, one @@ line each (from an imported card)")
+        self.decorators.setTabChangesFocus(True)
+        self.decorators.setMaximumHeight(60)
 
         form = QWidget()
         layout = QVBoxLayout(form)
@@ -152,6 +157,7 @@ class LoreEntryEditor(QWidget):
         rest.addRow("", self.exclude_recursion)
         rest.addRow("", self.prevent_recursion)
         rest.addRow("Recursion delay", self.delay_recursion)
+        rest.addRow("Decorators", self.decorators)
         layout.addLayout(rest)
         scroll = QScrollArea()
         scroll.setWidget(form)
@@ -164,6 +170,7 @@ class LoreEntryEditor(QWidget):
         for line in (self.title, self.group):
             line.textEdited.connect(self._changed)
         self.content.textChanged.connect(self._on_content)
+        self.decorators.textChanged.connect(self._changed)
         for box in (
             self.enabled,
             self.constant,
@@ -226,6 +233,8 @@ class LoreEntryEditor(QWidget):
             self.exclude_recursion.setChecked(shown.exclude_recursion)
             self.prevent_recursion.setChecked(shown.prevent_recursion)
             self.delay_recursion.setValue(shown.delay_until_recursion)
+            if self.decorators.toPlainText() != "\n".join(shown.decorators):
+                self.decorators.setPlainText("\n".join(shown.decorators))
             self._show_tokens()
         finally:
             self._loading = False
@@ -263,6 +272,7 @@ class LoreEntryEditor(QWidget):
             exclude_recursion=self.exclude_recursion.isChecked(),
             prevent_recursion=self.prevent_recursion.isChecked(),
             delay_until_recursion=self.delay_recursion.value(),
+            decorators=tuple(line.strip() for line in self.decorators.toPlainText().splitlines() if line.strip()),
             tokens=self._count_tokens(content) if content != self._entry.content else self._entry.tokens,
         )
 
