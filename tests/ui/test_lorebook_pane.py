@@ -27,7 +27,7 @@ from app.runtime.views import LoreEntryView
 from app.ui.main_window import MainWindow
 from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
 from app.ui.models.lore_rows import filter_rows, make_row, merge
-from app.ui.panes.lorebook import LorebookPane, trial_html
+from app.ui.panes.lorebook import ImportDialog, LorebookPane, trial_html
 from tests.conftest import write_character_toml
 from tests.demo_familiar import seed_demo
 from tests.fakes.llm_server import FakeLLM
@@ -354,6 +354,13 @@ def test_lorebook_screenshots(qtbot: QtBot, run: Run[Any], real_familiar: Famili
     pane.try_text.setPlainText("bob: anyone at the harbour market on saturday?\nalice: I saw the lighthouse lit!")
     assert run(pane.run_try()) is not None
     assert window.grab().save(str(ARTIFACTS / "lorebook_pane_tester.png"))
+    sample = Path(__file__).resolve().parents[1] / "lore" / "samples" / "st_world_info.json"
+    dialog = ImportDialog(run(real_familiar.lore.import_preview(sample)), window)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.grab().save(str(ARTIFACTS / "lorebook_import_dialog.png"))
+    assert dialog.chosen() == frozenset(range(8))  # every new entry is taken unless unticked
+    dialog.close()
     pane._watch.stop()
     settle(qtbot)
 
