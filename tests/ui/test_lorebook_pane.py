@@ -27,7 +27,7 @@ from app.runtime.views import LoreEntryView
 from app.ui.main_window import MainWindow
 from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
 from app.ui.models.lore_rows import filter_rows, make_row, merge
-from app.ui.panes.lorebook import ImportDialog, LorebookPane, trial_html
+from app.ui.panes.lorebook import BookSettingsDialog, ImportDialog, LorebookPane, trial_html
 from tests.conftest import write_character_toml
 from tests.demo_familiar import seed_demo
 from tests.fakes.llm_server import FakeLLM
@@ -593,4 +593,27 @@ def test_an_empty_book_says_how_to_start(qtbot: QtBot, real_familiar: Familiar) 
     assert "Ctrl+N" in pane.table.placeholder()
     assert pane.editor.heading.text().startswith("No entry chosen")
     pane._watch.stop()
+    settle(qtbot)
+
+
+def test_book_settings_are_one_undo_step_and_saved(
+    qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_path: Path
+) -> None:
+    assert pane.book is not None
+    dialog = BookSettingsDialog(pane.book.settings, pane)
+    qtbot.addWidget(dialog)
+    dialog.token_budget.setValue(30)
+    dialog.scan_depth.setValue(4)
+    run(pane.set_settings(dialog.settings()))
+    assert dirty(pane)
+    assert pane.all_gauge.format().endswith("/ 30 tokens")
+    assert run(pane.context.undo.undo())
+    assert not dirty(pane)
+    assert run(pane.context.undo.redo())
+    assert run(pane.save())
+    text = book_path.read_text(encoding="utf-8")
+    assert "token_budget = 30" in text
+    assert "scan_depth = 4" in text
+    assert "This comment must survive every save." in text
+    assert pane.book.budget == 30
     settle(qtbot)

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFileDialog,
+    QFormLayout,
     QHBoxLayout,
     QHeaderView,
     QInputDialog,
@@ -55,6 +56,7 @@ from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.views import (
     ImportPreview,
+    LoreBookSettings,
     LoreBookView,
     LoreEntryView,
     LoreFiredView,
@@ -108,6 +110,7 @@ class Snapshot:
 
     generation: int
     entries: tuple[LoreEntryView, ...]
+    settings: LoreBookSettings | None = None  # the book-wide fields (None: as they were)
 
 
 class DraftStep:
@@ -183,6 +186,8 @@ class LorebookPane(Pane):
         self._generation = 0
         self._rebases: dict[int, dict[int, int | None]] = {}  # generation -> its refs in the next one
         self._entries: tuple[LoreEntryView, ...] = ()  # the draft
+        self._settings: LoreBookSettings | None = None  # the draft's book-wide fields
+        self._book_settings_before: LoreBookSettings | None = None
         self._saved: tuple[LoreEntryView, ...] = ()
         self._lint: dict[int, tuple[str, ...]] = {}
         self._fired: dict[int, LoreFiredView] = {}
@@ -214,12 +219,16 @@ class LorebookPane(Pane):
             "Import…", "Bring in SillyTavern World Info or a card's book", self._on_import
         )
         self.export_button = self._button("Export…", "Write the saved book for SillyTavern", self._on_export)
+        self.settings_button = self._button(
+            "Book settings…", "Scan depth, budget, matching and recursion for the whole book", self._on_settings
+        )
         toolbar = QHBoxLayout()
         toolbar.addWidget(self.filter, 1)
         toolbar.addWidget(self.count_label)
         for widget in (self.new_button, self.delete_button, self.bulk_button, self.save_button):
             toolbar.addWidget(widget)
         toolbar.addSpacing(8)
+        toolbar.addWidget(self.settings_button)
         toolbar.addWidget(self.import_button)
         toolbar.addWidget(self.export_button)
 
@@ -470,6 +479,7 @@ class LorebookPane(Pane):
             len(self._entries) != len(self._saved)
             or any(a is not b and not same_entry(a, b) for a, b in zip(self._entries, self._saved, strict=True))
             or any(a.ref != b.ref for a, b in zip(self._entries, self._saved, strict=True))
+            or (self._book is not None and self._settings != self._book.settings)
         )
 
     def _set_book(self, book: LoreBookView, *, reset: bool, rebase: dict[int, int | None] | None = None) -> None:
@@ -477,8 +487,11 @@ class LorebookPane(Pane):
         if rebase is not None:
             self._rebases[self._generation] = rebase
         self._generation += 1
+        self._book_settings_before = self._book.settings if self._book is not None else None
         self._book = book
         self._disk_revision = book.revision
+        if reset or self._settings is None or self._settings == (self._book_settings_before or book.settings):
+            self._settings = book.settings
         self._saved = book.entries
         if reset:
             self._entries = book.entries
@@ -496,7 +509,7 @@ class LorebookPane(Pane):
         return "The lorebook has unsaved edits (Save is Ctrl+S in the Lorebook pane)."
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self._generation, self._entries)
+        return Snapshot(self._generation, self._entries, self._settings)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Put the draft back as a snapshot had it (an undo or redo), its refs brought up to the book now."""
@@ -509,6 +522,8 @@ class LorebookPane(Pane):
             entries = translate(entries, mapping)
             generation += 1
         self._entries = entries
+        if snapshot.settings is not None:
+            self._settings = snapshot.settings
         self._show_rows()
         self._schedule_lint()
 
@@ -519,10 +534,11 @@ class LorebookPane(Pane):
         *,
         select: Sequence[int] = (),
         before: Snapshot | None = None,
+        settings: LoreBookSettings | None = None,
     ) -> None:
         """One undoable edit of the draft (`before`: the draft it was made on, when not the one now)."""
         before = before or self.snapshot()
-        after = Snapshot(self._generation, tuple(entries))
+        after = Snapshot(self._generation, tuple(entries), settings or self._settings)
         outcome = await self.ops.run(
             "edit the lorebook", lambda: self.context.undo.perform(DraftStep(self, label, before, after))
         )
@@ -567,6 +583,9 @@ class LorebookPane(Pane):
     def _show_budget(self) -> None:
         book = self._book
         budget = book.budget if book is not None else 0
+        chosen = self._settings.token_budget if self._settings is not None else None
+        if chosen is not None and book is not None and chosen != book.settings.token_budget:
+            budget = min(budget, chosen) if book.settings.token_budget is None else chosen  # as it will be once saved
         enabled = [e for e in self._entries if e.enabled]
         constant = sum(e.tokens for e in enabled if e.constant)
         every = sum(e.tokens for e in enabled)
@@ -649,8 +668,9 @@ class LorebookPane(Pane):
         snapshot = self.snapshot()
         entries = (*self._entries[:position], after, *self._entries[position + 1 :])
         # Applied now, not on a task: a save or a try right after a flush must see it.
-        step = DraftStep(self, f"Edited “{after.title or 'untitled'}”", snapshot, Snapshot(self._generation, entries))
-        self.restore(Snapshot(self._generation, entries))
+        done = Snapshot(self._generation, entries, self._settings)
+        step = DraftStep(self, f"Edited “{after.title or 'untitled'}”", snapshot, done)
+        self.restore(done)
         self.context.undo.record(step)
 
     # -- edits -----------------------------------------------------------------------------------------
@@ -771,6 +791,19 @@ class LorebookPane(Pane):
         if ok:
             await self.remove_key(chosen, key)
 
+    @async_slot()
+    async def _on_settings(self) -> None:
+        if self._settings is None:
+            return
+        dialog = BookSettingsDialog(self._settings, self.context.window)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            await self.set_settings(dialog.settings())
+
+    async def set_settings(self, settings: LoreBookSettings) -> None:
+        """The book-wide fields, one undo step (written by the next save)."""
+        if settings != self._settings:
+            await self.change("Changed the book settings", self._entries, settings=settings)
+
     # -- save, reload, merge ---------------------------------------------------------------------------
     @async_slot()
     async def _on_save(self) -> None:
@@ -782,8 +815,9 @@ class LorebookPane(Pane):
         if book is None:
             return False
         entries = self._entries
+        settings = self._settings or book.settings
         outcome = await self.ops.run(
-            "save the lorebook", lambda: self.facade.lore.save(entries, book.revision, settings=book.settings)
+            "save the lorebook", lambda: self.facade.lore.save(entries, book.revision, settings=settings)
         )
         if isinstance(outcome, Failed):
             current = getattr(outcome.error, "current", None)
@@ -875,7 +909,7 @@ class LorebookPane(Pane):
         entries = self._entries
         book = self._book
         try:
-            found = await self.facade.lore.lint(entries, settings=book.settings if book else None)
+            found = await self.facade.lore.lint(entries, settings=self._settings if book else None)
         except FamiliarError as error:
             self.status_label.setText(f"Lint could not run: {error}")
             return
@@ -904,7 +938,7 @@ class LorebookPane(Pane):
         self.editor.flush()
         lore = self.facade.lore
         entries = self._entries
-        settings = self._book.settings if self._book else None
+        settings = self._settings if self._book else None
         index = self.try_source.currentIndex()
         if index <= 0:
             lines = [line for line in self.try_text.toPlainText().splitlines() if line.strip()]
@@ -1050,6 +1084,69 @@ class ImportDialog(QDialog):
     def chosen(self) -> frozenset[int]:
         return frozenset(
             item.number for item, box in zip(self._preview.items, self._boxes, strict=True) if box.isChecked()
+        )
+
+
+class BookSettingsDialog(QDialog):
+    """The book-wide fields of lorebook.toml."""
+
+    def __init__(self, settings: LoreBookSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Book settings")
+        self._base = settings
+        self.name = QLineEdit(settings.name)
+        self.scan_depth = QSpinBox()
+        self.scan_depth.setRange(0, 1000)
+        self.scan_depth.setValue(settings.scan_depth)
+        self.scan_depth.setToolTip("How many recent messages are scanned for keys")
+        self.case_sensitive = QCheckBox("Keys match only with the same case")
+        self.case_sensitive.setChecked(settings.case_sensitive)
+        self.whole_words = QCheckBox("Keys match whole words only")
+        self.whole_words.setChecked(settings.whole_words)
+        self.token_budget = QSpinBox()
+        self.token_budget.setRange(0, 1_000_000)
+        self.token_budget.setSpecialValueText("the reply budget's")
+        self.token_budget.setValue(settings.token_budget or 0)
+        self.max_entries = QSpinBox()
+        self.max_entries.setRange(0, 10_000)
+        self.max_entries.setSpecialValueText("the reply budget's")
+        self.max_entries.setValue(settings.max_entries or 0)
+        self.recursive = QCheckBox("Entries can activate other entries")
+        self.recursive.setChecked(settings.recursive_scanning)
+        self.recursion_steps = QSpinBox()
+        self.recursion_steps.setRange(0, 100)
+        self.recursion_steps.setValue(settings.max_recursion_steps)
+        self.group_scoring = QCheckBox("Inclusion groups pick by how many keys matched")
+        self.group_scoring.setChecked(settings.use_group_scoring)
+        form = QFormLayout()
+        form.addRow("Name", self.name)
+        form.addRow("Scan depth", self.scan_depth)
+        form.addRow("", self.case_sensitive)
+        form.addRow("", self.whole_words)
+        form.addRow("Token budget", self.token_budget)
+        form.addRow("Most entries", self.max_entries)
+        form.addRow("", self.recursive)
+        form.addRow("Recursion steps", self.recursion_steps)
+        form.addRow("", self.group_scoring)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(buttons)
+
+    def settings(self) -> LoreBookSettings:
+        return dataclasses.replace(
+            self._base,
+            name=self.name.text().strip(),
+            scan_depth=self.scan_depth.value(),
+            case_sensitive=self.case_sensitive.isChecked(),
+            whole_words=self.whole_words.isChecked(),
+            token_budget=self.token_budget.value() or None,
+            max_entries=self.max_entries.value() or None,
+            recursive_scanning=self.recursive.isChecked(),
+            max_recursion_steps=self.recursion_steps.value(),
+            use_group_scoring=self.group_scoring.isChecked(),
         )
 
 
