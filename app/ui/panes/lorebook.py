@@ -215,22 +215,21 @@ class LorebookPane(Pane):
         self._action(bulk, "Remove a key…", None, self._ask_remove_key)
         self.bulk_button.setMenu(bulk)
         self.save_button = self._button("Save", "Write the book to lorebook.toml (Ctrl+S)", self._on_save)
-        self.import_button = self._button(
-            "Import…", "Bring in SillyTavern World Info or a card's book", self._on_import
-        )
-        self.export_button = self._button("Export…", "Write the saved book for SillyTavern", self._on_export)
-        self.settings_button = self._button(
-            "Book settings…", "Scan depth, budget, matching and recursion for the whole book", self._on_settings
-        )
+        self.book_button = QToolButton()
+        self.book_button.setText("Book ▾")
+        self.book_button.setToolTip("The whole book: its settings, import and export")
+        self.book_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        book_menu = QMenu(self.book_button)
+        self._action(book_menu, "Book settings…", None, self._on_settings)
+        self._action(book_menu, "Import…", None, self._on_import)
+        self._action(book_menu, "Export…", None, self._on_export)
+        self.book_button.setMenu(book_menu)
+        self.filter.setMinimumWidth(180)
         toolbar = QHBoxLayout()
         toolbar.addWidget(self.filter, 1)
         toolbar.addWidget(self.count_label)
-        for widget in (self.new_button, self.delete_button, self.bulk_button, self.save_button):
+        for widget in (self.new_button, self.delete_button, self.bulk_button, self.save_button, self.book_button):
             toolbar.addWidget(widget)
-        toolbar.addSpacing(8)
-        toolbar.addWidget(self.settings_button)
-        toolbar.addWidget(self.import_button)
-        toolbar.addWidget(self.export_button)
 
         # the bar offering reload / merge when the file changed on disk under unsaved edits
         self.conflict_bar = QWidget()
