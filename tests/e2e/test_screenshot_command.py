@@ -118,7 +118,10 @@ def test_an_unknown_pane_is_refused_listing_the_names(home: Path, tmp_path: Path
     out = tmp_path / "never.png"
     done = familiar_command(home, "screenshot", "--pane", "timeline-of-doom", "--out", str(out))
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: there is no pane 'timeline-of-doom'; choose one of: dashboard, chat, memory, lorebook"
+    assert (
+        done.stderr.strip()
+        == "error: there is no pane 'timeline-of-doom'; choose one of: dashboard, chat, memory, lorebook"
+    )
     assert not out.exists()
     done = familiar_command(home, "--pane", "nowhere", probe=True)
     assert done.returncode == 2
