@@ -617,3 +617,43 @@ def test_book_settings_are_one_undo_step_and_saved(
     assert "This comment must survive every save." in text
     assert pane.book.budget == 30
     settle(qtbot)
+
+
+def test_the_selected_menu_asks_and_applies(qtbot: QtBot, pane: LorebookPane, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bulk menu's questions (answered here without showing them), each answer one undoable change."""
+    from PySide6.QtWidgets import QInputDialog
+
+    pane.select_positions([0, 2])
+    answers: dict[str, Any] = {"field": "Scan depth (-1: the book's)", "key": "lantern"}
+    # each stand-in takes exactly the arguments the real dialog would be called with
+
+    def get_item(
+        _parent: Any, title: str, _label: str, items: list[str], _at: int, _editable: bool
+    ) -> tuple[str, bool]:
+        answer = answers["field"] if title == "Set a field" else answers["remove"]
+        assert answer in items
+        return answer, True
+
+    def get_int(_parent: Any, _title: str, _label: str, _value: int, low: int, high: int) -> tuple[int, bool]:
+        assert low <= 6 <= high
+        return 6, True
+
+    def get_text(_parent: Any, _title: str, _label: str) -> tuple[str, bool]:
+        return answers["key"], True
+
+    monkeypatch.setattr(QInputDialog, "getItem", get_item)
+    monkeypatch.setattr(QInputDialog, "getInt", get_int)
+    monkeypatch.setattr(QInputDialog, "getText", get_text)
+    pane._ask_set_field()
+    qtbot.waitUntil(lambda: [e.scan_depth for e in pane.entries] == [6, None, 6], timeout=WAIT_MS)
+    settle(qtbot)
+    pane._ask_add_key()
+    qtbot.waitUntil(lambda: "lantern" in pane.entries[2].keys, timeout=WAIT_MS)
+    settle(qtbot)
+    answers["remove"] = "lantern"
+    pane._ask_remove_key()
+    qtbot.waitUntil(lambda: "lantern" not in pane.entries[2].keys, timeout=WAIT_MS)
+    settle(qtbot)
+    pane.disable_action.trigger()
+    qtbot.waitUntil(lambda: [e.enabled for e in pane.entries] == [False, True, False], timeout=WAIT_MS)
+    settle(qtbot)
