@@ -401,7 +401,7 @@ def test_by_keys_alone(qtbot: QtBot, run: Run[Any], pane: LorebookPane, book_pat
 @pytest.mark.timeout(60)
 def test_replies_show_as_fired_and_timed_effects_clear(qtbot: QtBot, run: Run[Any], tmp_path: Path) -> None:
     """After real replies (the fake LLM on 127.0.0.1): the entry that went in counts as fired, its sticky
-    effect is listed by place and title, and Clear all ends it."""
+    effect is listed by place and title, and Clear ends it."""
     llm = FakeLLM()
     run(llm.start())
     paths = FamiliarPaths(root=tmp_path / "home", name="default")
@@ -430,8 +430,13 @@ def test_replies_show_as_fired_and_timed_effects_clear(qtbot: QtBot, run: Run[An
         assert trial is not None
         assert len(trial.texts) == 4
         assert [(f.title, f.via) for f in trial.fired if f.title == "The lighthouse"] == [("The lighthouse", "sticky")]
-        pane._on_clear_all_timed()
+        pane.timed_table.selectRow(0)
+        pane._on_clear_timed()  # Clear selected
         qtbot.waitUntil(lambda: pane.timed_model.rowCount() == 0, timeout=WAIT_MS)
+        settle(qtbot)
+        pane._on_clear_all_timed()  # nothing left: says nothing, changes nothing
+        settle(qtbot)
+        assert pane.error_banner.text() == ""
         assert run(familiar.lore.timed()) == []
         pane._watch.stop()
         settle(qtbot)
