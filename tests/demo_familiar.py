@@ -59,6 +59,27 @@ keys = ["wisp"]
 constant = true
 content = "Wisp is a lantern spirit who remembers everyone who has ever lit a candle in the club."
 priority = 50
+
+[[entries]]
+title = "The cello"
+keys = ["/cell(o|ist)s?/i"]
+content = "Carol plays the cello, badly but bravely; the neighbours have started requesting songs."
+priority = 5
+sticky = 2
+
+[[entries]]
+title = "The Gull Point inn"
+keys = ["inn", "gull point"]
+whole_words = false
+content = "The Gull Point inn serves chowder on Fridays and keeps a spare lantern behind the bar."
+priority = 5
+
+[[entries]]
+title = "Old ferry timetable"
+keys = ["ferry"]
+enabled = false
+content = "The ferry to the islands ran twice a day until the pier closed last spring."
+priority = 1
 """
 
 # (days ago, place, speaker id or None for the familiar, text)

@@ -357,6 +357,10 @@ class LoreApi(Protocol):
 
     async def export(self, target: Path, fmt: str) -> int: ...
 
+    async def revision(self) -> str:
+        """The revision lorebook.toml has on disk now (as `load` gives it; "" when there is no file)."""
+        ...
+
 
 class CharacterApi(Protocol):
     """The character's files (character.toml and character.md), read, checked and saved. A save or a

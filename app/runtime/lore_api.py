@@ -877,6 +877,11 @@ class LoreService:
         except LoreError as exc:
             raise FamiliarError(str(exc)) from None
 
+    async def revision(self) -> str:
+        """The revision lorebook.toml has on disk now ("" when there is none): cheap enough to ask every
+        few seconds, so an editor sees a change made beside it before it saves over it."""
+        return (await asyncio.to_thread(_file_revision, self._file.path))[1]
+
 
 def _activates(decorators: Sequence[str]) -> bool:
     """Whether an entry's decorators include @@activate (it goes into every reply, like a constant one)."""

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QMainWindow,
+    QMessageBox,
     QStackedWidget,
     QWidget,
 )
@@ -45,6 +46,7 @@ from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
 from app.ui.panes.explain import ExplainPane
 from app.ui.panes.index import IndexPane
+from app.ui.panes.lorebook import LorebookPane
 from app.ui.panes.memory import MemoryPane
 from app.ui.panes.pending import PendingPane
 from app.ui.panes.people import PeoplePane
@@ -72,6 +74,7 @@ PANES: tuple[type[Pane], ...] = (
     TimelinePane,
     MemoryPane,
     CharacterPane,
+    LorebookPane,
     IndexPane,
     ExplainPane,
 )
@@ -338,8 +341,13 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.desktop.closes_to_tray():
-            event.ignore()  # the familiar keeps running; the tray brings the window back
+            event.ignore()  # the familiar keeps running (and the panes keep their edits); the tray brings it back
             self.desktop.hide_to_tray()
+            return
+        unsaved = [(each, text) for each in self.panes if (text := each.unsaved_work())]
+        if unsaved and not self.confirm_discard([text for _pane, text in unsaved]):
+            event.ignore()
+            self.show_pane(unsaved[0][0].name)
             return
         if self.isVisible():
             self.desktop.save_placement()
@@ -352,6 +360,17 @@ class MainWindow(QMainWindow):
                 if isinstance(dialog, QWidget):
                     dialog.close()
             self.closed.emit()
+
+    def confirm_discard(self, losses: list[str]) -> bool:
+        """Whether closing may drop unsaved work (a pane's edits): asked, Cancel by default."""
+        answer = QMessageBox.warning(
+            self,
+            "Unsaved changes",
+            "\n".join(losses) + "\n\nClose anyway and lose them?",
+            QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel,
+        )
+        return answer == QMessageBox.StandardButton.Discard
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:
         self.connection_indicator.set_state(event.state, event.detail)

@@ -35,6 +35,7 @@ def test_title_and_navigation(qtbot: QtBot, facade: FakeFacade) -> None:
     assert titles == [pane.title for pane in PANES]
     assert titles[:2] == ["Dashboard", "Chat"]
     assert "Character" in titles
+    assert "Lorebook" in titles
     assert window.stack.currentWidget() is window.dashboard
 
     window.navigation.setCurrentRow(1)

@@ -60,6 +60,8 @@ Recipes
 - A forget: `fact_actions.forget(memory, fact, initiator=self)` through `undo.perform`; its preview
   first with `memory.forget_preview(fact.id)`. The fact leaves every read at once and is erased when
   its Undo notice goes (FORGET_UNDO_SECONDS) or when the window closes.
+- Unsaved work (an editor's draft): override `unsaved_work()` to say what closing would lose; the window
+  asks before it closes and shows the pane.
 - Tests: tests/ui/conftest.py gives `real_familiar` (the runtime over a tmp store) and
   `memory_facade` (the scripted fake over it); tests/ui/support.py `make_context` builds one pane
   alone. Stall scenarios (a slider drag, keyboard triage) go in bench/bench_ui_stall.py SCENARIOS.
@@ -203,6 +205,9 @@ class Pane(QWidget):
 
     def focus_on(self, _target: object) -> None:
         """Show a target another pane asked this one to show (see `navigate_requested`); by default nothing."""
+
+    def unsaved_work(self) -> str | None:
+        """What closing the window now would lose, in a sentence (None: nothing). The window asks first."""
         return None
 
     def set_empty_action(self, text: str, slot: Callable[[], object]) -> None:

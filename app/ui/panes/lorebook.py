@@ -1,0 +1,1219 @@
+"""The lorebook editor: every entry of lorebook.toml in a table, one entry in a side editor, a tester.
+
+The pane edits a draft of the book (the entries as loaded, with the edits made since); every edit, bulk
+or not, is one undo step (Ctrl+Z / Ctrl+Shift+Z) and Save (Ctrl+S) writes the draft against the revision
+it was loaded at. A change to the file on disk made meanwhile (another editor, a text editor) is noticed
+within WATCH_MS: with nothing unsaved the book is simply read again; with unsaved edits a bar offers
+Reload (drop the edits) or Merge (keep both where they do not touch the same entry), and a save never
+writes over it.
+
+Keys: Ctrl+F filter (words, title:, key:, content:, is:disabled, is:lint...), Ctrl+N new entry, Del
+delete the selected entries, Ctrl+E / Ctrl+D enable / disable them, Ctrl+S save, Ctrl+T the tester,
+Ctrl+Enter in the tester runs it, F2 (or Enter in the table) edits the entry's title.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ChangeKind
+from app.runtime.views import (
+    ImportPreview,
+    LoreBookSettings,
+    LoreBookView,
+    LoreEntryView,
+    LoreFiredView,
+    LoreTrial,
+    TimedEffectView,
+)
+from app.ui.async_slot import async_slot
+from app.ui.models.base import Column, RecordTableModel
+from app.ui.models.lore_model import COLUMN_NAMES, TITLE_COLUMN, LoreTableModel
+from app.ui.models.lore_rows import LoreRow, make_row, merge, same_entry, translate
+from app.ui.ops import Failed, Succeeded
+from app.ui.panes.base import Pane, PaneContext
+from app.ui.theme import AMBER, ERROR_RED, HINT_BACKGROUND, HINT_BORDER, OK_GREEN, small_label
+from app.ui.widgets.lore_entry_editor import LoreEntryEditor
+from app.ui.widgets.placeholder_table import PlaceholderTableView
+
+_log = logging.getLogger(__name__)
+
+WATCH_MS = 2_000  # how often the file on disk is looked at for a change made beside the editor
+LINT_SETTLE_MS = 500
+FILTER_HELP = (
+    "Filter: words match the title, keys or content; title:, key:, content: look in one field; "
+    'is:enabled, is:disabled, is:constant, is:lint, is:new; "quoted words" (Ctrl+F)'
+)
+EXPORT_FORMATS = (
+    ("st", "SillyTavern World Info (*.json)"),
+    ("ccv2", "Character Card V2 character book (*.json)"),
+    ("ccv3", "Character Card V3 lorebook (*.json)"),
+)
+SET_FIELDS: tuple[tuple[str, str, str], ...] = (  # (field, label, kind)
+    ("priority", "Priority", "int"),
+    ("scan_depth", "Scan depth (-1: the book's)", "depth"),
+    ("probability", "Probability (%)", "int"),
+    ("group", "Inclusion group", "text"),
+    ("sticky", "Sticky (messages)", "int"),
+    ("cooldown", "Cooldown (messages)", "int"),
+    ("delay", "Delay (messages)", "int"),
+    ("constant", "Constant", "bool"),
+    ("case_sensitive", "Match case", "tristate"),
+    ("whole_words", "Whole words", "tristate"),
+)
+EMPTY_BOOK = "No entries yet. New entry (Ctrl+N) adds one; Import… brings in SillyTavern World Info or a card's book."
+NO_MATCH = "No entries match the filter. Clear it (Esc in the filter) to see all."
+BAR_STYLE = f"background: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER}; border-radius: 4px; padding: 6px;"
+
+
+# -- undo steps -------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The draft's entries at one moment, and the generation of the book their refs point into."""
+
+    generation: int
+    entries: tuple[LoreEntryView, ...]
+    settings: LoreBookSettings | None = None  # the book-wide fields (None: as they were)
+
+
+class DraftStep:
+    """An edit of the draft (one entry, or a bulk operation on many): undo puts the entries back."""
+
+    def __init__(self, pane: LorebookPane, label: str, before: Snapshot, after: Snapshot) -> None:
+        self._pane = pane
+        self._label = label
+        self._before = before
+        self._after = after
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    @property
+    def undo_window(self) -> float | None:
+        return None
+
+    async def redo(self) -> None:
+        self._pane.restore(self._after)
+
+    async def undo(self) -> None:
+        self._pane.restore(self._before)
+
+
+class ImportStep:
+    """An import written to lorebook.toml; undo writes the entries back as they were before it."""
+
+    def __init__(self, pane: LorebookPane, file: Path, take: frozenset[int], label: str) -> None:
+        self._pane = pane
+        self._file = file
+        self._take = take
+        self._label = label
+        self._before: LoreBookView | None = None
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    @property
+    def undo_window(self) -> float | None:
+        return None
+
+    async def redo(self) -> None:
+        lore = self._pane.facade.lore
+        before = await lore.load()
+        outcome = await lore.import_apply(self._file, before.revision, take=self._take)
+        self._before = before
+        self._pane.adopt_book(outcome.book)
+
+    async def undo(self) -> None:
+        if self._before is None:
+            return
+        lore = self._pane.facade.lore
+        now = await lore.load()
+        # The import updated entries in place and added the rest after them: the old entries, at their places.
+        old = [dataclasses.replace(e, ref=i) for i, e in enumerate(self._before.entries) if i < len(now.entries)]
+        book = await lore.save(old, now.revision, settings=now.settings)
+        self._pane.adopt_book(book)
+
+
+# -- the pane ---------------------------------------------------------------------------------------------
+class LorebookPane(Pane):
+    name = "lorebook"
+    title = "Lorebook"
+    watches = frozenset({ChangeKind.LORE})
+    empty_text = "No lorebook yet."
+
+    def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
+        super().__init__(context, parent)
+        self._book: LoreBookView | None = None  # the book as loaded or saved last: the draft's base
+        self._generation = 0
+        self._rebases: dict[int, dict[int, int | None]] = {}  # generation -> its refs in the next one
+        self._entries: tuple[LoreEntryView, ...] = ()  # the draft
+        self._settings: LoreBookSettings | None = None  # the draft's book-wide fields
+        self._book_settings_before: LoreBookSettings | None = None
+        self._saved: tuple[LoreEntryView, ...] = ()
+        self._lint: dict[int, tuple[str, ...]] = {}
+        self._fired: dict[int, LoreFiredView] = {}
+        self._disk_revision = ""  # the revision on disk the pane last saw changed under it
+        self._places: list[tuple[str, str]] = []  # (name, key)
+
+        # toolbar
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter: words, title:, key:, content:, is:disabled…  (Ctrl+F)")
+        self.filter.setToolTip(FILTER_HELP)
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._on_filter)
+        self.count_label = small_label("")
+        self.new_button = self._button("New entry", "Add an entry (Ctrl+N)", self.new_entry)
+        self.delete_button = self._button("Delete", "Delete the selected entries (Del)", self.delete_selected)
+        self.bulk_button = QToolButton()
+        self.bulk_button.setText("Selected ▾")
+        self.bulk_button.setToolTip("Bulk changes to the selected entries")
+        self.bulk_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        bulk = QMenu(self.bulk_button)
+        self.enable_action = self._action(bulk, "Enable", "Ctrl+E", lambda: self.set_enabled(True))
+        self.disable_action = self._action(bulk, "Disable", "Ctrl+D", lambda: self.set_enabled(False))
+        self._action(bulk, "Set a field…", None, self._ask_set_field)
+        self._action(bulk, "Add a key…", None, self._ask_add_key)
+        self._action(bulk, "Remove a key…", None, self._ask_remove_key)
+        self.bulk_button.setMenu(bulk)
+        self.save_button = self._button("Save", "Write the book to lorebook.toml (Ctrl+S)", self._on_save)
+        self.book_button = QToolButton()
+        self.book_button.setText("Book ▾")
+        self.book_button.setToolTip("The whole book: its settings, import and export")
+        self.book_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        book_menu = QMenu(self.book_button)
+        self._action(book_menu, "Book settings…", None, self._on_settings)
+        self._action(book_menu, "Import…", None, self._on_import)
+        self._action(book_menu, "Export…", None, self._on_export)
+        self.book_button.setMenu(book_menu)
+        self.filter.setMinimumWidth(180)
+        toolbar = QHBoxLayout()
+        toolbar.addWidget(self.filter, 1)
+        toolbar.addWidget(self.count_label)
+        for widget in (self.new_button, self.delete_button, self.bulk_button, self.save_button, self.book_button):
+            toolbar.addWidget(widget)
+
+        # the bar offering reload / merge when the file changed on disk under unsaved edits
+        self.conflict_bar = QWidget()
+        self.conflict_bar.setStyleSheet(BAR_STYLE)
+        self.conflict_text = QLabel()
+        self.conflict_text.setWordWrap(True)
+        self.reload_button = self._button(
+            "Reload", "Read the file again; your unsaved edits are dropped", self._on_reload
+        )
+        self.merge_button = self._button("Merge", "Keep your edits and the ones on disk", self._on_merge)
+        bar = QHBoxLayout(self.conflict_bar)
+        bar.setContentsMargins(6, 4, 6, 4)
+        bar.addWidget(self.conflict_text, 1)
+        bar.addWidget(self.merge_button)
+        bar.addWidget(self.reload_button)
+        self.conflict_bar.setVisible(False)
+
+        # budget gauges
+        self.status_label = small_label("")
+        self.constant_gauge = self._gauge("Constant entries: what goes into every reply")
+        self.all_gauge = self._gauge("Every enabled entry, as if all fired at once")
+        gauges = QHBoxLayout()
+        gauges.addWidget(self.constant_gauge, 1)
+        gauges.addWidget(self.all_gauge, 1)
+        gauges.addWidget(self.status_label)
+
+        # looked up when used: a facade without a lorebook (a test's fake) still builds the window
+        self.editor = LoreEntryEditor(
+            lambda key: self.facade.lore.check_key(key), lambda text: self.facade.lore.count_tokens(text)
+        )
+        self.editor.edited.connect(self._on_entry_edited)
+
+        # the table
+        self.model = LoreTableModel(self)
+        self.table = PlaceholderTableView(NO_MATCH)
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        # The book's order first (sorted by "#"); a click on a header sorts by that column.
+        self.table.horizontalHeader().setSortIndicator(COLUMN_NAMES.index("#"), Qt.SortOrder.AscendingOrder)
+        self.table.setSortingEnabled(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.setWordWrap(False)
+        self.table.setAlternatingRowColors(True)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(False)
+        for column, width in enumerate((26, 32, 44, 170, 170, 70, 120, 60, 66, 52, 60, 62, 90)):
+            header.resizeSection(column, width)
+        self.table.selectionModel().selectionChanged.connect(self._on_selection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.activated.connect(lambda _index: self.editor.focus_first())
+
+        # the side: entry editor, tester, timed effects
+        self.tester = self._build_tester()
+        self.timed_model: RecordTableModel[TimedEffectView] = RecordTableModel(
+            (
+                Column("Place", lambda t: t.place.name),
+                Column("Entry", lambda t: t.title or "(an entry since changed)"),
+                Column("Effect", lambda t: t.kind),
+                Column("Messages", lambda t: f"{t.start + 1}–{t.end}" if t.end is not None else f"{t.start + 1}–"),
+            ),
+            parent=self,
+        )
+        self.timed_table = PlaceholderTableView("No sticky or cooldown effects in force anywhere.")
+        self.timed_table.setModel(self.timed_model)
+        self.timed_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.timed_table.horizontalHeader().setStretchLastSection(True)
+        self.timed_table.verticalHeader().setVisible(False)
+        clear_one = self._button("Clear selected", "End the selected effects now", self._on_clear_timed)
+        clear_all = self._button("Clear all", "End every sticky and cooldown effect now", self._on_clear_all_timed)
+        timed = QWidget()
+        timed_layout = QVBoxLayout(timed)
+        timed_layout.addWidget(
+            small_label("Sticky entries stay in a place's replies for a while; cooling-down ones wait to fire again.")
+        )
+        timed_layout.addWidget(self.timed_table, 1)
+        timed_buttons = QHBoxLayout()
+        timed_buttons.addStretch(1)
+        timed_buttons.addWidget(clear_one)
+        timed_buttons.addWidget(clear_all)
+        timed_layout.addLayout(timed_buttons)
+        self.side = QTabWidget()
+        self.side.addTab(self.editor, "&Entry")
+        self.side.addTab(self.tester, "T&ry")
+        self.side.addTab(timed, "Timed effects")
+        self.side.setMinimumWidth(300)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.side)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        splitter.setChildrenCollapsible(False)
+        splitter.setSizes([3000, 2000])
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(toolbar)
+        layout.addWidget(self.conflict_bar)
+        layout.addLayout(gauges)
+        layout.addWidget(splitter, 1)
+        self.set_body(body)
+        self.setTabOrder(self.filter, self.table)
+        self.setTabOrder(self.table, self.side)
+
+        for keys, slot in (
+            ("Ctrl+F", self._focus_filter),
+            ("Ctrl+N", self.new_entry),
+            ("Ctrl+S", self._on_save),
+            ("Ctrl+T", self._show_tester),
+            ("F2", self.editor.focus_first),
+        ):
+            QShortcut(QKeySequence(keys), self, slot, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        delete = QShortcut(QKeySequence(Qt.Key.Key_Delete), self.table, self.delete_selected)
+        delete.setContext(Qt.ShortcutContext.WidgetShortcut)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.filter, self.filter.clear).setContext(
+            Qt.ShortcutContext.WidgetShortcut
+        )
+        self._lint_timer = QTimer(self)
+        self._lint_timer.setSingleShot(True)
+        self._lint_timer.setInterval(LINT_SETTLE_MS)
+        self._lint_timer.timeout.connect(self._run_lint)
+        self._watch = QTimer(self)
+        self._watch.setInterval(WATCH_MS)
+        self._watch.timeout.connect(self._check_disk)
+        self._update_actions()
+
+    # -- building helpers ------------------------------------------------------------------------------
+    def _button(self, text: str, tip: str, slot: Callable[[], object]) -> QPushButton:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.clicked.connect(lambda _checked=False: slot())
+        return button
+
+    def _action(self, menu: QMenu, text: str, keys: str | None, slot: Callable[[], object]) -> QAction:
+        action = QAction(text, self)
+        if keys:
+            action.setShortcut(QKeySequence(keys))
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            self.addAction(action)
+        action.triggered.connect(lambda _checked=False: slot())
+        menu.addAction(action)
+        return action
+
+    def _gauge(self, tip: str) -> QProgressBar:
+        gauge = QProgressBar()
+        gauge.setToolTip(tip)
+        gauge.setTextVisible(True)
+        gauge.setMaximumHeight(18)
+        return gauge
+
+    def _build_tester(self) -> QWidget:
+        self.try_source = QComboBox()
+        self.try_source.addItem("Text pasted below")
+        self.try_source.setToolTip("Try pasted text, or the last messages of a place")
+        self.try_source.currentIndexChanged.connect(self._on_try_source)
+        self.try_last = QSpinBox()
+        self.try_last.setRange(1, 1000)
+        self.try_last.setValue(20)
+        self.try_last.setPrefix("last ")
+        self.try_last.setSuffix(" messages")
+        self.try_last.setEnabled(False)
+        self.try_text = QPlainTextEdit()
+        self.try_text.setPlaceholderText("Paste a conversation here, one message per line, then Try (Ctrl+Enter)")
+        self.try_text.setTabChangesFocus(True)
+        self.try_button = self._button("Try", "Run it through the lorebook as the bot would (Ctrl+Enter)", self._on_try)
+        QShortcut(QKeySequence("Ctrl+Return"), self.try_text, self._on_try).setContext(
+            Qt.ShortcutContext.WidgetShortcut
+        )
+        self.try_result = QTextBrowser()
+        self.try_result.setPlaceholderText("What fires, why, and what the budget leaves out shows here.")
+        tester = QWidget()
+        layout = QVBoxLayout(tester)
+        row = QHBoxLayout()
+        row.addWidget(self.try_source, 1)
+        row.addWidget(self.try_last)
+        row.addWidget(self.try_button)
+        layout.addLayout(row)
+        layout.addWidget(self.try_text, 1)
+        layout.addWidget(self.try_result, 2)
+        return tester
+
+    # -- loading ---------------------------------------------------------------------------------------
+    async def load(self) -> bool:
+        lore = self.facade.lore
+        # A reply changes the timed effects (and what fired): the book itself is read again only when it is
+        # not loaded yet or the file changed and nothing is unsaved (the watcher offers the rest).
+        book = self._book
+        if book is None or (not self.dirty and _digest(await lore.revision()) != _digest(book.revision)):
+            self._set_book(await lore.load(), reset=True)
+        try:
+            fired = await lore.fired(7.0)
+        except FamiliarError as error:
+            _log.info("no fired counts for the lorebook: %s", error)
+            fired = []
+        self._fired = {f.entry: f for f in fired}
+        self._show_rows()
+        if self._entries and not self.selected_positions():
+            self.select_positions([0], focus=False)
+        await self._load_timed()
+        await self._load_places()
+        self._watch.start()
+        self._run_lint()
+        return True
+
+    async def _load_timed(self) -> None:
+        try:
+            self.timed_model.set_records(await self.facade.lore.timed())
+        except FamiliarError as error:
+            self.timed_table.set_placeholder(f"Timed effects could not be read: {error}")
+
+    async def _load_places(self) -> None:
+        try:
+            state = await self.facade.controls.state()
+        except FamiliarError:
+            return
+        places = [
+            (p.place.name, p.place.key) for p in state.places if p.place.parent or not p.place.key.startswith("guild:")
+        ]
+        if places == self._places:
+            return
+        self._places = places
+        current = self.try_source.currentIndex()
+        self.try_source.blockSignals(True)
+        self.try_source.clear()
+        self.try_source.addItem("Text pasted below")
+        for name, _key in places:
+            self.try_source.addItem(name)
+        self.try_source.setCurrentIndex(min(max(current, 0), self.try_source.count() - 1))
+        self.try_source.blockSignals(False)
+
+    # -- the draft -------------------------------------------------------------------------------------
+    @property
+    def book(self) -> LoreBookView | None:
+        return self._book
+
+    @property
+    def entries(self) -> tuple[LoreEntryView, ...]:
+        return self._entries
+
+    @property
+    def dirty(self) -> bool:
+        return (
+            len(self._entries) != len(self._saved)
+            or any(a is not b and not same_entry(a, b) for a, b in zip(self._entries, self._saved, strict=True))
+            or any(a.ref != b.ref for a, b in zip(self._entries, self._saved, strict=True))
+            or (self._book is not None and self._settings != self._book.settings)
+        )
+
+    def _set_book(self, book: LoreBookView, *, reset: bool, rebase: dict[int, int | None] | None = None) -> None:
+        """A book loaded or saved: the new base. `rebase` maps the old generation's refs into it (a save)."""
+        if rebase is not None:
+            self._rebases[self._generation] = rebase
+        self._generation += 1
+        self._book_settings_before = self._book.settings if self._book is not None else None
+        self._book = book
+        self._disk_revision = book.revision
+        if reset or self._settings is None or self._settings == (self._book_settings_before or book.settings):
+            self._settings = book.settings
+        self._saved = book.entries
+        if reset:
+            self._entries = book.entries
+        self.conflict_bar.setVisible(False)
+
+    def adopt_book(self, book: LoreBookView) -> None:
+        """The file was written by another step (an import, its undo): show it, dropping nothing unsaved."""
+        self._set_book(book, reset=True)
+        self._show_rows()
+        self._schedule_lint()
+
+    def unsaved_work(self) -> str | None:
+        if self._book is None or not (self.dirty or self.editor.pending):
+            return None
+        return "The lorebook has unsaved edits (Save is Ctrl+S in the Lorebook pane)."
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self._generation, self._entries, self._settings)
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Put the draft back as a snapshot had it (an undo or redo), its refs brought up to the book now."""
+        entries = snapshot.entries
+        generation = snapshot.generation
+        while generation < self._generation:
+            mapping = self._rebases.get(generation)
+            if mapping is None:
+                raise FamiliarError("the lorebook was read again from disk since: this edit cannot be undone")
+            entries = translate(entries, mapping)
+            generation += 1
+        self._entries = entries
+        if snapshot.settings is not None:
+            self._settings = snapshot.settings
+        self._show_rows()
+        self._schedule_lint()
+
+    async def change(
+        self,
+        label: str,
+        entries: Sequence[LoreEntryView],
+        *,
+        select: Sequence[int] = (),
+        before: Snapshot | None = None,
+        settings: LoreBookSettings | None = None,
+    ) -> None:
+        """One undoable edit of the draft (`before`: the draft it was made on, when not the one now)."""
+        before = before or self.snapshot()
+        after = Snapshot(self._generation, tuple(entries), settings or self._settings)
+        outcome = await self.ops.run(
+            "edit the lorebook", lambda: self.context.undo.perform(DraftStep(self, label, before, after))
+        )
+        if isinstance(outcome, Succeeded) and select:
+            self.select_positions(select)
+
+    def _show_rows(self) -> None:
+        chosen = self.selected_positions()
+        fired = self._fired
+        before = self.model.all_rows
+        rows = []
+        for position, entry in enumerate(self._entries):
+            hit = fired.get(entry.ref) if entry.ref is not None and entry is self._saved_at(entry.ref) else None
+            lint = self._lint.get(position, ())
+            replies, last = (hit.replies, hit.last) if hit is not None else (0, None)
+            old = before[position] if position < len(before) else None
+            if (
+                old is not None
+                and old.entry is entry
+                and old.lint == lint
+                and (old.fired, old.last_fired) == (replies, last)
+            ):
+                rows.append(old)  # unchanged: its search texts are made already (an edit of one in 5,000)
+            else:
+                rows.append(make_row(position, entry, lint, replies, last))
+        self.model.set_rows(rows)
+        self._show_count()
+        self._show_budget()
+        self.select_positions(chosen, focus=False)
+        self._show_editor()
+        self._update_actions()
+
+    def _saved_at(self, ref: int) -> LoreEntryView | None:
+        return self._saved[ref] if 0 <= ref < len(self._saved) else None
+
+    def _show_count(self) -> None:
+        total = len(self._entries)
+        shown = self.model.rowCount()
+        self.table.set_placeholder(NO_MATCH if total else EMPTY_BOOK)
+        self.count_label.setText(f"{total:,} entries" if shown == total else f"{shown:,} of {total:,}")
+
+    def _show_budget(self) -> None:
+        book = self._book
+        budget = book.budget if book is not None else 0
+        chosen = self._settings.token_budget if self._settings is not None else None
+        if chosen is not None and book is not None and chosen != book.settings.token_budget:
+            budget = min(budget, chosen) if book.settings.token_budget is None else chosen  # as it will be once saved
+        enabled = [e for e in self._entries if e.enabled]
+        constant = sum(e.tokens for e in enabled if e.constant)
+        every = sum(e.tokens for e in enabled)
+        for gauge, label, used in (
+            (self.constant_gauge, "Constant", constant),
+            (self.all_gauge, "All firing", every),
+        ):
+            gauge.setRange(0, max(budget, 1))
+            gauge.setValue(min(used, budget))
+            gauge.setFormat(f"{label}: {used:,} / {budget:,} tokens")
+            over = used > budget
+            colour = ERROR_RED if over else (AMBER if used > budget * 0.8 else OK_GREEN)
+            gauge.setStyleSheet(
+                f"QProgressBar::chunk {{ background: {colour}; }} QProgressBar {{ text-align: center; }}"
+            )
+        state = "Unsaved changes" if self.dirty else "Saved"
+        self.status_label.setText(f"{state} · {sum(e.tokens for e in self._entries):,} tokens in the book")
+
+    def _update_actions(self) -> None:
+        chosen = bool(self.selected_positions())
+        for widget in (self.delete_button, self.bulk_button):
+            widget.setEnabled(chosen)
+        self.save_button.setEnabled(self._book is not None and self.dirty)
+
+    # -- selection and the editor ----------------------------------------------------------------------
+    def selected_positions(self) -> list[int]:
+        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
+        records = self.model.records
+        return sorted(records[i.row()].position for i in rows if 0 <= i.row() < len(records))
+
+    def select_positions(self, positions: Sequence[int], *, focus: bool = True) -> None:
+        selection = self.table.selectionModel()
+        selection.blockSignals(True)
+        try:
+            selection.clearSelection()
+            first = None
+            for position in positions:
+                row = self.model.row_of(position)
+                if row is None:
+                    continue
+                index = self.model.index(row, TITLE_COLUMN)
+                selection.select(
+                    index, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+                )
+                first = index if first is None else first
+            if first is not None:
+                selection.setCurrentIndex(first, QItemSelectionModel.SelectionFlag.NoUpdate)
+                if focus:
+                    self.table.scrollTo(first)
+        finally:
+            selection.blockSignals(False)
+        self.table.viewport().update()
+        self._show_editor()
+        self._update_actions()
+
+    def _on_selection(self, *_args: object) -> None:
+        self.editor.flush()
+        self._show_editor()
+        self._update_actions()
+
+    def _show_editor(self) -> None:
+        chosen = self.selected_positions()
+        if len(chosen) == 1 and chosen[0] < len(self._entries):
+            position = chosen[0]
+            entry = self._entries[position]
+            if self.editor.entry is not entry:
+                where = "new, not saved yet" if entry.ref is None else f"entry {position + 1} of {len(self._entries)}"
+                self.editor.set_entry(entry, f"{entry.title or '(untitled)'} — {where}")
+        elif chosen:
+            self.editor.set_entry(None, f"{len(chosen)} entries selected: use Selected ▾ for changes to all of them")
+        else:
+            self.editor.set_entry(None)
+
+    def _on_entry_edited(self, before: LoreEntryView, after: LoreEntryView) -> None:
+        """The side editor's change to `before`, found by identity: the selection may have moved on already
+        (a change is emitted when another row is chosen), and the rows may be sorted or filtered."""
+        position = next((i for i, e in enumerate(self._entries) if e is before), None)
+        if position is None:
+            return  # the entry was deleted or replaced (an undo) meanwhile: the edit has nothing to go to
+        snapshot = self.snapshot()
+        entries = (*self._entries[:position], after, *self._entries[position + 1 :])
+        # Applied now, not on a task: a save or a try right after a flush must see it.
+        done = Snapshot(self._generation, entries, self._settings)
+        step = DraftStep(self, f"Edited “{after.title or 'untitled'}”", snapshot, done)
+        self.restore(done)
+        self.context.undo.record(step)
+
+    # -- edits -----------------------------------------------------------------------------------------
+    @async_slot()
+    async def new_entry(self) -> None:
+        self.editor.flush()
+        entry = LoreEntryView(title="New entry", tokens=0)
+        position = len(self._entries)
+        self.filter.clear()
+        await self.change("Added an entry", (*self._entries, entry), select=[position])
+        self.editor.focus_first()
+        self.editor.title.selectAll()
+
+    @async_slot()
+    async def delete_selected(self) -> None:
+        await self.delete_positions(self.selected_positions())
+
+    async def delete_positions(self, positions: Sequence[int]) -> None:
+        chosen = set(positions)
+        if not chosen:
+            return
+        kept = [e for i, e in enumerate(self._entries) if i not in chosen]
+        what = self._entries[min(chosen)].title if len(chosen) == 1 else f"{len(chosen)} entries"
+        await self.change(f"Deleted “{what}”" if len(chosen) == 1 else f"Deleted {what}", kept)
+
+    async def bulk(self, label: str, positions: Sequence[int], edit: Callable[[LoreEntryView], LoreEntryView]) -> None:
+        """One undo step changing every entry at `positions`."""
+        chosen = set(positions)
+        if not chosen:
+            return
+        self.editor.flush()
+        entries = [edit(e) if i in chosen else e for i, e in enumerate(self._entries)]
+        await self.change(label, entries, select=sorted(chosen))
+
+    @async_slot()
+    async def set_enabled(self, enabled: bool) -> None:
+        chosen = self.selected_positions()
+        word = "Enabled" if enabled else "Disabled"
+        await self.bulk(f"{word} {len(chosen)} entries", chosen, lambda e: dataclasses.replace(e, enabled=enabled))
+
+    async def set_field(self, positions: Sequence[int], field: str, value: Any) -> None:
+        await self.bulk(
+            f"Set {field.replace('_', ' ')} of {len(positions)} entries",
+            positions,
+            lambda e: dataclasses.replace(e, **{field: value}),
+        )
+
+    async def add_key(self, positions: Sequence[int], key: str) -> None:
+        problem = self.facade.lore.check_key(key)
+        if problem is not None:
+            self.error_banner.show_message(f"The key “{key}” was not added: {problem}")
+            return
+        await self.bulk(
+            f"Added the key “{key}” to {len(positions)} entries",
+            positions,
+            lambda e: e if key in e.keys else dataclasses.replace(e, keys=(*e.keys, key)),
+        )
+
+    async def remove_key(self, positions: Sequence[int], key: str) -> None:
+        await self.bulk(
+            f"Removed the key “{key}” from {len(positions)} entries",
+            positions,
+            lambda e: dataclasses.replace(
+                e,
+                keys=tuple(k for k in e.keys if k != key),
+                secondary_keys=tuple(k for k in e.secondary_keys if k != key),
+            ),
+        )
+
+    @async_slot()
+    async def _ask_set_field(self) -> None:
+        chosen = self.selected_positions()
+        if not chosen:
+            return
+        labels = [label for _f, label, _k in SET_FIELDS]
+        picked, ok = QInputDialog.getItem(
+            self, "Set a field", f"Field to set in {len(chosen)} entries:", labels, 0, False
+        )
+        if not ok:
+            return
+        field, label, kind = SET_FIELDS[labels.index(picked)]
+        value: Any
+        if kind in ("int", "depth"):
+            number, ok = QInputDialog.getInt(
+                self,
+                "Set a field",
+                f"{label}:",
+                0 if kind == "int" else -1,
+                -1 if kind == "depth" else -100_000,
+                100_000,
+            )
+            value = None if kind == "depth" and number < 0 else number
+        elif kind == "text":
+            value, ok = QInputDialog.getText(self, "Set a field", f"{label}:")
+        else:
+            choices = ["yes", "no"] if kind == "bool" else ["the book's setting", "yes", "no"]
+            answer, ok = QInputDialog.getItem(self, "Set a field", f"{label}:", choices, 0, False)
+            value = {"yes": True, "no": False}.get(answer)
+        if ok:
+            await self.set_field(chosen, field, value)
+
+    @async_slot()
+    async def _ask_add_key(self) -> None:
+        chosen = self.selected_positions()
+        key, ok = QInputDialog.getText(self, "Add a key", f"Key to add to {len(chosen)} entries:")
+        if ok and key.strip():
+            await self.add_key(chosen, key.strip())
+
+    @async_slot()
+    async def _ask_remove_key(self) -> None:
+        chosen = self.selected_positions()
+        present = sorted({k for i in chosen for k in (*self._entries[i].keys, *self._entries[i].secondary_keys)})
+        if not present:
+            return
+        key, ok = QInputDialog.getItem(
+            self, "Remove a key", f"Key to remove from {len(chosen)} entries:", present, 0, False
+        )
+        if ok:
+            await self.remove_key(chosen, key)
+
+    @async_slot()
+    async def _on_settings(self) -> None:
+        if self._settings is None:
+            return
+        dialog = BookSettingsDialog(self._settings, self.context.window)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            await self.set_settings(dialog.settings())
+
+    async def set_settings(self, settings: LoreBookSettings) -> None:
+        """The book-wide fields, one undo step (written by the next save)."""
+        if settings != self._settings:
+            await self.change("Changed the book settings", self._entries, settings=settings)
+
+    # -- save, reload, merge ---------------------------------------------------------------------------
+    @async_slot()
+    async def _on_save(self) -> None:
+        await self.save()
+
+    async def save(self) -> bool:
+        self.editor.flush()
+        book = self._book
+        if book is None:
+            return False
+        entries = self._entries
+        settings = self._settings or book.settings
+        outcome = await self.ops.run(
+            "save the lorebook", lambda: self.facade.lore.save(entries, book.revision, settings=settings)
+        )
+        if isinstance(outcome, Failed):
+            current = getattr(outcome.error, "current", None)
+            if isinstance(current, str):
+                self._offer_reload(current)
+            return False
+        if not isinstance(outcome, Succeeded):
+            return False
+        saved: LoreBookView = outcome.value
+        mapping: dict[int, int | None] = {i: None for i in range(len(book.entries))}
+        for position, entry in enumerate(entries):
+            if entry.ref is not None:
+                mapping[entry.ref] = position
+        chosen = self.selected_positions()
+        self._set_book(saved, reset=True, rebase=mapping)
+        self._show_rows()
+        self.select_positions(chosen, focus=False)
+        self._schedule_lint()
+        self.context.undo.notices.show_message(f"Saved {len(saved.entries):,} entries to lorebook.toml")
+        return True
+
+    @async_slot()
+    async def _check_disk(self) -> None:
+        if self._book is None or self.ops.busy or not self.isVisible():
+            return
+        try:
+            revision = await self.facade.lore.revision()
+        except FamiliarError:
+            return
+        if _digest(revision) == _digest(self._book.revision) or revision == self._disk_revision:
+            return
+        self._disk_revision = revision
+        if self.dirty:
+            self._offer_reload(revision)
+        else:
+            await self.reload()
+
+    def _offer_reload(self, revision: str) -> None:
+        self._disk_revision = revision
+        self.conflict_text.setText(
+            "lorebook.toml changed on disk since it was loaded, and this editor has unsaved edits: nothing was "
+            "written. Merge keeps both (yours win where both changed an entry); Reload drops yours."
+        )
+        self.conflict_bar.setVisible(True)
+
+    @async_slot()
+    async def _on_reload(self) -> None:
+        await self.reload()
+
+    async def reload(self) -> None:
+        outcome = await self.ops.run("read the lorebook again", self.facade.lore.load)
+        if isinstance(outcome, Succeeded):
+            self._set_book(outcome.value, reset=True)
+            self._show_rows()
+            self._schedule_lint()
+
+    @async_slot()
+    async def _on_merge(self) -> None:
+        await self.merge_with_disk()
+
+    async def merge_with_disk(self) -> tuple[str, ...]:
+        self.editor.flush()
+        base = self._book
+        outcome = await self.ops.run("read the lorebook again", self.facade.lore.load)
+        if base is None or not isinstance(outcome, Succeeded):
+            return ()
+        theirs: LoreBookView = outcome.value
+        merged = merge(base.entries, self._entries, theirs.entries)
+        self._set_book(theirs, reset=False)
+        self._entries = merged.entries
+        self._show_rows()
+        self._schedule_lint()
+        if merged.conflicts:
+            names = ", ".join(f"“{t}”" for t in merged.conflicts[:5])
+            more = f" and {len(merged.conflicts) - 5} more" if len(merged.conflicts) > 5 else ""
+            self.error_banner.show_message(
+                f"Changed both here and on disk, your version kept: {names}{more}. Save to write."
+            )
+        else:
+            self.context.undo.notices.show_message("Merged with the file on disk: save to write both")
+        return merged.conflicts
+
+    # -- lint --------------------------------------------------------------------------------------------
+    def _schedule_lint(self) -> None:
+        self._lint_timer.start()
+
+    @async_slot()
+    async def _run_lint(self) -> None:
+        entries = self._entries
+        book = self._book
+        try:
+            found = await self.facade.lore.lint(entries, settings=self._settings if book else None)
+        except FamiliarError as error:
+            self.status_label.setText(f"Lint could not run: {error}")
+            return
+        if entries is not self._entries:
+            return  # edited meanwhile: the next run says
+        lint: dict[int, list[str]] = {}
+        for item in found:
+            lint.setdefault(item.entry, []).append(item.message)
+        self._lint = {k: tuple(v) for k, v in lint.items()}
+        self._show_rows()
+
+    # -- tester ------------------------------------------------------------------------------------------
+    def _show_tester(self) -> None:
+        self.side.setCurrentWidget(self.tester)
+        self.try_text.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def _on_try_source(self, index: int) -> None:
+        self.try_last.setEnabled(index > 0)
+        self.try_text.setEnabled(index == 0)
+
+    @async_slot()
+    async def _on_try(self) -> None:
+        await self.run_try()
+
+    async def run_try(self) -> LoreTrial | None:
+        self.editor.flush()
+        lore = self.facade.lore
+        entries = self._entries
+        settings = self._settings if self._book else None
+        index = self.try_source.currentIndex()
+        if index <= 0:
+            lines = [line for line in self.try_text.toPlainText().splitlines() if line.strip()]
+            if not lines:
+                self.try_result.setHtml("<p>Paste some text to try first.</p>")
+                return None
+            call = lambda: lore.try_text(lines, entries=entries, settings=settings)  # noqa: E731
+        else:
+            where = self._places[index - 1][1]
+            last = self.try_last.value()
+            call = lambda: lore.try_place(where, last, entries=entries, settings=settings)  # noqa: E731
+        outcome = await self.ops.run("try the lorebook", call, busy=[self.try_button])
+        if not isinstance(outcome, Succeeded):
+            return None
+        self.try_result.setHtml(trial_html(outcome.value))
+        return outcome.value
+
+    # -- timed effects -----------------------------------------------------------------------------------
+    @async_slot()
+    async def _on_clear_timed(self) -> None:
+        rows = sorted({i.row() for i in self.timed_table.selectionModel().selectedRows()})
+        effects = [self.timed_model.record(row) for row in rows]
+
+        async def clear() -> int:
+            return sum([await self.facade.lore.clear_timed(e.place.key, e.key, initiator=self) for e in effects])
+
+        await self.ops.run("clear the effects", clear)
+        await self._load_timed()
+
+    @async_slot()
+    async def _on_clear_all_timed(self) -> None:
+        await self.ops.run("clear the timed effects", lambda: self.facade.lore.clear_timed(initiator=self))
+        await self._load_timed()
+
+    # -- import and export -------------------------------------------------------------------------------
+    @async_slot()
+    async def _on_import(self) -> None:
+        if self.dirty:
+            self.error_banner.show_message("Save (Ctrl+S) or undo your edits first: an import writes to lorebook.toml.")
+            return
+        name, _filter = QFileDialog.getOpenFileName(
+            self, "Import a lorebook", "", "Lorebooks and cards (*.json *.png);;All files (*)"
+        )
+        if name:
+            await self.import_file(Path(name))
+
+    async def import_file(
+        self, file: Path, choose: Callable[[ImportPreview], frozenset[int] | None] | None = None
+    ) -> bool:
+        outcome = await self.ops.run("read the file to import", lambda: self.facade.lore.import_preview(file))
+        if not isinstance(outcome, Succeeded):
+            return False
+        preview: ImportPreview = outcome.value
+        take = (choose or self._choose_imports)(preview)
+        if take is None:
+            return False
+        if not take:
+            self.context.undo.notices.show_message("Nothing to import: every entry is in the book already")
+            return False
+        step = ImportStep(self, file, take, f"Imported {len(take)} entries from {file.name}")
+        done = await self.ops.run("import the lorebook", lambda: self.context.undo.perform(step))
+        return isinstance(done, Succeeded)
+
+    def _choose_imports(self, preview: ImportPreview) -> frozenset[int] | None:
+        dialog = ImportDialog(preview, self.context.window)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        return dialog.chosen()
+
+    @async_slot()
+    async def _on_export(self) -> None:
+        filters = ";;".join(label for _f, label in EXPORT_FORMATS)
+        name, chosen = QFileDialog.getSaveFileName(self, "Export the lorebook", "lorebook.json", filters)
+        if not name:
+            return
+        fmt = next((f for f, label in EXPORT_FORMATS if label == chosen), "st")
+        await self.export_to(Path(name), fmt)
+
+    async def export_to(self, target: Path, fmt: str) -> int | None:
+        """Write the saved book to `target` as st, ccv2 or ccv3; how many entries (None: it failed)."""
+        outcome = await self.ops.run("export the lorebook", lambda: self.facade.lore.export(target, fmt))
+        if not isinstance(outcome, Succeeded):
+            return None
+        unsaved = " (the saved book: your unsaved edits are not in it)" if self.dirty else ""
+        self.context.undo.notices.show_message(f"Exported {outcome.value} entries to {target.name}{unsaved}")
+        return outcome.value
+
+    def _focus_filter(self) -> None:
+        self.filter.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.filter.selectAll()
+
+    def _on_filter(self, text: str) -> None:
+        self.model.set_query(text)
+        self._show_count()
+
+
+def _digest(revision: str) -> str:
+    return revision.split(":", 1)[0]
+
+
+class ImportDialog(QDialog):
+    """Each entry of the file against the book: added, changed (which fields) or unchanged, with a choice each."""
+
+    def __init__(self, preview: ImportPreview, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"Import {Path(preview.file).name}")
+        self._preview = preview
+        counts = {a: sum(1 for i in preview.items if i.action == a) for a in ("added", "changed", "unchanged")}
+        summary = QLabel(
+            f"{preview.source}: {counts['added']} new, {counts['changed']} changed, "
+            f"{counts['unchanged']} already in the book."
+        )
+        summary.setWordWrap(True)
+        self.table = QTableWidget(len(preview.items), 3)
+        self.table.setHorizontalHeaderLabels(["Take", "Entry", "Against the book"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self._boxes: list[QCheckBox] = []
+        for row, item in enumerate(preview.items):
+            box = QCheckBox()
+            box.setChecked(item.action != "unchanged")
+            box.setEnabled(item.action != "unchanged")
+            self._boxes.append(box)
+            self.table.setCellWidget(row, 0, box)
+            self.table.setItem(row, 1, QTableWidgetItem(item.entry.title or ", ".join(item.entry.keys)))
+            what = {
+                "added": "new",
+                "changed": f"changes entry {(item.existing or 0) + 1}: {', '.join(item.changed_fields)}",
+                "unchanged": "already in the book",
+            }[item.action]
+            self.table.setItem(row, 2, QTableWidgetItem(what))
+        self.table.resizeColumnsToContents()
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Import the chosen")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(summary)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(buttons)
+        self.resize(640, 420)
+
+    def chosen(self) -> frozenset[int]:
+        return frozenset(
+            item.number for item, box in zip(self._preview.items, self._boxes, strict=True) if box.isChecked()
+        )
+
+
+class BookSettingsDialog(QDialog):
+    """The book-wide fields of lorebook.toml."""
+
+    def __init__(self, settings: LoreBookSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Book settings")
+        self._base = settings
+        self.name = QLineEdit(settings.name)
+        self.scan_depth = QSpinBox()
+        self.scan_depth.setRange(0, 1000)
+        self.scan_depth.setValue(settings.scan_depth)
+        self.scan_depth.setToolTip("How many recent messages are scanned for keys")
+        self.case_sensitive = QCheckBox("Keys match only with the same case")
+        self.case_sensitive.setChecked(settings.case_sensitive)
+        self.whole_words = QCheckBox("Keys match whole words only")
+        self.whole_words.setChecked(settings.whole_words)
+        self.token_budget = QSpinBox()
+        self.token_budget.setRange(0, 1_000_000)
+        self.token_budget.setSpecialValueText("the reply budget's")
+        self.token_budget.setValue(settings.token_budget or 0)
+        self.max_entries = QSpinBox()
+        self.max_entries.setRange(0, 10_000)
+        self.max_entries.setSpecialValueText("the reply budget's")
+        self.max_entries.setValue(settings.max_entries or 0)
+        self.recursive = QCheckBox("Entries can activate other entries")
+        self.recursive.setChecked(settings.recursive_scanning)
+        self.recursion_steps = QSpinBox()
+        self.recursion_steps.setRange(0, 100)
+        self.recursion_steps.setValue(settings.max_recursion_steps)
+        self.group_scoring = QCheckBox("Inclusion groups pick by how many keys matched")
+        self.group_scoring.setChecked(settings.use_group_scoring)
+        form = QFormLayout()
+        form.addRow("Name", self.name)
+        form.addRow("Scan depth", self.scan_depth)
+        form.addRow("", self.case_sensitive)
+        form.addRow("", self.whole_words)
+        form.addRow("Token budget", self.token_budget)
+        form.addRow("Most entries", self.max_entries)
+        form.addRow("", self.recursive)
+        form.addRow("Recursion steps", self.recursion_steps)
+        form.addRow("", self.group_scoring)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(buttons)
+
+    def settings(self) -> LoreBookSettings:
+        return dataclasses.replace(
+            self._base,
+            name=self.name.text().strip(),
+            scan_depth=self.scan_depth.value(),
+            case_sensitive=self.case_sensitive.isChecked(),
+            whole_words=self.whole_words.isChecked(),
+            token_budget=self.token_budget.value() or None,
+            max_entries=self.max_entries.value() or None,
+            recursive_scanning=self.recursive.isChecked(),
+            max_recursion_steps=self.recursion_steps.value(),
+            use_group_scoring=self.group_scoring.isChecked(),
+        )
+
+
+# -- the tester's report ------------------------------------------------------------------------------------
+def _highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
+    out: list[str] = []
+    at = 0
+    for start, end, title in sorted(spans):
+        if start < at or end > len(text):
+            continue
+        out.append(html.escape(text[at:start]))
+        out.append(f'<b style="background:#ffe08a" title="{html.escape(title)}">{html.escape(text[start:end])}</b>')
+        at = end
+    out.append(html.escape(text[at:]))
+    return "".join(out)
+
+
+def trial_html(trial: LoreTrial) -> str:
+    """The tester's report: the texts with each matched key highlighted, what fired step by step (the
+    recursion chain), and what matched but was left out, with why."""
+    spans: dict[int, list[tuple[int, int, str]]] = {}
+    for fired in trial.fired:
+        span = fired.span
+        if span is None or span.position is None or span.source == "lore":
+            continue
+        text = trial.texts[span.position] if span.position < len(trial.texts) else ""
+        offset = 0
+        if span.source == "message":
+            colon = text.find(": ")
+            offset = colon + 2 if colon >= 0 else 0
+        spans.setdefault(span.position, []).append((span.start + offset, span.end + offset, fired.title))
+    parts = [f"<h3>{len(trial.fired)} fired · {trial.tokens:,} of {trial.budget:,} tokens</h3>"]
+    parts.append("<p>" + "<br>".join(_highlight(t, spans.get(i, [])) for i, t in enumerate(trial.texts)) + "</p>")
+    if trial.fired:
+        parts.append("<h4>Fired</h4><ol>")
+        for fired in trial.fired:
+            via = {
+                "key": f"key “{html.escape(fired.key)}”",
+                "constant": "constant",
+                "sticky": "still sticky",
+                "decorator": "@@activate",
+            }[fired.via]
+            step = f", step {fired.step} (activated by an entry)" if fired.step else ""
+            roll = f", rolled {fired.roll:.0f}" if fired.roll is not None else ""
+            parts.append(
+                f"<li><b>{html.escape(fired.title or 'untitled')}</b> (entry {fired.index + 1}): {via}{step}{roll},"
+                f" {fired.tokens:,} tokens</li>"
+            )
+        parts.append("</ol>")
+    if len(trial.steps) > 1:
+        titles = {f.index: f.title for f in trial.fired}
+        chain = " → ".join(
+            ", ".join(html.escape(titles.get(i, f"entry {i + 1}")) for i in step) or "nothing" for step in trial.steps
+        )
+        parts.append(f"<p><b>Recursion:</b> {chain}</p>")
+    if trial.dropped:
+        parts.append("<h4>Matched but left out</h4><ul>")
+        for dropped in trial.dropped:
+            parts.append(
+                f"<li><b>{html.escape(dropped.title or 'untitled')}</b> (entry {dropped.index + 1}, key "
+                f"“{html.escape(dropped.key)}”): {html.escape(dropped.reason)} — {html.escape(dropped.detail)}</li>"
+            )
+        parts.append("</ul>")
+    if not trial.fired and not trial.dropped:
+        parts.append("<p>Nothing matched: no key of an enabled entry is in these messages.</p>")
+    for problem in trial.problems:
+        parts.append(f'<p style="color:{ERROR_RED}">{html.escape(problem)}</p>')
+    return "".join(parts)
+
+
+__all__ = ["DraftStep", "ImportDialog", "ImportStep", "LoreRow", "LorebookPane", "trial_html"]
