@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QObject, Qt, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices, QPalette
-from PySide6.QtWidgets import QApplication, QMenu, QWidget
+from PySide6.QtWidgets import QApplication, QMenu
 from pytestqt.qtbot import QtBot
 
 from app.config.paths import FamiliarPaths
@@ -29,9 +29,10 @@ from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow
 from app.ui.models.explain_models import RecalledFactRow, RecalledTurnRow
 from app.ui.models.roles import RecordRole
-from app.ui.panes.base import Pane, PaneContext, PaneState
+from app.ui.panes.base import PaneState
 from app.ui.panes.chat import WHY
 from app.ui.panes.explain import ExplainPane, explanation_diff, left_out_text
+from app.ui.panes.lorebook import LorebookPane
 from app.ui.widgets.token_waterfall import waterfall_rows
 from tests.conftest import ALICE, GENERAL, GUILD_ID, TOKEN, write_character_toml
 from tests.demo_familiar import GENERAL_PLACE, seed_demo
@@ -264,15 +265,22 @@ def test_empty_then_newest_then_an_unknown_turn_id(qtbot: QtBot, run: Run[Any], 
 
 
 def test_the_demo_reply_dropped_lore_diff_models_and_edit_entry(
-    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, demo: dict[str, int], qtmodeltester: Any
+    qtbot: QtBot,
+    run: Run[Any],
+    real_familiar: Familiar,
+    demo: dict[str, int],
+    qtmodeltester: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # A window without the Lorebook pane, for Edit entry's other way: lorebook.toml itself.
+    monkeypatch.setattr(main_window, "PANES", tuple(p for p in main_window.PANES if p.name != "lorebook"))
     window = MainWindow(real_familiar)
     qtbot.addWidget(window)
     window.show()
     window.dashboard.navigate_requested.emit("explain", GENERAL_PLACE)  # a place: its newest reply
     pane = explain_pane(window)
     wait_shown(qtbot, pane, demo["lighthouse_reply"])
-    assert [(d.title, d.reason) for d in pane.dropped_model.records] == [("Harbour market", "entry cap")]
+    assert next((d.title, d.reason) for d in pane.dropped_model.records) == ("Harbour market", "entry cap")
     assert pane.dropped_model.index(0, 2).data() == "the lorebook takes at most 2 entries"  # the engine's own words
     matched = {r.lore.title: r.matched_in for r in pane.lore_model.records}
     assert matched == {"Wisp": "always on (constant)", "The lighthouse": "the message it answered"}
@@ -472,24 +480,9 @@ def test_a_recorded_span_is_highlighted_rather_than_every_occurrence_of_the_key(
     run(window.shutdown())
 
 
-class _LorebookStandIn(Pane):
-    """A pane named "lorebook", as the Lorebook editor will be: records what it was asked to show."""
-
-    name = "lorebook"
-    title = "Lorebook"
-
-    def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
-        super().__init__(context, parent)
-        self.shown: list[object] = []
-
-    def focus_on(self, target: object) -> None:
-        self.shown.append(target)
-
-
 def test_edit_entry_opens_the_lorebook_pane_on_the_entry_when_there_is_one(
-    qtbot: QtBot, real_familiar: Familiar, demo: dict[str, int], monkeypatch: pytest.MonkeyPatch
+    qtbot: QtBot, real_familiar: Familiar, demo: dict[str, int]
 ) -> None:
-    monkeypatch.setattr(main_window, "PANES", (*main_window.PANES, _LorebookStandIn))
     window = MainWindow(real_familiar, pane="explain")
     qtbot.addWidget(window)
     window.show()
@@ -499,9 +492,10 @@ def test_edit_entry_opens_the_lorebook_pane_on_the_entry_when_there_is_one(
     pane.lore_view.setCurrentIndex(pane.lore_model.index(row, 0))
     pane.lore_view.setFocus()
     qtbot.keyClick(pane.lore_view, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)  # Edit entry's key
-    lorebook = window.pane_of(_LorebookStandIn)
+    lorebook = window.pane_of(LorebookPane)
     assert window.current_pane is lorebook
-    assert lorebook.shown == [0]  # the entry's 0-based index in the book
+    qtbot.waitUntil(lambda: lorebook.selected_positions() == [0], timeout=WAIT_MS)  # its place in the book
+    assert lorebook.entries[0].title == "The lighthouse"
     assert pane.lorebook_url is None  # not the file
     settle(qtbot)
 

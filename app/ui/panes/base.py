@@ -272,6 +272,8 @@ class Pane(QWidget):
         except FamiliarError as error:
             self._show_error(one_line(error))
         except Exception as error:  # noqa: BLE001 (a bug must not take the window down; logged with its traceback)
+            if not isValid(self):  # the window closed while it loaded: nothing is left to show it in
+                return
             _log.exception("loading the %s pane failed unexpectedly", self.name)
             self._show_error(f"Could not load {self.title}: {one_line(error)}")
         else:

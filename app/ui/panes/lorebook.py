@@ -264,6 +264,7 @@ class LorebookPane(Pane):
 
         # the table
         self.model = LoreTableModel(self)
+        self._focus_after_load: int | None = None  # an entry another pane asked to show before the book loaded
         self.table = PlaceholderTableView(NO_MATCH)
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -429,7 +430,10 @@ class LorebookPane(Pane):
             fired = []
         self._fired = {f.entry: f for f in fired}
         self._show_rows()
-        if self._entries and not self.selected_positions():
+        if self._focus_after_load is not None and self._entries:
+            self.select_positions([self._focus_after_load])
+            self._focus_after_load = None
+        elif self._entries and not self.selected_positions():
             self.select_positions([0], focus=False)
         await self._load_timed()
         await self._load_places()
@@ -610,6 +614,16 @@ class LorebookPane(Pane):
         self.save_button.setEnabled(self._book is not None and self.dirty)
 
     # -- selection and the editor ----------------------------------------------------------------------
+    def focus_on(self, target: object) -> None:
+        """Show the entry at a 0-based position in the book (asked by the Explain pane's Edit entry)."""
+        if not isinstance(target, int):
+            return
+        if self._book is None:  # the first load selects it
+            self._focus_after_load = target
+            return
+        self.select_positions([target])
+        self.table.setFocus()
+
     def selected_positions(self) -> list[int]:
         rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
         records = self.model.records
