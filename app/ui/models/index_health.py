@@ -384,6 +384,9 @@ class EmbeddingModelsModel(RecordTableModel[EmbeddingModelView]):
 
 
 # -- events ----------------------------------------------------------------------------------------------
+REBUILT_EVENT = "rebuilt and swapped in"
+
+
 @dataclass(frozen=True, slots=True)
 class IndexEvent:
     at: datetime
@@ -404,7 +407,7 @@ def health_events(before: IndexHealthReport | None, after: IndexHealthReport) ->
         elif after.state == "rebuilding":
             out.append(("rebuilding beside the old index, which answers until the new one is complete", Level.BUSY))
         elif after.state == "ready" and before.state == "rebuilding":
-            out.append(("rebuilt and swapped in", Level.OK))
+            out.append((REBUILT_EVENT, Level.OK))
         elif after.state == "ready" and before.state == "locked":
             out.append(("the lock is gone: indexing again", Level.OK))
         else:

@@ -45,7 +45,9 @@ from app.ui.async_slot import async_slot
 from app.ui.models.base import RecordTableModel
 from app.ui.models.index_health import (
     INDEX_ORDER,
+    REBUILT_EVENT,
     EmbeddingModelsModel,
+    IndexEvent,
     IndexEventsModel,
     IndexMetricsModel,
     Level,
@@ -439,6 +441,7 @@ class IndexPane(Pane):
 
     @async_slot()
     async def _rebuild(self) -> None:
+        seen = len(self.events_model.records)
         outcome = await self.ops.run_with_progress(
             "rebuild the indexes",
             lambda report: self.facade.indexes.rebuild(report),
@@ -449,6 +452,15 @@ class IndexPane(Pane):
         if isinstance(outcome, Succeeded):
             counts = ", ".join(f"{n:,} {WORDS.get(name, name)}" for name, n in outcome.value.items())
             self._show_result(f"Rebuilt at {clock(datetime.now(UTC))}: {counts}.")
+            # The live reports say it too, unless the bridge folded the rebuilding one into the next.
+            said = {e.index for e in self.events_model.records[seen:] if e.text == REBUILT_EVENT}
+            self.events_model.extend(
+                [
+                    IndexEvent(datetime.now(UTC), name, REBUILT_EVENT, Level.OK)
+                    for name in outcome.value
+                    if name in INDEX_ORDER and name not in said
+                ]
+            )
         elif isinstance(outcome, Cancelled):
             self._show_result(REBUILD_CANCELLED)
         elif isinstance(outcome, Failed):
