@@ -97,7 +97,8 @@ class Conversation:
             self._explained.pop(next(iter(self._explained)))
         return text
 
-    async def on_reply_sent(self, message: IncomingMessage, sent: SentMessage) -> None:
+    async def on_reply_sent(self, message: IncomingMessage, sent: SentMessage) -> int | None:
+        """Store a piece of the familiar's reply; returns its turn id (None if it could not be stored)."""
         turn = await self._append(
             message,
             message_id=sent.message_id,
@@ -112,6 +113,7 @@ class Conversation:
             turn = await self._history.store.latest_revision(message.platform, sent.message_id)
         if explanation_id is not None and turn is not None:
             await self._explanations.link(explanation_id, [turn.id])
+        return None if turn is None else turn.id
 
     async def backfill_point(self, place: str) -> int | None:
         """The message id after which `place` may have missed messages (None: nothing stored there)."""

@@ -293,6 +293,7 @@ class DiscordAdapter:
                 text = await self._sink.reply_for(said)
             if not text:
                 return
+            first: int | None = None  # the reply's first message, as stored: its explanation opens from the log
             for index, piece in enumerate(split_reply(text, max_pieces=self._settings.max_reply_messages)):
                 if index == 0:  # the first piece answers the message; the rest follow it
                     message = await reply.channel.send(
@@ -300,8 +301,11 @@ class DiscordAdapter:
                     )
                 else:
                     message = await reply.channel.send(piece, allowed_mentions=SAFE_MENTIONS)
-                await self._sink.on_reply_sent(said, sent(message))
-            self._state.activity(ActivityKind.REPLY_OUT, reply.where, text[:120], said.message_id, said.place)
+                stored_id = await self._sink.on_reply_sent(said, sent(message))
+                first = stored_id if first is None else first
+            self._state.activity(
+                ActivityKind.REPLY_OUT, reply.where, text[:120], said.message_id, said.place, turn_id=first
+            )
         except asyncio.CancelledError:
             raise
         except FamiliarError as exc:

@@ -51,9 +51,18 @@ class DiscordState:
         self._publish(LatencyMeasured(milliseconds=milliseconds))
 
     def activity(
-        self, kind: ActivityKind, where: str, summary: str, message_id: int | None = None, place: str | None = None
+        self,
+        kind: ActivityKind,
+        where: str,
+        summary: str,
+        message_id: int | None = None,
+        place: str | None = None,
+        *,
+        turn_id: int | None = None,
     ) -> None:
-        self._publish(Activity(kind=kind, where=where, summary=summary, message_id=message_id, place=place))
+        self._publish(
+            Activity(kind=kind, where=where, summary=summary, message_id=message_id, place=place, turn_id=turn_id)
+        )
 
     def failure(self, message: str) -> None:
         """Something the owner must act on (a bad token, a missing permission)."""

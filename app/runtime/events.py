@@ -79,6 +79,7 @@ class Activity:
     at: datetime = field(default_factory=_now)
     message_id: int | None = None  # the Discord message it is about (logs name it instead of its text)
     place: str | None = None  # the place key, where there is one (a reply: open its explanation from here)
+    turn_id: int | None = None  # a reply's first message as stored: the explanation this line opens
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,7 @@ class MessageSink(Protocol):
         """The reply text (None = stay silent). Called inside the typing indicator."""
         ...
 
-    async def on_reply_sent(self, message: IncomingMessage, sent: SentMessage) -> None:
+    async def on_reply_sent(self, message: IncomingMessage, sent: SentMessage) -> int | None:
         """One message of the reply to `message` was accepted by the platform."""
         ...
 

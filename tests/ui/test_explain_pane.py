@@ -210,15 +210,29 @@ def test_a_discord_reply_opens_from_the_dashboards_activity_log(qtbot: QtBot, ru
     qtbot.waitUntil(
         lambda: any(a.kind is ActivityKind.REPLY_OUT for a in dashboard.activity_model.records), timeout=LIVE_WAIT_MS
     )
+    # A second reply in the same channel: the first one's line must still open the first one.
+    llm.script("Tea is brewing.")
+    run(
+        discord.send_message(
+            channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="and tea?", mentions_bot=True
+        )
+    )
+    qtbot.waitUntil(
+        lambda: sum(a.kind is ActivityKind.REPLY_OUT for a in dashboard.activity_model.records) == 2,
+        timeout=LIVE_WAIT_MS,
+    )
     records = dashboard.activity_model.records
     assert not dashboard.explain_activity(0) or records[0].kind is ActivityKind.REPLY_OUT
-    row = next(i for i, a in enumerate(records) if a.kind is ActivityKind.REPLY_OUT)
-    assert records[row].place == f"guild:{GUILD_ID}/{GENERAL}"
+    replies = [(i, a) for i, a in enumerate(records) if a.kind is ActivityKind.REPLY_OUT]
+    row, first = min(replies, key=lambda pair: pair[1].turn_id or 0)
+    assert first.place == f"guild:{GUILD_ID}/{GENERAL}"
+    assert first.turn_id is not None
     assert dashboard.explain_activity(row)
     pane = explain_pane(window)
     assert window.current_pane is pane
-    wait_shown(qtbot, pane)
+    wait_shown(qtbot, pane, first.turn_id)
     assert pane.explanation is not None
+    assert pane.explanation.turn_id == first.turn_id  # that reply, not the channel's newest
     assert pane.explanation.place.name == "Lantern Club #general"
     assert [r.lore.key for r in pane.lore_model.records] == ["kettle"]
     assert pane.answered is not None

@@ -214,7 +214,8 @@ class DashboardPane(Pane):
         record = self.activity_model.record(row)
         if record.kind is not ActivityKind.REPLY_OUT:
             return False
-        self.navigate_requested.emit("explain", record.place)  # its place's newest reply
+        # That reply's explanation; a line without its turn (not stored) opens its place's newest reply.
+        self.navigate_requested.emit("explain", record.turn_id if record.turn_id is not None else record.place)
         return True
 
     def _on_activity_view_activated(self, index: QModelIndex) -> None:
