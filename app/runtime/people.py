@@ -12,7 +12,8 @@ MAX_FACTS_PER_PERSON = 2000
 
 class PeopleMixin(MemoryBase):
     async def people(self, limit: int = 1000) -> list[PersonView]:
-        """Everyone who has spoken, most recently seen first, with how many current facts are about them."""
+        """Everyone who has spoken, most recently seen first (the familiar itself last: it speaks after everyone
+        it answers), with how many current facts are about them."""
         async with self._explained():
             found = await self._deps.catalog.people(limit)
         names = await self._views.names.table(
@@ -27,7 +28,7 @@ class PeopleMixin(MemoryBase):
                 current_facts=p.current_facts,
                 dossier_scopes=tuple(names.place(s) for s in p.dossier_scopes),
             )
-            for p in found
+            for p in sorted(found, key=lambda p: p.participant.is_self)  # stable: the rest keep their order
         ]
 
     async def dossiers(self, person_key: str) -> PersonDossiers:

@@ -58,6 +58,15 @@ def _runtime_clients_loaded() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _closing_never_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window closed at a test's end with edits left unsaved would ask in a modal box that nobody answers:
+    it may close. A test of the question replaces `confirm_discard` on its window."""
+    from app.ui.main_window import MainWindow
+
+    monkeypatch.setattr(MainWindow, "confirm_discard", lambda _self, _losses: True)
+
+
+@pytest.fixture(autouse=True)
 def _qasync_running(qasync_loop: asyncio.AbstractEventLoop, qtbot: QtBot) -> Iterator[None]:
     asyncio.events._set_running_loop(qasync_loop)
     try:

@@ -226,6 +226,28 @@ def test_revert_and_open_data_folder(qtbot: QtBot, live: Live) -> None:
     assert not pane.save_button.isEnabled()
 
 
+def test_closing_the_window_with_unsaved_changes_asks_first(
+    qtbot: QtBot, live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window, pane, _familiar, _discord, _llm, _paths = live
+    assert pane.unsaved_work() is None
+    qtbot.keyClicks(pane.model, "-large")
+    qtbot.waitUntil(lambda: pane.dirty, timeout=WAIT_MS)
+    window.show_pane("dashboard")
+    asked: list[list[str]] = []
+
+    def keep(losses: list[str]) -> bool:
+        asked.append(losses)
+        return False
+
+    monkeypatch.setattr(window, "confirm_discard", keep)
+    assert not window.close()
+    assert window.current_pane is pane  # shown, to save from
+    assert asked == [["The character has unsaved changes (Save is Ctrl+S in the Character pane)."]]
+    qtbot.mouseClick(pane.revert_button, Qt.MouseButton.LeftButton)
+    assert pane.unsaved_work() is None
+
+
 def test_character_pane_screenshot(qtbot: QtBot, run: Run[Any], real_familiar: Familiar) -> None:
     """The demo familiar, a home channel chosen and the persona being edited: for a human to look at."""
     seeding = asyncio.ensure_future(seed_demo(real_familiar))

@@ -338,11 +338,16 @@ def test_a_fact_changed_meanwhile_is_shown_as_it_is_now_not_as_an_error(
     seen = pane.current_item()
     assert seen is not None
     # Another process (the CLI) edits it after the pane loaded, before the change reaches the window.
-    book = real_familiar.history.facts
-    run(book.edit(seen.fact.id, seen.fact.revision, "bob plans a surprise party for carol on the 15th."))
+    run(
+        real_familiar.history.corrections.edit(
+            seen.fact.id, seen.fact.revision, "bob plans a surprise party for carol on the 15th."
+        )
+    )
     new_head = stored(run, real_familiar, seen.fact.id).superseded_by
     assert new_head is not None
-    run(book.reopen(new_head, stored(run, real_familiar, new_head).revision))  # pending again, say
+    run(
+        real_familiar.history.decisions.decide(new_head, stored(run, real_familiar, new_head).revision, "reopen")
+    )  # pending again, say
 
     press(qtbot, pane, Qt.Key.Key_A)
 
@@ -369,7 +374,7 @@ def test_a_fact_decided_elsewhere_meanwhile_says_so_and_offers_nothing_to_decide
     demo = seeded(qtbot, real_familiar)
     pane = windows.open()
     fact = stored(run, real_familiar, demo.pending["surprise"])
-    run(real_familiar.history.facts.accept(fact.id, fact.revision))  # accepted by the CLI, unnoticed yet
+    run(real_familiar.history.decisions.decide(fact.id, fact.revision, "accept"))  # accepted by the CLI, unnoticed yet
 
     press(qtbot, pane, Qt.Key.Key_R)
 
@@ -407,7 +412,11 @@ def test_an_empty_queue_is_all_caught_up_and_mentions_the_snoozed(
     outcome = run(real_familiar.history.insert_fact(NewFact("alice keeps bees", "semantic", 5, 0.9, (ALICE,), PLACE)))
     assert outcome.fact is not None
     fact = outcome.fact
-    run(real_familiar.history.facts.snooze(fact.id, fact.revision, datetime.now(UTC) + timedelta(days=1)))
+    run(
+        real_familiar.history.decisions.decide(
+            fact.id, fact.revision, "snooze", until=datetime.now(UTC) + timedelta(days=1)
+        )
+    )
     pane = windows.open()
     assert pane.is_caught_up
     assert pane.counter.text() == "0 pending, 1 snoozed"
@@ -508,11 +517,14 @@ def test_the_focused_fact_edited_elsewhere_comes_back_as_its_new_version_in_plac
     queue = texts(pane)
     seen = pane.current_item()
     assert seen is not None
-    book = real_familiar.history.facts
-    run(book.edit(seen.fact.id, seen.fact.revision, "bob plans a surprise party for carol on the 15th."))
+    run(
+        real_familiar.history.corrections.edit(
+            seen.fact.id, seen.fact.revision, "bob plans a surprise party for carol on the 15th."
+        )
+    )
     new_head = stored(run, real_familiar, seen.fact.id).superseded_by
     assert new_head is not None
-    run(book.reopen(new_head, stored(run, real_familiar, new_head).revision))
+    run(real_familiar.history.decisions.decide(new_head, stored(run, real_familiar, new_head).revision, "reopen"))
     run(real_familiar.changes.check())  # the window notices (as it does for the CLI within a second)
 
     qtbot.waitUntil(
@@ -533,7 +545,7 @@ def test_the_focused_fact_decided_elsewhere_leaves_with_a_notice(
     queue = texts(pane)
     seen = pane.current_item()
     assert seen is not None
-    run(real_familiar.history.facts.reject(seen.fact.id, seen.fact.revision))
+    run(real_familiar.history.decisions.decide(seen.fact.id, seen.fact.revision, "reject"))
     run(real_familiar.changes.check())
 
     notice = f"“{queue[0]}” left the queue: rejected meanwhile, elsewhere."

@@ -425,6 +425,11 @@ class CharacterPane(Pane):
             found.extend(child for j in range(top.childCount()) if (child := top.child(j)) is not None)
         return found
 
+    def unsaved_work(self) -> str | None:
+        if self.view is None or not self.dirty:
+            return None
+        return "The character has unsaved changes (Save is Ctrl+S in the Character pane)."
+
     @property
     def dirty(self) -> bool:
         return self._clean is not None and _comparable(self.draft()) != _comparable(self._clean)
