@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, time, timedelta
 
 from PySide6.QtCore import QDateTime, Qt
 from PySide6.QtWidgets import QDateTimeEdit, QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
+from app.ui.dialogs.modal import window_modal
 from app.ui.theme import small_label
 
 DEFAULT_HOUR = 9
@@ -53,17 +53,5 @@ class SnoozeDialog(QDialog):
 async def ask_snooze_until(text: str, parent: QWidget | None) -> datetime | None:
     """Show the dialog (window-modal, no nested event loop); the chosen time, or None when cancelled."""
     dialog = SnoozeDialog(text, parent)
-    dialog.setWindowModality(Qt.WindowModality.WindowModal)
-    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-
-    def finished(result: int) -> None:
-        if not done.done():
-            done.set_result(result)
-
-    dialog.finished.connect(finished)
-    dialog.open()
-    try:
-        result = await done
-    finally:
-        dialog.deleteLater()
+    result = await window_modal(dialog)
     return dialog.until() if result == QDialog.DialogCode.Accepted.value else None

@@ -65,6 +65,7 @@ from app.runtime.views import (
 from app.ui import fact_actions
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.forget_dialog import forget_with_preview
+from app.ui.dialogs.modal import window_modal
 from app.ui.models.roles import RecordRole
 from app.ui.models.timeline_model import DiffRole, TimelineDiffModel, TimelineModel, shown
 from app.ui.ops import Failed, Succeeded
@@ -137,19 +138,7 @@ class EditFactDialog(QDialog):
 async def ask_for_text(text: str, parent: QWidget | None) -> str | None:
     """The edit dialog, window-modal without a nested event loop; the new text, or None."""
     dialog = EditFactDialog(text, parent)
-    dialog.setWindowModality(Qt.WindowModality.WindowModal)
-    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-
-    def finished(result: int) -> None:
-        if not done.done():
-            done.set_result(result)
-
-    dialog.finished.connect(finished)
-    dialog.open()
-    try:
-        result = await done
-    finally:
-        dialog.deleteLater()
+    result = await window_modal(dialog)
     new = dialog.text()
     return new if result == QDialog.DialogCode.Accepted and new and new != " ".join(text.split()) else None
 
