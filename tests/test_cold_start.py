@@ -50,6 +50,10 @@ def test_the_window_path_to_the_first_paint_loads_no_runtime_client_store_or_ind
     loaded = _loaded_by("app.cli", "app.bootstrap", "app.logs", "app.runtime.deferred", "app.ui.main_window")
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
     assert not {m for m in loaded if m.startswith(("app.memory", "app.runtime.service"))}
+    # Only what the first paint draws: the Dashboard, not the other panes, their records or the dialogs.
+    panes = {m for m in loaded if m.startswith("app.ui.panes.")}
+    assert panes == {"app.ui.panes.base", "app.ui.panes.dashboard"}, sorted(panes)
+    assert not loaded & {"app.runtime.views", "app.runtime.setup_views", "app.ui.dialogs.settings_dialog"}
 
 
 @pytest.mark.slow

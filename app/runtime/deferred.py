@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ConnectionChanged, ConnectionState, RuntimeEvent
@@ -31,7 +31,9 @@ from app.runtime.facade import (
     StatusSnapshot,
     TurnHit,
 )
-from app.runtime.views import Explanation
+
+if TYPE_CHECKING:
+    from app.runtime.views import Explanation
 
 STARTING_SECRETS = "(known once the familiar has opened)"
 
@@ -116,7 +118,7 @@ class DeferredFacade:
         return self._live.indexes if self._live is not None else cast(IndexesApi, _DeferredApi(self, "indexes"))
 
     async def explain(self, turn_id: int) -> Explanation:
-        return cast(Explanation, await self._call("explain")(turn_id))
+        return cast("Explanation", await self._call("explain")(turn_id))
 
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
         if self._live is not None:

@@ -15,60 +15,61 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.runtime.events import ConnectionState, GuildInfo, RuntimeEvent
-from app.runtime.setup_views import (
-    CardApplied,
-    CardPreview,
-    DiscordCheck,
-    ModelList,
-    SettingsUpdate,
-    SettingsView,
-    Which,
-)
-from app.runtime.views import (
-    FORGET_UNDO_SECONDS,
-    ChannelCatalog,
-    CharacterDraft,
-    CharacterFiles,
-    CharacterSaved,
-    CharacterView,
-    EmbeddingStatusView,
-    Explanation,
-    FactDetail,
-    FactView,
-    FieldProblem,
-    ForgetPreview,
-    ForgetReceipt,
-    ImportOutcome,
-    ImportPreview,
-    IndexStatusView,
-    LoreBookSettings,
-    LoreBookView,
-    LoreEntryView,
-    LoreFiredView,
-    LoreLint,
-    LoreTrial,
-    PauseKind,
-    PauseView,
-    PendingQueue,
-    PersonDossiers,
-    PersonView,
-    Progress,
-    RecalledFact,
-    RememberOutcome,
-    ScheduledForget,
-    SourceMessage,
-    TimedEffectView,
-    TimelineDiff,
-    TimelineExtent,
-    TimelineFilters,
-    TimelinePoint,
-    TimelineSlice,
-    TombstoneView,
-    WorkersView,
-)
+
+if TYPE_CHECKING:  # records for annotations only: the window's path to its first paint skips them
+    from app.runtime.setup_views import (
+        CardApplied,
+        CardPreview,
+        DiscordCheck,
+        ModelList,
+        SettingsUpdate,
+        SettingsView,
+        Which,
+    )
+    from app.runtime.views import (
+        ChannelCatalog,
+        CharacterDraft,
+        CharacterFiles,
+        CharacterSaved,
+        CharacterView,
+        EmbeddingStatusView,
+        Explanation,
+        FactDetail,
+        FactView,
+        FieldProblem,
+        ForgetPreview,
+        ForgetReceipt,
+        ImportOutcome,
+        ImportPreview,
+        IndexStatusView,
+        LoreBookSettings,
+        LoreBookView,
+        LoreEntryView,
+        LoreFiredView,
+        LoreLint,
+        LoreTrial,
+        PauseKind,
+        PauseView,
+        PendingQueue,
+        PersonDossiers,
+        PersonView,
+        Progress,
+        RecalledFact,
+        RememberOutcome,
+        ScheduledForget,
+        SourceMessage,
+        TimedEffectView,
+        TimelineDiff,
+        TimelineExtent,
+        TimelineFilters,
+        TimelinePoint,
+        TimelineSlice,
+        TombstoneView,
+        WorkersView,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +213,7 @@ class MemoryApi(Protocol):
         revision: int,
         *,
         redact_sources: bool = False,
-        delay: float = FORGET_UNDO_SECONDS,
+        delay: float = ...,  # FORGET_UNDO_SECONDS
         initiator: object | None = None,
     ) -> ScheduledForget: ...
 

@@ -154,8 +154,7 @@ class Desktop(QObject):
 
     def open_pending(self) -> None:
         """What clicking the pending notification does: the pending pane if there is one, else the dashboard."""
-        names = [p.name for p in self._window.panes]
-        self.bring_forward(PENDING_PANE if PENDING_PANE in names else "dashboard")
+        self.bring_forward(PENDING_PANE if PENDING_PANE in self._window.pane_names else "dashboard")
 
     # -- where the window was ------------------------------------------------------------------------
     def restore_placement(self, pane: str | None) -> None:
@@ -167,7 +166,7 @@ class Desktop(QObject):
             except (binascii.Error, ValueError):
                 _log.info("the saved window geometry is not readable; using the default size")
         chosen = pane or prefs.last_pane
-        if chosen and chosen in [p.name for p in self._window.panes]:
+        if chosen and chosen in self._window.pane_names:
             self._window.show_pane(chosen)
 
     def save_placement(self) -> None:

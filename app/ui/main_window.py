@@ -3,7 +3,8 @@ background progress in the status bar, Undo notices at the bottom right, Ctrl+Z 
 
 Panes are built from `PANES`, the one registry of panes: adding a pane is one line there (see
 app/ui/panes/base.py). Its names are what `familiar --pane NAME` and `familiar screenshot --pane NAME`
-accept.
+accept. Cold start: a pane's module is imported and the pane built when it is first shown (the Dashboard,
+which collects the activity feed, always at once), so the first paint waits only for what it draws.
 
 The bootstrap builds `MainWindow(facade)`, shows it, calls `maybe_show_first_run()`, and once the window has
 closed (the `closed` signal, or QApplication.lastWindowClosed) awaits `shutdown()` before it stops the facade.
@@ -12,7 +13,9 @@ closed (the `closed` signal, or QApplication.lastWindowClosed) awaits `shutdown(
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -36,21 +39,10 @@ from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import cancel_running_slots
 from app.ui.bridge import RuntimeBridge
 from app.ui.desktop import Desktop
-from app.ui.dialogs.settings_dialog import SettingsDialog
-from app.ui.dialogs.welcome_dialog import WelcomeDialog
 from app.ui.dialogs.window_prefs import WindowPreferencesBox
 from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.panes.character import CharacterPane
-from app.ui.panes.chat import ChatPane
 from app.ui.panes.dashboard import DashboardPane, latency_text
-from app.ui.panes.explain import ExplainPane
-from app.ui.panes.index import IndexPane
-from app.ui.panes.lorebook import LorebookPane
-from app.ui.panes.memory import MemoryPane
-from app.ui.panes.pending import PendingPane
-from app.ui.panes.people import PeoplePane
-from app.ui.panes.timeline import TimelinePane
 from app.ui.progress import StatusProgress
 from app.ui.theme import NAVIGATION_WIDTH, STATUS_BAR_MARGINS, ThemeController, navigation_style
 from app.ui.tray import TrayIcon
@@ -61,24 +53,47 @@ from app.ui.widgets.pause_light import PauseLight
 
 if TYPE_CHECKING:
     from app.ui.dialogs.familiars import Launcher
+    from app.ui.dialogs.settings_dialog import SettingsDialog
+    from app.ui.dialogs.welcome_dialog import WelcomeDialog
+    from app.ui.panes.chat import ChatPane
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_SIZE = QSize(1100, 700)
 
-PANES: tuple[type[Pane], ...] = (
-    DashboardPane,
-    ChatPane,
-    PendingPane,
-    PeoplePane,
-    TimelinePane,
-    MemoryPane,
-    CharacterPane,
-    LorebookPane,
-    IndexPane,
-    ExplainPane,
+
+@dataclass(frozen=True, slots=True)
+class PaneSpec:
+    """A pane the window has, named without importing it: its module loads when the pane is first shown."""
+
+    name: str  # the class's `name`: `familiar --pane NAME`
+    title: str  # the class's `title`: the navigation entry
+    module: str  # in app.ui.panes
+    class_name: str
+
+    def load(self) -> type[Pane]:
+        pane_class = getattr(importlib.import_module(f"app.ui.panes.{self.module}"), self.class_name)
+        if not (isinstance(pane_class, type) and issubclass(pane_class, Pane)):
+            raise TypeError(f"app.ui.panes.{self.module}.{self.class_name} is not a Pane")
+        if (pane_class.name, pane_class.title) != (self.name, self.title):
+            raise TypeError(f"{self.class_name} is called {pane_class.name!r} / {pane_class.title!r}, not as in PANES")
+        return pane_class
+
+
+PANES: tuple[PaneSpec, ...] = (
+    PaneSpec("dashboard", "Dashboard", "dashboard", "DashboardPane"),
+    PaneSpec("chat", "Chat", "chat", "ChatPane"),
+    PaneSpec("pending", "Pending queue", "pending", "PendingPane"),
+    PaneSpec("people", "People", "people", "PeoplePane"),
+    PaneSpec("timeline", "Facts timeline", "timeline", "TimelinePane"),
+    PaneSpec("memory", "Memory controls", "memory", "MemoryPane"),
+    PaneSpec("character", "Character", "character", "CharacterPane"),
+    PaneSpec("lorebook", "Lorebook", "lorebook", "LorebookPane"),
+    PaneSpec("index", "Index health", "index", "IndexPane"),
+    PaneSpec("explain", "Why did it say that", "explain", "ExplainPane"),
 )
 """Every pane, in navigation order. Adding a pane is one line here."""
+MEMORY_PANE = "memory"
 
 P = TypeVar("P", bound=Pane)
 
@@ -154,26 +169,28 @@ class MainWindow(QMainWindow):
         self.bridge = RuntimeBridge(facade, self)
         self.undo = UndoCentre(self.notices, self)
         self.status_progress = StatusProgress()
-        context = PaneContext(
-            facade=facade, bridge=self.bridge, undo=self.undo, status=self.status_progress, window=self
+        self._context = PaneContext(
+            facade=facade,
+            bridge=self.bridge,
+            undo=self.undo,
+            status=self.status_progress,
+            window=self,
+            panes=frozenset(spec.name for spec in PANES),
         )
-        self.panes: list[Pane] = [pane_class(context) for pane_class in PANES]
-        for each in self.panes:
-            each.navigate_requested.connect(self._on_pane_navigate_requested)
-
-        self.dashboard = self.pane_of(DashboardPane)
-        self.dashboard.settings_requested.connect(self.open_settings)
-        self.chat = self.pane_of(ChatPane)
+        self._specs = PANES  # as it was when built (tests take panes out of the registry)
+        self._built: dict[str, Pane] = {}
 
         self.navigation = QListWidget()
         self.navigation.setFixedWidth(NAVIGATION_WIDTH)
         self.navigation.setObjectName("navigation")
         self.navigation.setStyleSheet(navigation_style())
         self.stack = QStackedWidget()
-        for each in self.panes:
-            self.navigation.addItem(each.title)
-            self.stack.addWidget(each)
-        self.navigation.currentRowChanged.connect(self.stack.setCurrentIndex)
+        for spec in self._specs:
+            self.navigation.addItem(spec.title)
+            self.stack.addWidget(QWidget())  # stands in for the pane until it is first shown
+        self.dashboard = self._build(0, DashboardPane)
+        self.dashboard.settings_requested.connect(self.open_settings)
+        self.navigation.currentRowChanged.connect(self._on_navigation_row_changed)
         self.navigation.setCurrentRow(0)
 
         layout = QHBoxLayout(central)
@@ -225,31 +242,78 @@ class MainWindow(QMainWindow):
         self.desktop.add_help_menu(self.help_menu)
 
     # -- panes -------------------------------------------------------------------------------------
+    def _build(self, row: int, expected: type[P]) -> P:
+        """The pane at `row`, built (and its module imported) now if it was not yet."""
+        spec = self._specs[row]
+        built = self._built.get(spec.name)
+        if built is None:
+            built = spec.load()(self._context)
+            built.navigate_requested.connect(self._on_pane_navigate_requested)
+            standing_in = self.stack.widget(row)
+            current = self.stack.currentIndex()
+            self.stack.insertWidget(row, built)
+            if standing_in is not None:
+                self.stack.removeWidget(standing_in)
+                standing_in.deleteLater()
+            if current == row:
+                self.stack.setCurrentIndex(row)
+            self._built[spec.name] = built
+        if not isinstance(built, expected):
+            raise TypeError(f"the {spec.name} pane is a {type(built).__name__}, not a {expected.__name__}")
+        return built
+
+    def _row(self, name: str) -> int:
+        for row, spec in enumerate(self._specs):
+            if name in (spec.name, spec.title):
+                return row
+        raise KeyError(name)
+
+    def _on_navigation_row_changed(self, row: int) -> None:
+        if row < 0:
+            return
+        self._build(row, Pane)
+        self.stack.setCurrentIndex(row)
+
+    @property
+    def panes(self) -> list[Pane]:
+        """Every pane, in navigation order (each built now if it was not yet)."""
+        return [self._build(row, Pane) for row in range(len(self._specs))]
+
+    @property
+    def built_panes(self) -> list[Pane]:
+        """The panes built so far (shown at least once, and the Dashboard)."""
+        return [self._built[spec.name] for spec in self._specs if spec.name in self._built]
+
+    @property
+    def pane_names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self._specs)
+
+    @property
+    def chat(self) -> ChatPane:
+        from app.ui.panes.chat import ChatPane
+
+        return self.pane_of(ChatPane)
+
     def pane_of(self, pane_class: type[P]) -> P:
-        """The window's pane of this class."""
-        for each in self.panes:
-            if isinstance(each, pane_class):
-                return each
-        raise KeyError(pane_class.__name__)
+        """The window's pane of this class (built now if it was not yet)."""
+        return self._build(self._row(pane_class.name), pane_class)
 
     def pane(self, name: str) -> Pane:
         """The pane called `name` (its registry name, e.g. "chat", or its title, e.g. "Chat")."""
-        for each in self.panes:
-            if name in (each.name, each.title):
-                return each
-        raise KeyError(name)
+        return self._build(self._row(name), Pane)
 
     def _on_pane_navigate_requested(self, name: str, target: object) -> None:
         self.show_pane(name).focus_on(target)
 
     @property
     def current_pane(self) -> Pane:
-        return self.panes[self.stack.currentIndex()]
+        return self._build(self.stack.currentIndex(), Pane)
 
     def show_pane(self, name: str) -> Pane:
         """Switch to a pane by name or title; returns it."""
-        found = self.pane(name)
-        self.navigation.setCurrentRow(self.panes.index(found))
+        row = self._row(name)
+        found = self._build(row, Pane)
+        self.navigation.setCurrentRow(row)
         return found
 
     # -- settings ----------------------------------------------------------------------------------
@@ -266,6 +330,8 @@ class MainWindow(QMainWindow):
             return dialog
         if dialog is not None:
             dialog.deleteLater()
+        from app.ui.dialogs.settings_dialog import SettingsDialog
+
         dialog = SettingsDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
         dialog.welcome_requested.connect(self.open_welcome)
@@ -294,6 +360,8 @@ class MainWindow(QMainWindow):
             return dialog
         if dialog is not None:
             dialog.deleteLater()
+        from app.ui.dialogs.welcome_dialog import WelcomeDialog
+
         dialog = WelcomeDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
         dialog.chat_requested.connect(lambda: self.show_pane("chat"))
@@ -344,7 +412,7 @@ class MainWindow(QMainWindow):
             event.ignore()  # the familiar keeps running (and the panes keep their edits); the tray brings it back
             self.desktop.hide_to_tray()
             return
-        unsaved = [(each, text) for each in self.panes if (text := each.unsaved_work())]
+        unsaved = [(each, text) for each in self.built_panes if (text := each.unsaved_work())]
         if unsaved and not self.confirm_discard([text for _pane, text in unsaved]):
             event.ignore()
             self.show_pane(unsaved[0][0].name)
@@ -378,7 +446,7 @@ class MainWindow(QMainWindow):
             self.latency_label.setText(latency_text(None))
 
     def _on_pause_light_clicked(self) -> None:
-        self.show_pane(MemoryPane.name)
+        self.show_pane(MEMORY_PANE)
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)

@@ -26,21 +26,23 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import shiboken6
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
 from app.runtime.errors import FamiliarError
-from app.runtime.views import Progress
 from app.ui.error_text import one_line
 from app.ui.progress import BlockingProgress, StatusProgress
 
 _log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-ProgressSink = Callable[[Progress], None]
+if TYPE_CHECKING:  # for annotations only: this module is on the window's path to its first paint
+    from app.runtime.views import Progress
+
+ProgressSink = Callable[["Progress"], None]
 
 
 @dataclass(frozen=True, slots=True)

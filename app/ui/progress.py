@@ -10,12 +10,16 @@ A `total` of None shows a busy bar without a percentage.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QProgressDialog, QWidget
 
-from app.runtime.views import Progress
 from app.ui.theme import SPACE_S
+
+if TYPE_CHECKING:  # for annotations only: this module is on the window's path to its first paint
+    from app.runtime.views import Progress
+
 
 MIN_SHOW_MS = 500
 BAR_WIDTH = 160
@@ -62,6 +66,8 @@ class StatusProgress(QWidget):
     def begin(self, label: str) -> StatusJob:
         job = self._next_job
         self._next_job += 1
+        from app.runtime.views import Progress  # loaded with the first job, not on the way to the first paint
+
         self._report(job, Progress(label, 0, None), new=True)
         return StatusJob(self, job)
 

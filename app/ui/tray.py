@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import enum
 import logging
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from app.runtime.events import ConnectionState
-from app.runtime.views import PauseView
 from app.ui.icons import app_icon
 from app.ui.theme import STATE_WORDS, colours
+
+if TYPE_CHECKING:  # for annotations only: this module is on the window's path to its first paint
+    from app.runtime.views import PauseView
+
 
 _log = logging.getLogger(__name__)
 

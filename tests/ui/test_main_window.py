@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from app.runtime.events import ConnectionChanged, ConnectionState, LatencyMeasured
@@ -45,6 +46,44 @@ def test_title_and_navigation(qtbot: QtBot, facade: FakeFacade) -> None:
 
     window.show_pane("Dashboard")
     assert window.stack.currentWidget() is window.dashboard
+
+
+def test_panes_are_built_when_first_shown_and_each_registry_entry_names_its_class(
+    qtbot: QtBot, facade: FakeFacade
+) -> None:
+    window = make_window(qtbot, facade)
+    assert [pane.name for pane in window.built_panes] == ["dashboard"]  # what the first paint needed
+    placeholder = window.stack.widget(1)
+
+    window.navigation.setCurrentRow(1)  # by the navigation list, as a click or the arrow keys do
+    chat = window.stack.currentWidget()
+    assert chat is not placeholder
+    assert chat is window.current_pane
+    assert chat.name == PANES[1].name == "chat"
+    settle(qtbot)
+    assert chat.is_loaded  # shown, so loaded
+    assert window.stack.count() == len(PANES)
+    assert window.show_pane("chat") is chat  # built once
+
+    assert [(p.name, p.title) for p in window.panes] == [(s.name, s.title) for s in PANES]  # the rest, now
+    assert [window.stack.widget(row) for row in range(len(PANES))] == window.panes
+    assert window.stack.currentWidget() is chat
+
+
+def test_a_pane_built_after_the_window_is_shown_leaves_it_active_and_focused(
+    qtbot: QtBot, real_familiar: Familiar
+) -> None:
+    window = MainWindow(real_familiar)
+    qtbot.addWidget(window)
+    with qtbot.waitActive(window, timeout=WAIT_MS):
+        window.show()
+        window.activateWindow()
+    for spec in PANES[1:]:
+        pane = window.show_pane(spec.name)  # built now, into the shown window
+        settle(qtbot)
+        # Nothing it made flashed up as a window of its own and took the focus (the keys go to the pane).
+        assert QApplication.activeWindow() is window, spec.name
+        assert pane.isVisible()
 
 
 def test_status_bar_follows_the_connection(qtbot: QtBot, facade: FakeFacade) -> None:

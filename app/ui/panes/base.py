@@ -118,6 +118,7 @@ class PaneContext:
     undo: UndoCentre
     status: StatusProgress  # background progress in the status bar
     window: QWidget  # the parent for dialogs
+    panes: frozenset[str] = frozenset()  # the names of the window's panes (where `navigate_requested` can go)
 
 
 class _StateMessage(QWidget):
@@ -131,12 +132,14 @@ class _StateMessage(QWidget):
         self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.label.setStyleSheet(muted_style())
         self.button = QPushButton(button_text or "")
-        self.button.setVisible(button_text is not None)
         layout = QVBoxLayout(self)
         layout.addStretch(1)
         layout.addWidget(self.label)
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignHCenter)
         layout.addStretch(2)
+        # Only once it has a parent: a parentless widget made visible is a window of its own, which would
+        # flash up and take the focus from the window when a pane is built after the window is shown.
+        self.button.setVisible(button_text is not None)
 
 
 class Pane(QWidget):

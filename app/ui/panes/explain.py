@@ -478,7 +478,7 @@ class ExplainPane(Pane):
         lore = self.selected_lore()
         if lore is None:
             return
-        if any(pane.name == LOREBOOK_PANE for pane in self.context.window.findChildren(Pane)):
+        if LOREBOOK_PANE in self.context.panes:
             self.navigate_requested.emit(LOREBOOK_PANE, lore.index)
             return
         # No Lorebook pane in this window: the file itself.
