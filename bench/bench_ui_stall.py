@@ -45,6 +45,7 @@ import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -103,6 +104,11 @@ class Heartbeat:
         except (OSError, ValueError, IndexError):
             return None
 
+    @property
+    def last(self) -> float:
+        """perf_counter at the last tick (0 before the first)."""
+        return self._last
+
     def _tick(self) -> None:
         now, cpu, queued = time.perf_counter(), time.thread_time(), self._waited()
         if self._last:
@@ -131,6 +137,78 @@ class Heartbeat:
         return self.gaps
 
 
+@dataclass(frozen=True)
+class Collection:
+    """One run of Python's garbage collector: while it runs, every thread waits (it holds the GIL)."""
+
+    ended: float  # perf_counter at its end
+    ms: float
+    generation: int
+    thread: str
+
+
+class GcWatch:
+    """Records every garbage collection (how long, which generation, on which thread) while started."""
+
+    def __init__(self) -> None:
+        self.collections: list[Collection] = []
+        self._began: float | None = None
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        now = time.perf_counter()
+        if phase == "start":
+            self._began = now
+        elif self._began is not None:
+            name = threading.current_thread().name
+            self.collections.append(Collection(now, (now - self._began) * 1000, info["generation"], name))
+            self._began = None
+
+    def start(self) -> None:
+        self.collections = []
+        gc.callbacks.append(self._callback)
+
+    def stop(self) -> list[Collection]:
+        gc.callbacks.remove(self._callback)
+        return self.collections
+
+
+class StallSampler:
+    """`--stacks`: a thread that, while the heartbeat is late by more than `late_ms`, samples the UI thread's
+    stack every few ms; at the end, the places it was found most often (busy in Python, or blocked in a call
+    that let go of the GIL: a lock, a file, a socket)."""
+
+    def __init__(self, heartbeat: Heartbeat, late_ms: float = 20.0) -> None:
+        self._heartbeat = heartbeat
+        self._late = late_ms / 1000
+        self._ui = threading.get_ident()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="stall-sampler", daemon=True)
+        self.samples: dict[str, int] = {}
+
+    def _watch(self) -> None:
+        import traceback
+
+        while not self._stop.wait(0.003):
+            last = self._heartbeat.last
+            if not last or time.perf_counter() - last < self._late:
+                continue
+            frame = sys._current_frames().get(self._ui)
+            if frame is None:
+                continue
+            frames = [f for f in traceback.extract_stack(frame) if "/site-packages/qasync/" not in f.filename]
+            where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames[-6:]))
+            self.samples[where] = self.samples.get(where, 0) + 1
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> str:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        top = sorted(self.samples.items(), key=lambda item: -item[1])[:8]
+        return "\n".join(f"           {count:4d} x {where}" for where, count in top)
+
+
 @dataclass
 class Figures:
     name: str
@@ -139,6 +217,7 @@ class Figures:
     note: str = ""
     ran: list[float] = field(default_factory=list)  # the UI thread's CPU ms within each gap
     queued: list[float] = field(default_factory=list)  # its ms waiting for a core within each gap (Linux)
+    collections: list[Collection] = field(default_factory=list)
 
     @property
     def longest(self) -> float:
@@ -173,6 +252,14 @@ class Figures:
             text += "\n           longest gaps: " + ", ".join(pieces)
             if self.queued:
                 text += f"; over the run the UI thread waited {sum(self.queued) / 1000:.1f} s for a core"
+        if self.collections:
+            full = [c for c in self.collections if c.generation == 2]
+            worst = max(self.collections, key=lambda c: c.ms)
+            text += (
+                f"\n           garbage collections: {len(self.collections)} ({len(full)} full), all threads paused"
+                f" {sum(c.ms for c in self.collections):.0f} ms in all; longest {worst.ms:.1f} ms"
+                f" (generation {worst.generation}, on {worst.thread})"
+            )
         if self.ran:
             cpu_p99, cpu_longest = pct(self.ran, 0.99), max(self.ran)
             cpu_ok = cpu_longest <= TARGET_MAX_GAP_MS and cpu_p99 < TARGET_P99_MS
@@ -473,13 +560,21 @@ PREPARE: dict[str, Callable[[Ctx], Awaitable[None]]] = {
 }
 
 
-async def measure(name: str, work: Callable[[], Awaitable[str]]) -> Figures:
+async def measure(name: str, work: Callable[[], Awaitable[str]], stacks: bool = False) -> Figures:
     heartbeat = Heartbeat()
+    collector = GcWatch()
+    sampler = StallSampler(heartbeat) if stacks else None
     heartbeat.start()
+    collector.start()
+    if sampler is not None:
+        sampler.start()
     started = time.perf_counter()
     note = await work()
+    if sampler is not None:
+        note += "\n           where the UI thread was found while the heartbeat was late:\n" + sampler.stop()
+    collections = collector.stop()
     gaps = heartbeat.stop()
-    return Figures(name, time.perf_counter() - started, gaps, note, heartbeat.ran, heartbeat.queued)
+    return Figures(name, time.perf_counter() - started, gaps, note, heartbeat.ran, heartbeat.queued, collections)
 
 
 async def run(args: argparse.Namespace) -> list[str]:
@@ -520,7 +615,7 @@ async def run(args: argparse.Namespace) -> list[str]:
                 gc.collect()
                 gc.freeze()
             for name in args.scenario:
-                figures = await measure(name, lambda name=name: SCENARIOS[name](ctx))
+                figures = await measure(name, lambda name=name: SCENARIOS[name](ctx), args.stacks)
                 lines.append(figures.line(baseline))
         finally:
             await window.shutdown()
@@ -552,6 +647,9 @@ def main() -> None:
         "--collect-prepared",
         action="store_true",
         help="leave the invented turns to the garbage collector (its full collections then stall the loop)",
+    )
+    parser.add_argument(
+        "--stacks", action="store_true", help="sample the UI thread's stack while the heartbeat is late, and list where"
     )
     args = parser.parse_args()
     args.scenario = args.scenario or ["import"]

@@ -18,6 +18,9 @@ _log = logging.getLogger(__name__)
 LOAD_TIMEOUT = 30.0
 
 
+SETTLE_SECONDS = 0.1
+
+
 async def save_screenshot(
     facade: FamiliarFacade, pane: str, out: Path, size: tuple[int, int], *, timeout: float = LOAD_TIMEOUT
 ) -> Path:
@@ -39,7 +42,9 @@ async def save_screenshot(
             await asyncio.wait_for(window.pause_light.settled(), timeout)  # the status bar's pause light too
         except TimeoutError:
             raise FamiliarError(f"the pause switches could not be read within {timeout:g} s") from None
-        await asyncio.sleep(0)  # let the layout settle after the last rows arrived
+        # Let the layout settle after the last rows arrived, and what a pane lays out on the loop's next
+        # turn (the pending queue's sources) be drawn.
+        await asyncio.sleep(SETTLE_SECONDS)
         if not window.grab().save(str(out), "PNG"):
             raise FamiliarError(f"cannot write {out}: check that its folder exists and is writable")
         return out

@@ -1,4 +1,4 @@
-"""Window-wide undo: one QUndoStack, Ctrl+Z / Ctrl+Shift+Z, and an "Undo" notice per action.
+"""Window-wide undo: one QUndoStack, Ctrl+Z / Ctrl+Shift+Z, and an "Undo" notice for what was just done.
 
 An action is something `Reversible`: async `redo()` (do it) and `undo()`, each a facade call that
 carries the revision it saw, so an undo of something that changed meanwhile is refused, not forced.
@@ -13,6 +13,12 @@ stack after, so the stack never claims an undo that did not happen. An action un
 while others were done after it is marked obsolete (Ctrl+Z then skips it). An action with an undo
 window (a forget: applied once it ends) becomes obsolete when the window ends. A failed undo is
 shown as a notice and the action leaves the stack (it cannot be undone any more).
+
+Notices: an action with an undo window (a forget) has a notice of its own for as long as the window
+lasts, whose Undo undoes that action wherever it is on the stack. Other actions done one after the
+other (a queue triaged by keys) share one notice: it names the latest, which its Undo undoes, and says
+how many earlier ones Ctrl+Z undoes in turn; it stays UNDO_NOTICE_MS after the latest. (A stack of
+notices shifting at every key cost the window most of its time while triaging: bench_ui_stall triage.)
 """
 
 from __future__ import annotations
@@ -66,6 +72,22 @@ class _Command(QUndoCommand):
         return None
 
 
+class _SharedNotice:
+    """The notice a run of actions shares: the command its Undo undoes, and how many came before it."""
+
+    def __init__(self, notice: Notice, command: _Command) -> None:
+        self.notice = notice
+        self.command = command
+        self.earlier = 0
+
+
+def shared_text(label: str, earlier: int) -> str:
+    """A shared notice's words: the latest action, and how many earlier ones Ctrl+Z undoes."""
+    if not earlier:
+        return label
+    return f"{label} · {earlier} earlier: Ctrl+Z"
+
+
 class UndoCentre(QObject):
     """Emits `changed` after every undo, redo or new action (so a pane can refresh what it shows)."""
 
@@ -83,6 +105,7 @@ class UndoCentre(QObject):
         self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence(QKeySequence.StandardKey.Redo)])
         self.redo_action.triggered.connect(self._on_redo_triggered)
         self.stack.indexChanged.connect(self._sync_actions)
+        self._shared: _SharedNotice | None = None
         self._sync_actions()
 
     @property
@@ -108,9 +131,22 @@ class UndoCentre(QObject):
         self.stack.push(command)
         self._start_expiry(command)
         window_ms = int(action.undo_window * 1000) if action.undo_window is not None else 0
-        notice = self.notices.show_notice(
-            action.label, action=lambda: self._on_notice_undo(command), duration_ms=max(UNDO_NOTICE_MS, window_ms)
-        )
+        shared = self._shared
+        showing = self.notices.notices()
+        if action.undo_window is None and shared is not None and showing and showing[-1] is shared.notice:
+            shared.command = command
+            shared.earlier += 1
+            self.notices.retell(shared.notice, shared_text(action.label, shared.earlier), UNDO_NOTICE_MS)
+            self.changed.emit()
+            return shared.notice
+        if action.undo_window is None:
+            notice = self.notices.show_notice(action.label, action=lambda: None, duration_ms=UNDO_NOTICE_MS)
+            holder = self._shared = _SharedNotice(notice, command)
+            notice.action_clicked.connect(lambda: self._on_notice_undo(holder.command))
+        else:
+            notice = self.notices.show_notice(
+                action.label, action=lambda: self._on_notice_undo(command), duration_ms=max(UNDO_NOTICE_MS, window_ms)
+            )
         self.changed.emit()
         return notice
 

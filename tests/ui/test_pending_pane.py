@@ -177,6 +177,7 @@ def test_the_detail_shows_sources_and_what_it_would_replace_with_a_coloured_word
     assert detail.about.text() == "carol"
     assert detail.said_in.text() == "Lantern Club #general"
     assert detail.recalled_in.text() == "Lantern Club"
+    qtbot.waitUntil(lambda: not detail.context_pending, timeout=WAIT_MS)  # laid out on the next turn of the loop
     page = detail.browser.toHtml()
     assert "I started learning the cello this week." in page
     assert "carol is vegetarian." in page  # the current fact it could replace

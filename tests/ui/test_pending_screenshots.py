@@ -83,6 +83,7 @@ def test_an_item_with_its_word_diff_on_a_dark_palette(
     pane.move_focus(4)  # "bob's cat Pepper is 14 and climbs curtains.": two facts it could replace
     pane.model.toggle_mark(1)
     settle(qtbot)
+    qtbot.waitUntil(lambda: not pane.detail.context_pending, timeout=WAIT_MS)
     qtbot.waitExposed(window)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / "pending_pane_dark.png"

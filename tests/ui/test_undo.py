@@ -143,27 +143,33 @@ def test_ctrl_z_and_ctrl_shift_z_in_the_window(
     run(window.shutdown())
 
 
-def test_an_older_action_undone_from_its_notice_leaves_the_newer_ones_alone(
+def test_actions_in_a_row_share_one_notice_whose_undo_is_the_latest_and_ctrl_z_the_earlier_ones(
     qtbot: QtBot, run: Run[Any], real_familiar: Familiar, memory_facade: FakeFacade
 ) -> None:
     undo = make_context(qtbot, memory_facade).undo
-    first = pending_fact(run, real_familiar, "Alice keeps bees")
-    second = pending_fact(run, real_familiar, "Alice keeps a kettle")
-    run(undo.perform(fact_actions.accept(memory_facade.memory, first)))
-    run(undo.perform(fact_actions.accept(memory_facade.memory, second)))
-    older, newer = undo.notices.notices()
-    assert older.action_button is not None
+    facts = [pending_fact(run, real_familiar, f"Alice keeps {what}") for what in ("bees", "a kettle", "a diary")]
+    for fact in facts:
+        run(undo.perform(fact_actions.accept(memory_facade.memory, fact)))
+    (notice,) = undo.notices.notices()  # one box said again, not a stack shifting at every key
+    assert notice.text == "Accepted “Alice keeps a diary” · 2 earlier: Ctrl+Z"
+    assert notice.remaining_ms > UNDO_NOTICE_MS - 1_000  # counted from the latest
+    assert notice.action_button is not None
 
-    qtbot.mouseClick(older.action_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(notice.action_button, Qt.MouseButton.LeftButton)
     settle(qtbot)
-    assert stored(run, real_familiar, first.id).status == "pending"
-    assert stored(run, real_familiar, second.id).status == "active"
-    assert not newer.is_gone
+    assert [stored(run, real_familiar, f.id).status for f in facts] == ["active", "active", "pending"]
+    assert notice.is_gone
+    trigger(qtbot, undo.undo_action)
+    assert [stored(run, real_familiar, f.id).status for f in facts] == ["active", "pending", "pending"]
 
-    trigger(qtbot, undo.undo_action)  # the newer one
-    assert stored(run, real_familiar, second.id).status == "pending"
-    assert not undo.undo_action.isEnabled()  # the older one was undone already: nothing left
-    assert run(undo.undo()) is False
+    # A forget has a notice of its own (its undo window); what follows it starts a new shared one.
+    kept = active_fact(run, real_familiar, "Alice's locker holds a secret")
+    run(undo.perform(fact_actions.forget(memory_facade.memory, kept)))
+    run(undo.perform(fact_actions.accept(memory_facade.memory, pending_fact(run, real_familiar, "Alice keeps owls"))))
+    texts = [n.text for n in undo.notices.notices()]
+    assert len(texts) == 2
+    assert texts[0].startswith("Forgot")
+    assert texts[1] == "Accepted “Alice keeps owls”"
 
 
 def test_an_undo_the_store_refuses_is_said_and_leaves_the_stack(

@@ -1,5 +1,7 @@
-"""Notices: small dark boxes stacked at the bottom right of the window, one per action, each with an
-optional action button ("Undo") and a close button, each going away by itself after its duration.
+"""Notices: small dark boxes stacked at the bottom right of the window, each with an optional action
+button ("Undo") and a close button, each going away by itself after its duration. A notice can be told
+again (`NoticeArea.retell`): new words and a new duration in the same box, so a run of actions shows one
+notice, not a stack that shifts at every key.
 
 `NoticeArea` overlays its parent (the window's central widget) and follows its size; it lets clicks
 through everywhere but on the notices themselves.
@@ -62,6 +64,11 @@ class Notice(QFrame):
     @property
     def text(self) -> str:
         return self.label.text()
+
+    def retell(self, text: str, duration_ms: int) -> None:
+        """New words and a new duration, from now (see NoticeArea.retell)."""
+        self.label.setText(single_line(text))
+        self._timer.start(duration_ms)
 
     @property
     def remaining_ms(self) -> int:
@@ -131,6 +138,16 @@ class NoticeArea(QWidget):
         self.raise_()
         self._place()
         return notice
+
+    def retell(self, notice: Notice, text: str, duration_ms: int) -> None:
+        """Say `text` in `notice` (still showing), for `duration_ms` from now; it stays where it is."""
+        notice.retell(text, duration_ms)
+        height = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
+        if self._heights.get(notice) != height:
+            self._heights.pop(notice, None)
+            notice.setMinimumHeight(0)
+            notice.setMaximumHeight(16_777_215)
+            self._place()
 
     def show_message(self, text: str) -> Notice:
         """A notice without an action (an undo that could not be done, say)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from datetime import UTC, datetime
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QPalette
 from PySide6.QtWidgets import (
     QFormLayout,
@@ -84,6 +84,10 @@ class PendingDetail(QWidget):
         super().__init__(parent)
         self._item: PendingItem | None = None
         self._conflict: str | None = None
+        self._context_timer = QTimer(self)
+        self._context_timer.setSingleShot(True)
+        self._context_timer.setInterval(0)
+        self._context_timer.timeout.connect(self._on_context_timer_timeout)
 
         self.conflict = QFrame()
         self.conflict.setObjectName("conflict")
@@ -179,6 +183,7 @@ class PendingDetail(QWidget):
             self.kind_label.setText("")
             for label in (self.about, self.said_by, self.said_in, self.recalled_in, self.learned, self.snoozed):
                 label.setText("")
+            self._context_timer.stop()
             self.browser.clear()
             return
         fact = item.fact
@@ -195,7 +200,18 @@ class PendingDetail(QWidget):
         snoozed = fact.snoozed(now) and fact.snoozed_until is not None
         self.snoozed.setText(weekday_when(fact.snoozed_until, now=now) if fact.snoozed_until and snoozed else "")
         self._form.setRowVisible(self.snoozed, snoozed)
-        self.browser.setHtml(self.context_html(item))
+        # The sources and related facts (a rich-text layout, the costliest part) on the loop's next turn:
+        # the list's repaint after a key goes first, and keys pressed in a row lay out only the last item.
+        self._context_timer.start()
+
+    @property
+    def context_pending(self) -> bool:
+        """The sources and related facts of the item shown are still to be laid out (next turn of the loop)."""
+        return self._context_timer.isActive()
+
+    def _on_context_timer_timeout(self) -> None:
+        if self._item is not None:
+            self.browser.setHtml(self.context_html(self._item))
 
     def context_html(self, item: PendingItem) -> str:
         """The sources and the related facts with their diffs, as rich text (every text escaped)."""

@@ -120,8 +120,13 @@ class PendingItemDelegate(QStyledItemDelegate):
         meta = self._meta(item)
         size = option.rect.size()
         ratio = painter.device().devicePixelRatioF() if painter.device() is not None else 1.0
+        state = option.state
+        if not state & QStyle.StateFlag.State_Selected:
+            # Only a selected row looks different when the window is not the active one (a menu is open):
+            # the others are drawn as active, so opening and closing the snooze menu redraws no row.
+            state |= QStyle.StateFlag.State_Active
         key = (
-            item.fact.id, item.fact.revision, item.fact.content, meta, changed, option.state.value,
+            item.fact.id, item.fact.revision, item.fact.content, meta, changed, state.value,
             option.features.value, index.data(Qt.ItemDataRole.CheckStateRole), size.width(), size.height(),
             option.palette.cacheKey(), option.font.key(), ratio,
         )  # fmt: skip
@@ -130,6 +135,7 @@ class PendingItemDelegate(QStyledItemDelegate):
             opt = QStyleOptionViewItem(option)
             self.initStyleOption(opt, index)
             opt.text = ""
+            opt.state = state
             image = QPixmap(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
             image.setDevicePixelRatio(ratio)
             image.fill(Qt.GlobalColor.transparent)  # over the row's background, which the view paints
