@@ -172,10 +172,14 @@ class GcWatch:
         return self.collections
 
 
+IDLE_FRAMES = {"wait", "_wait_for_tstate_lock", "get", "select", "poll", "sleep", "_recv_bytes", "_watch"}
+"""Where a worker thread is when it waits for work (left out of the samples)."""
+
+
 class StallSampler:
-    """`--stacks`: a thread that, while the heartbeat is late by more than `late_ms`, samples the UI thread's
-    stack every few ms; at the end, the places it was found most often (busy in Python, or blocked in a call
-    that let go of the GIL: a lock, a file, a socket)."""
+    """`--stacks`: a thread that, while the heartbeat is late by more than `late_ms`, samples every thread's
+    stack every few ms; at the end, the places they were found most often: the UI thread busy in Python,
+    inside Qt (its outermost frame), or blocked; and what the other threads were doing meanwhile."""
 
     def __init__(self, heartbeat: Heartbeat, late_ms: float = 20.0) -> None:
         self._heartbeat = heartbeat
@@ -192,12 +196,16 @@ class StallSampler:
             last = self._heartbeat.last
             if not last or time.perf_counter() - last < self._late:
                 continue
-            frame = sys._current_frames().get(self._ui)
-            if frame is None:
-                continue
-            frames = [f for f in traceback.extract_stack(frame) if "/site-packages/qasync/" not in f.filename]
-            where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames[-6:]))
-            self.samples[where] = self.samples.get(where, 0) + 1
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                if ident == threading.get_ident():
+                    continue
+                frames = [f for f in traceback.extract_stack(frame) if "/site-packages/qasync/" not in f.filename]
+                if ident != self._ui and (not frames or frames[-1].name in IDLE_FRAMES):
+                    continue  # a worker waiting for work
+                where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames[-5:]))
+                key = f"[{'UI' if ident == self._ui else names.get(ident, ident)}] {where}"
+                self.samples[key] = self.samples.get(key, 0) + 1
 
     def start(self) -> None:
         self._thread.start()
@@ -205,7 +213,7 @@ class StallSampler:
     def stop(self) -> str:
         self._stop.set()
         self._thread.join(timeout=5)
-        top = sorted(self.samples.items(), key=lambda item: -item[1])[:8]
+        top = sorted(self.samples.items(), key=lambda item: -item[1])[:16]
         return "\n".join(f"           {count:4d} x {where}" for where, count in top)
 
 
@@ -584,6 +592,9 @@ async def run(args: argparse.Namespace) -> list[str]:
         familiar = await open_familiar(paths)
         await familiar.start_learning()
         familiar.start_watching()
+        # Starting the workers loads the LLM client on a worker thread (once, ~0.5 s holding the interpreter
+        # lock in bursts, right after the window opens): done before the heartbeat starts, not in a scenario.
+        await familiar.client_loaded()
         window = MainWindow(familiar)
         window.show()
         lines: list[str] = []

@@ -63,3 +63,36 @@ def test_the_runtime_loads_discord_with_the_adapter_and_openai_on_first_use() ->
     assert "openai" not in loaded
     assert "tantivy" in loaded  # the store and its index are what opening a familiar is for
     assert "discord" in _loaded_by("app.runtime.discord_client")
+
+
+_STARTS_LEARNING = """
+import asyncio, sys, tempfile
+from pathlib import Path
+from app.config.paths import FamiliarPaths
+from app.config.secrets import SecretStore
+from app.runtime.service import Familiar
+
+async def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = FamiliarPaths(root=Path(tmp) / "home", name="default")
+        familiar = await Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False), env={})
+        try:
+            before = "openai" in sys.modules
+            await familiar.start_learning()
+            await asyncio.wait_for(familiar.client_loaded(), 60)
+            print(before, "openai" in sys.modules)
+        finally:
+            await familiar.close()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_starting_the_workers_loads_the_llm_client_off_the_loop_before_their_first_request() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", _STARTS_LEARNING], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    # Opening a familiar (a one-shot command does only that) leaves it alone; the workers' start loads it.
+    assert result.stdout.split() == ["False", "True"], result.stderr[-2000:]

@@ -29,12 +29,20 @@ if TYPE_CHECKING:  # the openai package loads on the first request (importing it
     import openai
     from openai.types.chat import ChatCompletionMessageParam
 
-__all__ = ["ChatMessage", "LLMClient", "LLMEndpoint", "LLMError", "strip_reasoning"]
+__all__ = ["ChatMessage", "LLMClient", "LLMEndpoint", "LLMError", "load_client_library", "strip_reasoning"]
 
 _MAX_BACKOFF = 30.0
 _MAX_RETRY_AFTER = 30.0
 _DETAIL_LIMIT = 200
 MODEL_LIST_TIMEOUT = 15.0
+
+
+async def load_client_library() -> None:
+    """Import the `openai` package on a worker thread, once (about half a second of work that holds the
+    interpreter lock in bursts): started with the memory workers, so their first request does not do it in
+    the middle of what the owner is doing in the window."""
+    if "openai" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "openai")
 
 
 class ChatMessage(TypedDict):

@@ -10,6 +10,7 @@ indexes_api.py) and the background memory workers (projectors/).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
@@ -84,6 +85,7 @@ class Familiar:
         self._discord: ChatConnection | None = None
         self._index_health: dict[str, IndexHealth] = {}
         self._closed = False
+        self._client_loading: asyncio.Task[None] | None = None
         self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml, self._other_tombstone_keys)
         self.projections = Projections(history.store)
         self.pauses = PauseSwitches(history.store)
@@ -263,6 +265,10 @@ class Familiar:
         if self._closed:
             return
         self._closed = True
+        if self._client_loading is not None and not self._client_loading.done():
+            self._client_loading.cancel()  # the import goes on on its thread; nothing waits for it
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._client_loading
         await self.stop()
         await self.learning.close()
         # The window closing ends the undo window of the forgets it scheduled: apply them now.
@@ -284,6 +290,15 @@ class Familiar:
         """Start the background memory workers (the window and headless mode; not one-shot commands)."""
         await self.work_queue.requeue_running()
         self.learning.start()
+        if self._client_loading is None:
+            from app.runtime.llm import load_client_library
+
+            self._client_loading = asyncio.create_task(load_client_library(), name="load the LLM client")
+
+    async def client_loaded(self) -> None:
+        """Until the LLM client library has loaded (start_learning begins loading it off the loop)."""
+        if self._client_loading is not None:
+            await asyncio.shield(self._client_loading)
 
     async def learn_now(self) -> dict[str, str]:
         """Run every memory worker once, now; returns what each reported."""
