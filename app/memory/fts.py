@@ -471,6 +471,9 @@ class FtsIndex:
         """The user's words over the search fields; each CJK run, the phrase of its bigrams (any one
         of them may match, as any one word may)."""
         fields = list(self.spec.search_fields)
+        # The user's words never name a field: "0:*" would be an exists-query on a field "0", which the
+        # lenient parser accepts and the search then refuses (ValueError). The tokenizer splits at ":" anyway.
+        text = text.replace(":", " ")
         if not self.spec.cjk_sources or CJK_RUN.search(text) is None:
             query, _errors = index.parse_query_lenient(text, fields)
             return query
