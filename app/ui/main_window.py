@@ -96,6 +96,7 @@ PANES: tuple[PaneSpec, ...] = (
 MEMORY_PANE = "memory"
 
 P = TypeVar("P", bound=Pane)
+D = TypeVar("D", bound=QDialog)
 
 
 def pane_names() -> tuple[str, ...]:
@@ -131,6 +132,17 @@ def _add_section(dialog: QDialog, section: QWidget) -> None:
         layout.insertWidget(max(0, layout.count() - 1), section)
     elif layout is not None:
         layout.addWidget(section)
+
+
+def _raised(dialog: D | None) -> D | None:
+    """`dialog` raised and returned if it is showing; a closed one is let go (None: make a new one)."""
+    if dialog is not None and dialog.isVisible():
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
+    if dialog is not None:
+        dialog.deleteLater()
+    return None
 
 
 class MainWindow(QMainWindow):
@@ -169,15 +181,15 @@ class MainWindow(QMainWindow):
         self.bridge = RuntimeBridge(facade, self)
         self.undo = UndoCentre(self.notices, self)
         self.status_progress = StatusProgress()
+        self._specs = PANES  # as it was when built (tests take panes out of the registry)
         self._context = PaneContext(
             facade=facade,
             bridge=self.bridge,
             undo=self.undo,
             status=self.status_progress,
             window=self,
-            panes=frozenset(spec.name for spec in PANES),
+            panes=frozenset(self.pane_names),
         )
-        self._specs = PANES  # as it was when built (tests take panes out of the registry)
         self._built: dict[str, Pane] = {}
 
         self.navigation = QListWidget()
@@ -323,13 +335,8 @@ class MainWindow(QMainWindow):
 
     def open_settings(self) -> SettingsDialog:
         """Show the settings dialog (non-modal); raise it if it is already open."""
-        dialog = self._settings_dialog
-        if dialog is not None and dialog.isVisible():
-            dialog.raise_()
-            dialog.activateWindow()
-            return dialog
-        if dialog is not None:
-            dialog.deleteLater()
+        if (showing := _raised(self._settings_dialog)) is not None:
+            return showing
         from app.ui.dialogs.settings_dialog import SettingsDialog
 
         dialog = SettingsDialog(self._facade, self)
@@ -353,13 +360,8 @@ class MainWindow(QMainWindow):
 
     def open_welcome(self) -> WelcomeDialog:
         """Show the welcome flow (non-modal); raise it if it is already open."""
-        dialog = self._welcome_dialog
-        if dialog is not None and dialog.isVisible():
-            dialog.raise_()
-            dialog.activateWindow()
-            return dialog
-        if dialog is not None:
-            dialog.deleteLater()
+        if (showing := _raised(self._welcome_dialog)) is not None:
+            return showing
         from app.ui.dialogs.welcome_dialog import WelcomeDialog
 
         dialog = WelcomeDialog(self._facade, self)

@@ -140,9 +140,11 @@ class UndoCentre(QObject):
             self.changed.emit()
             return shared.notice
         if action.undo_window is None:
-            notice = self.notices.show_notice(action.label, action=lambda: None, duration_ms=UNDO_NOTICE_MS)
+            holder: _SharedNotice  # its Undo undoes the latest of the run (bound below, before any click)
+            notice = self.notices.show_notice(
+                action.label, action=lambda: self._on_notice_undo(holder.command), duration_ms=UNDO_NOTICE_MS
+            )
             holder = self._shared = _SharedNotice(notice, command)
-            notice.action_clicked.connect(lambda: self._on_notice_undo(holder.command))
         else:
             notice = self.notices.show_notice(
                 action.label, action=lambda: self._on_notice_undo(command), duration_ms=max(UNDO_NOTICE_MS, window_ms)

@@ -93,6 +93,11 @@ class Notice(QFrame):
         self.deleteLater()
 
 
+def _height(notice: Notice) -> int:
+    """As tall as its wrapped text needs at the notices' width."""
+    return max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
+
+
 class NoticeArea(QWidget):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
@@ -142,11 +147,10 @@ class NoticeArea(QWidget):
     def retell(self, notice: Notice, text: str, duration_ms: int) -> None:
         """Say `text` in `notice` (still showing), for `duration_ms` from now; it stays where it is."""
         notice.retell(text, duration_ms)
-        height = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
+        height = _height(notice)
         if self._heights.get(notice) != height:
-            self._heights.pop(notice, None)
-            notice.setMinimumHeight(0)
-            notice.setMaximumHeight(16_777_215)
+            self._heights[notice] = height
+            notice.setFixedHeight(height)
             self._place()
 
     def show_message(self, text: str) -> Notice:
@@ -173,7 +177,7 @@ class NoticeArea(QWidget):
         for notice in showing:
             height = self._heights.get(notice)
             if height is None:
-                height = self._heights[notice] = max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
+                height = self._heights[notice] = _height(notice)
                 notice.setFixedHeight(height)
             heights.append(height)
         total = sum(heights) + self._layout.spacing() * max(0, len(heights) - 1)
