@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QListView
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
 from app.runtime.views import FactView, PendingItem, PersonRef, PlaceRef, SourceMessage
+from app.ui.models.base import native_rows
 from app.ui.models.pending_model import ABOUT, SAID_IN, ChangedRole, PendingModel, meta_line
 from app.ui.models.roles import RecordRole
 from app.ui.widgets.pending_item_delegate import PendingItemDelegate
@@ -101,22 +104,27 @@ def test_rows_show_names_places_and_the_changed_flag() -> None:
     assert model.index(0, 0).data(ChangedRole) is True
 
 
-def test_rows_are_drawn_once_then_copied_and_look_the_same(qtbot: QtBot) -> None:
+@pytest.mark.parametrize("through_proxy", [False, True], ids=["model", "native_rows"])
+def test_rows_are_drawn_once_then_copied_and_look_the_same(qtbot: QtBot, through_proxy: bool) -> None:
     """A decision moves every row below it up one: those rows are copied from their images, not drawn
-    again (bench/bench_ui_stall.py --scenario triage), and a copy looks exactly like a fresh drawing."""
+    again (bench/bench_ui_stall.py --scenario triage), and a copy looks exactly like a fresh drawing, in
+    either alternate shade. The pane shows the model through `native_rows` and lets the delegate read it
+    by row; both ways draw the same."""
     model = PendingModel()
     model.set_records([item(i) for i in range(1, 41)])
     view = QListView()
     qtbot.addWidget(view)
-    view.setModel(model)
-    delegate = PendingItemDelegate(view)
+    shown = native_rows(model, view) if through_proxy else model
+    view.setModel(shown)
+    rows = model if through_proxy else None
+    delegate = PendingItemDelegate(view, rows)
     view.setItemDelegate(delegate)
     view.setUniformItemSizes(True)
     view.setAlternatingRowColors(True)
     view.resize(420, 400)
     view.show()
     qtbot.waitExposed(view)
-    view.setCurrentIndex(model.index(0, 0))
+    view.setCurrentIndex(shown.index(0, 0))
 
     first = view.viewport().grab().toImage()
     drawn = delegate.drawn
@@ -124,14 +132,54 @@ def test_rows_are_drawn_once_then_copied_and_look_the_same(qtbot: QtBot) -> None
     assert view.viewport().grab().toImage() == first
     assert delegate.drawn == drawn  # a repaint copies
 
-    fresh = PendingItemDelegate(view)
+    fresh = PendingItemDelegate(view, rows)
     view.setItemDelegate(fresh)
     assert view.viewport().grab().toImage() == first  # drawn afresh: the same pixels
     view.setItemDelegate(delegate)
 
-    for _ in range(2):  # two decisions: each row is back in its row's shade after the second
+    for _ in range(3):  # every row below moves up one, into the other shade
         model.take([model.item(0).fact.id])
-        view.setCurrentIndex(model.index(0, 0))
+        view.setCurrentIndex(shown.index(0, 0))
         before = delegate.drawn
-        view.viewport().grab()
-    assert delegate.drawn - before <= 3  # the row now on top (selected) and the one coming into view
+        moved = view.viewport().grab().toImage()
+        assert delegate.drawn - before <= 2  # the row now on top (selected) and the one coming into view
+        view.setItemDelegate(fresh)
+        assert view.viewport().grab().toImage() == moved  # the copies in their new shades, as if drawn afresh
+        view.setItemDelegate(delegate)
+
+    model.set_changed(model.item(1).fact.id, True)
+    model.toggle_mark(2)
+    before = delegate.drawn
+    view.viewport().grab()
+    assert delegate.drawn - before == 2  # "changed meanwhile" and the marked box: those two rows again
+
+
+def test_a_new_palette_or_font_draws_the_rows_again(qtbot: QtBot) -> None:
+    """The images are kept per look: a theme switch (a new palette) or a larger font is not served
+    from images drawn in the old one."""
+    model = PendingModel()
+    model.set_records([item(i) for i in range(1, 11)])
+    view = QListView()
+    qtbot.addWidget(view)
+    view.setModel(native_rows(model, view))
+    delegate = PendingItemDelegate(view, model)
+    view.setItemDelegate(delegate)
+    view.resize(420, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    light = view.viewport().grab().toImage()
+    drawn = delegate.drawn
+
+    dark = QPalette(view.palette())
+    dark.setColor(QPalette.ColorRole.Text, QColor("#f0f0f0"))
+    dark.setColor(QPalette.ColorRole.Base, QColor("#202020"))
+    view.setPalette(dark)
+    assert view.viewport().grab().toImage() != light
+    assert delegate.drawn > drawn
+    drawn = delegate.drawn
+
+    bigger = QFont(view.font())
+    bigger.setPointSizeF(bigger.pointSizeF() * 1.5)
+    view.setFont(bigger)
+    view.viewport().grab()
+    assert delegate.drawn > drawn

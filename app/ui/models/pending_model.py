@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, Qt
 
 from app.runtime.views import PendingItem
 from app.ui.local_time import age, short_when
-from app.ui.models.base import CENTRE, ROOT, AnyIndex, Column, RecordTableModel
+from app.ui.models.base import CENTRE, ROOT, ROW_FLAGS, AnyIndex, Column, RecordTableModel
 from app.ui.models.roles import RecordRole
 
 FACT, TYPE, CONFIDENCE, IMPORTANCE, ABOUT, SAID_IN, LEARNED = range(7)
@@ -27,6 +27,7 @@ ChangedRole: int = RecordRole + 20
 """True when the row's fact changed since it was loaded (a revision conflict); the row shows the fact as it is now."""
 
 _CHECK = Qt.ItemDataRole.CheckStateRole
+_FACT_FLAGS = ROW_FLAGS | Qt.ItemFlag.ItemIsUserCheckable
 
 
 def subjects_text(item: PendingItem) -> str:
@@ -83,6 +84,13 @@ class PendingModel(RecordTableModel[PendingItem]):
     # -- looking up -------------------------------------------------------------------------------
     def item(self, row: int) -> PendingItem:
         return self.record(row)
+
+    def row_look(self, row: int) -> tuple[PendingItem, bool, bool]:
+        """What a row's drawing depends on: its item, whether it changed meanwhile, whether it is marked
+        (the delegate reads this directly, not role by role through Qt)."""
+        item = self._records[row]
+        fact_id = item.fact.id
+        return item, fact_id in self._changed, fact_id in self._marked
 
     def ids(self) -> list[int]:
         return [r.fact.id for r in self.records]
@@ -250,7 +258,6 @@ class PendingModel(RecordTableModel[PendingItem]):
         return True
 
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:
-        flags = super().flags(index)
-        if index.isValid() and index.column() == FACT:
-            flags |= Qt.ItemFlag.ItemIsUserCheckable
-        return flags
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return _FACT_FLAGS if index.column() == FACT else ROW_FLAGS

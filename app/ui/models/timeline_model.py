@@ -19,7 +19,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersisten
 from PySide6.QtGui import QColor, QFont
 
 from app.runtime.views import FactView, ForgottenFact, TimelineChange, TimelineRow, TimelineSlice
-from app.ui.models.base import Column, RecordTableModel
+from app.ui.models.base import ROW_FLAGS, Column, RecordTableModel
 from app.ui.models.roles import RecordRole
 from app.ui.theme import DIFF_ADDED_TEXT, DIFF_REMOVED_TEXT, MUTED_GREY, status_colour
 from app.ui.time_text import day, span, when
@@ -230,7 +230,7 @@ class TimelineModel(QAbstractTableModel):
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+        return ROW_FLAGS
 
 
 # -- the diff between two points ------------------------------------------------------------------------------

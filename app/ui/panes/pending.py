@@ -55,6 +55,7 @@ from app.ui.dialogs.shortcut_sheet import ShortcutSheet
 from app.ui.dialogs.snooze_dialog import ask_snooze_until
 from app.ui.error_text import one_line
 from app.ui.fact_actions import FactStep
+from app.ui.models.base import native_rows
 from app.ui.models.pending_model import PendingModel
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
@@ -210,8 +211,8 @@ class PendingPane(Pane):
         # -- the queue ---------------------------------------------------------------------------------
         self.list_view = QListView()
         self.list_view.setObjectName("pending-list")
-        self.list_view.setModel(self.model)
-        self.list_view.setItemDelegate(PendingItemDelegate(self.list_view))
+        self.list_view.setModel(native_rows(self.model, self))  # the same rows; a decision relays them out in C++
+        self.list_view.setItemDelegate(PendingItemDelegate(self.list_view, self.model))
         self.list_view.setUniformItemSizes(True)
         self.list_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list_view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -487,7 +488,7 @@ class PendingPane(Pane):
             self.detail.show_item(None)
             self._sync()
             return
-        index = self.model.index(min(max(row, 0), count - 1), 0)
+        index = self.list_view.model().index(min(max(row, 0), count - 1), 0)
         self.list_view.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.ClearAndSelect)
         self.list_view.scrollTo(index)
         self._show_detail()

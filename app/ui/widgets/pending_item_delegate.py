@@ -13,12 +13,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPoint, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPixmap, QTextLayout, QTextOption
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from app.runtime.views import PendingItem
-from app.ui.models.pending_model import ChangedRole, meta_line
+from app.ui.models.pending_model import ChangedRole, PendingModel, meta_line
 from app.ui.models.roles import RecordRole
 from app.ui.theme import AMBER, scaled_font
 
@@ -58,11 +58,37 @@ CACHE_ROWS = 512
 CACHE_IMAGES = 96  # a screenful of rows, each in both alternate shades and a few states
 
 
-class PendingItemDelegate(QStyledItemDelegate):
-    """Keeps each row's laid-out lines (per text, width and font) so a repaint only draws."""
+SELECTED = QStyle.StateFlag.State_Selected.value
+ACTIVE = QStyle.StateFlag.State_Active.value
+ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate.value
+LOOKS_CHANGED = frozenset((QEvent.Type.FontChange, QEvent.Type.PaletteChange, QEvent.Type.StyleChange))
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+
+class _LooksWatcher(QObject):
+    """Counts the view's font, palette and style changes (a theme switch, a zoom), so a row's image can be
+    keyed by that count instead of reading the font's and palette's keys at every row painted."""
+
+    def __init__(self, view: QWidget) -> None:
+        super().__init__(view)
+        self.generation = 0
+        view.installEventFilter(self)
+
+    def eventFilter(self, _watched: QObject, event: QEvent) -> bool:
+        if event.type() in LOOKS_CHANGED:
+            self.generation += 1
+        return False
+
+
+class PendingItemDelegate(QStyledItemDelegate):
+    """Keeps each row's laid-out lines (per text, width and font) so a repaint only draws.
+
+    `rows`, the pending model when the view shows it through `native_rows`, is read directly by row
+    number: a repaint then asks nothing of the model through Qt."""
+
+    def __init__(self, parent: QWidget | None = None, rows: PendingModel | None = None) -> None:
         super().__init__(parent)
+        self._rows = rows
+        self._looks = _LooksWatcher(parent) if parent is not None else None
         self._lines: dict[tuple[str, int, str], list[str]] = {}
         self._elided: dict[tuple[str, int, str], str] = {}
         self._fonts: dict[str, tuple[QFont, QFont, QFontMetrics, QFontMetrics]] = {}
@@ -108,38 +134,54 @@ class PendingItemDelegate(QStyledItemDelegate):
             lines = self._lines[key] = wrapped_lines(text, font, width, TITLE_LINES)
         return lines
 
+    def _row(self, index: QModelIndex | QPersistentModelIndex) -> tuple[PendingItem, bool, bool] | None:
+        """The row's item, whether it changed meanwhile and whether it is marked."""
+        if self._rows is not None:
+            return self._rows.row_look(index.row())
+        item = index.data(RecordRole)
+        if not isinstance(item, PendingItem):
+            return None
+        return item, bool(index.data(ChangedRole)), index.data(Qt.ItemDataRole.CheckStateRole) == Qt.CheckState.Checked
+
     def paint(
         self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> None:
-        item = index.data(RecordRole)
-        if not isinstance(item, PendingItem):
+        row = self._row(index)
+        if row is None:
             super().paint(painter, option, index)
             return
-        # The key is made from what the view and the model say, so a copy costs no style work.
-        changed = bool(index.data(ChangedRole))
+        item, changed, marked = row
+        # The key is made from what the view and the model say, so a copy costs no style work. A row's
+        # alternate shade is the view's (it paints it beneath): the same image serves both shades.
         meta = self._meta(item)
-        size = option.rect.size()
-        ratio = painter.device().devicePixelRatioF() if painter.device() is not None else 1.0
-        state = option.state
-        if not state & QStyle.StateFlag.State_Selected:
+        state = option.state.value
+        if not state & SELECTED:
             # Only a selected row looks different when the window is not the active one (a menu is open):
             # the others are drawn as active, so opening and closing the snooze menu redraws no row.
-            state |= QStyle.StateFlag.State_Active
+            state |= ACTIVE
+        rect = option.rect
+        width, height = rect.width(), rect.height()
+        device = painter.device()
+        ratio = device.devicePixelRatioF() if device is not None else 1.0
+        looks: Hashable = (
+            self._looks.generation if self._looks is not None else (option.palette.cacheKey(), option.font.key())
+        )
+        fact = item.fact
         key = (
-            item.fact.id, item.fact.revision, item.fact.content, meta, changed, state.value,
-            option.features.value, index.data(Qt.ItemDataRole.CheckStateRole), size.width(), size.height(),
-            option.palette.cacheKey(), option.font.key(), ratio,
+            fact.id, fact.revision, fact.content, meta, changed, marked, state,
+            option.features.value & ~ALTERNATE, width, height, ratio, looks,
         )  # fmt: skip
         image = self._images.get(key)
         if image is None:
             opt = QStyleOptionViewItem(option)
             self.initStyleOption(opt, index)
             opt.text = ""
-            opt.state = state
-            image = QPixmap(max(1, round(size.width() * ratio)), max(1, round(size.height() * ratio)))
+            opt.state = QStyle.StateFlag(state)
+            opt.features &= ~QStyleOptionViewItem.ViewItemFeature.Alternate
+            image = QPixmap(max(1, round(width * ratio)), max(1, round(height * ratio)))
             image.setDevicePixelRatio(ratio)
             image.fill(Qt.GlobalColor.transparent)  # over the row's background, which the view paints
-            opt.rect = QRect(QPoint(0, 0), size)
+            opt.rect = QRect(0, 0, width, height)
             inner = QPainter(image)
             try:
                 inner.setRenderHints(painter.renderHints())
@@ -151,7 +193,7 @@ class PendingItemDelegate(QStyledItemDelegate):
             self._images[key] = image
         else:
             self._images.move_to_end(key)
-        painter.drawPixmap(option.rect.topLeft(), image)
+        painter.drawPixmap(rect.x(), rect.y(), image)
 
     def _draw(self, painter: QPainter, opt: QStyleOptionViewItem, item: PendingItem, meta: str, changed: bool) -> None:
         self.drawn += 1
