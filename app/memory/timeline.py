@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -40,6 +40,11 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 OPEN_START = np.iinfo(np.int64).min  # an open valid_from (numpy's NaT: compares below every time)
 OPEN_END = np.iinfo(np.int64).max  # an open valid_to, or a row not retired
 _PARSE_CHUNK = 5_000  # values parsed per numpy call: the GIL is held per call, so the window keeps ticking
+_PIECE_CHARS = 65_536
+"""A column read as one joined text (100,000 values: megabytes) is cut into pieces about this long before
+any str call over it: one replace or split over all of it holds the GIL for ~10 ms, during which the
+window's loop cannot take a turn; over a piece, a fraction of a millisecond."""
+_SCOPE_SEP = chr(31)
 _IN_CHUNK = 500
 _CHAIN_STEPS = 64
 
@@ -71,36 +76,75 @@ def _utc_text(value: str) -> str:
     return moment.isoformat()
 
 
+def _pieces(joined: str, sep: str) -> Iterator[str]:
+    """`joined` cut at separators into runs of whole values, each about _PIECE_CHARS long (see there)."""
+    start = 0
+    while True:
+        cut = joined.find(sep, start + _PIECE_CHARS) if start + _PIECE_CHARS < len(joined) else -1
+        if cut < 0:
+            yield joined[start:]
+            return
+        yield joined[start:cut]
+        start = cut + 1
+
+
+def _utc_texts(piece: str) -> list[str]:
+    """A run of stored times joined by commas as texts numpy parses (see _utc_text)."""
+    plain = piece.replace("+00:00", "")  # the store writes UTC: most values need nothing else
+    texts = plain.split(",")
+    # A value still carrying an offset has a '+', or more than the date's two '-'.
+    if "+" in plain or plain.count("-") > 2 * (len(texts) - texts.count("")):
+        texts = [_utc_text(v) if ("+" in v or v.count("-") > 2) else v for v in texts]
+    return texts
+
+
 def parse_times(values: Sequence[str | None] | str, missing: int, count: int | None = None) -> Ints:
     """Stored ISO-8601 times as microseconds, `missing` for NULL (or ''). `values` may also be `count`
-    of them joined by commas, as `build_spans` reads them. Parsed in chunks (see _PARSE_CHUNK)."""
+    of them joined by commas, as `build_spans` reads them. Parsed in runs (see _PIECE_CHARS)."""
     if isinstance(values, str):
-        joined = values.replace("+00:00", "")  # the store writes UTC: most values need nothing else
-        texts = joined.split(",") if count else []
-        # A value still carrying an offset has a '+', or more than the date's two '-'.
-        if "+" in joined or joined.count("-") > 2 * (len(texts) - texts.count("")):
-            texts = [_utc_text(v) if ("+" in v or v.count("-") > 2) else v for v in texts]
+        runs = [_utc_texts(piece) for piece in _pieces(values, ",")] if count else []
     else:
         texts = [_utc_text(v) if v else "" for v in values]
-    out = np.empty(len(texts), dtype=np.int64)
-    for start in range(0, len(texts), _PARSE_CHUNK):
-        chunk = texts[start : start + _PARSE_CHUNK]
-        out[start : start + len(chunk)] = np.array(chunk, dtype="datetime64[us]").astype(np.int64)
+        runs = [texts[start : start + _PARSE_CHUNK] for start in range(0, len(texts), _PARSE_CHUNK)]
+    out: Ints = _joined_runs([np.array(run, dtype="datetime64[us]").astype(np.int64) for run in runs], np.int64)
+    if count is not None and len(out) != count:
+        raise StoreError(f"the timeline read {len(out)} times for {count} rows")
     if missing != OPEN_START:
         out[out == OPEN_START] = missing
     return out
+
+
+def _joined_runs(runs: list[Any], dtype: type[np.generic]) -> Any:
+    return np.concatenate(runs) if runs else np.zeros(0, dtype=dtype)
 
 
 def _ints(joined: str, count: int) -> Ints:
     """`count` integers joined by commas (a group_concat) as an array."""
     if not count:
         return np.zeros(0, dtype=np.int64)
-    out = np.empty(count, dtype=np.int64)
-    parts = joined.split(",")
-    for start in range(0, len(parts), _PARSE_CHUNK):
-        chunk = parts[start : start + _PARSE_CHUNK]
-        out[start : start + len(chunk)] = np.array(chunk, dtype=np.int64)
+    out: Ints = _joined_runs([np.array(piece.split(","), dtype=np.int64) for piece in _pieces(joined, ",")], np.int64)
+    if len(out) != count:
+        raise StoreError(f"the timeline read {len(out)} ids for {count} rows")
     return out
+
+
+def _codes(joined: str, count: int) -> tuple[tuple[str, ...], npt.NDArray[np.int32]]:
+    """`count` names joined by U+001F as codes into the table of distinct names (first seen first). Coded
+    by a Python loop, not np.unique: that sorts every name in one call holding the GIL (35 ms at 100,000
+    facts), and the window's loop cannot take a turn meanwhile; between the loop's steps it can."""
+    if not count:
+        return (), np.zeros(0, dtype=np.int32)
+    table: dict[str, int] = {}
+    codes: npt.NDArray[np.int32] = _joined_runs(
+        [
+            np.fromiter((table.setdefault(name, len(table)) for name in piece.split(_SCOPE_SEP)), dtype=np.int32)
+            for piece in _pieces(joined, _SCOPE_SEP)
+        ],
+        np.int32,
+    )
+    if len(codes) != count:
+        raise StoreError(f"the timeline read {len(codes)} places for {count} rows")
+    return tuple(table), codes
 
 
 def _digits(joined: str) -> Codes:
@@ -304,7 +348,7 @@ def _columns(rows: tuple[Any, ...], log: tuple[Any, ...]) -> _Columns:
     count = int(rows[0])
     if not count:
         rows = (0, "", "", "", "", "", "", "", "", "")
-    names, codes = np.unique(np.array(rows[7].split(chr(31)) if count else [], dtype=str), return_inverse=True)
+    names, codes = _codes(rows[7], count)
     logged = int(log[0])
     if not logged:
         log = (0, "", "", "", "")
@@ -315,8 +359,8 @@ def _columns(rows: tuple[Any, ...], log: tuple[Any, ...]) -> _Columns:
         valid_from=parse_times(rows[4], OPEN_START, count),
         valid_to=parse_times(rows[5], OPEN_END, count),
         types=_digits(rows[6]),
-        scopes=codes.astype(np.int32).reshape(-1),
-        scope_names=tuple(str(n) for n in names),
+        scopes=codes,
+        scope_names=names,
         status_now=_digits(rows[8]),
         next_ids=_ints(rows[9], count),
         log_ids=_ints(log[1], logged),
@@ -564,13 +608,15 @@ class TimelineBook:
         starts = np.where(spans.valid_from == OPEN_START, spans.created, spans.valid_from)
         named = [spans.created, spans.valid_from[spans.valid_from != OPEN_START]]
         named += [spans.valid_to[spans.valid_to != OPEN_END], spans.retired[spans.retired != OPEN_END]]
+        # The codes in use by counting, not np.unique: its first call imports numpy.ma (20 ms, on the loop).
+        used = np.flatnonzero(np.bincount(spans.scopes, minlength=len(spans.scope_names)))
         return TimelineExtent(
             rows=len(spans),
             first_recorded=from_micros(int(spans.created.min())),
             first_world=from_micros(int(starts.min())),
             last_world=from_micros(max(int(a.max()) for a in named if len(a))),
             subjects=tuple(str(r[0]) for r in subjects),
-            places=tuple(sorted(spans.scope_names[int(c)] for c in np.unique(spans.scopes))),
+            places=tuple(sorted(spans.scope_names[int(c)] for c in used)),
         )
 
     # -- filters ---------------------------------------------------------------------------------------

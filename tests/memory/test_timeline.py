@@ -10,13 +10,15 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
+from app.memory import timeline
+from app.memory.errors import StoreError
 from app.memory.facts import Fact, NewFact
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
@@ -369,3 +371,38 @@ async def test_times_are_exact_to_the_microsecond() -> None:
     assert parse_times("", missing=-1, count=1).tolist() == [-1]  # one row, NULL
     with pytest.raises(ValueError, match="time zone"):
         micros(datetime(2024, 5, 1))  # noqa: DTZ001 (the naive time is the point)
+
+
+@pytest.mark.parametrize("piece_chars", [1, 7, 40, 65_536])
+async def test_long_columns_are_read_in_pieces_with_the_same_values(
+    monkeypatch: pytest.MonkeyPatch, piece_chars: int
+) -> None:
+    """A column comes as one joined text; it is cut into pieces at separators (so no str call holds the GIL
+    over megabytes) and every value, empty or not, first or last, is read as if it had not been cut."""
+    rng = random.Random(piece_chars)
+    moment = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+    stored = [
+        rng.choice(
+            [
+                "",
+                (moment + timedelta(minutes=rng.randrange(10**6))).isoformat(),
+                (moment + timedelta(seconds=rng.randrange(10**6)))
+                .astimezone(timezone(timedelta(hours=-5)))
+                .isoformat(),
+            ]
+        )
+        for _ in range(300)
+    ]
+    stored[-1] = ""  # a last NULL: the text ends with its separator
+    ids = [rng.randrange(1, 10**12) for _ in stored]
+    places = [rng.choice(["guild:1/2", "guild:1", "dm:77", ""]) for _ in stored]
+    whole = (parse_times(stored, missing=-1).tolist(), ids, places)
+
+    monkeypatch.setattr(timeline, "_PIECE_CHARS", piece_chars)
+    assert parse_times(",".join(stored), missing=-1, count=len(stored)).tolist() == whole[0]
+    assert timeline._ints(",".join(map(str, ids)), len(ids)).tolist() == whole[1]
+    names, codes = timeline._codes(chr(31).join(places), len(places))
+    assert [names[c] for c in codes] == whole[2]
+    assert len(set(names)) == len(names)
+    with pytest.raises(StoreError, match="2 ids for 3 rows"):
+        timeline._ints("1,2", 3)
