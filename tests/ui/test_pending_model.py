@@ -135,6 +135,9 @@ def test_rows_are_drawn_once_then_copied_and_look_the_same(qtbot: QtBot, through
     fresh = PendingItemDelegate(view, rows)
     view.setItemDelegate(fresh)
     assert view.viewport().grab().toImage() == first  # drawn afresh: the same pixels
+    generic = PendingItemDelegate(view)  # reads every role through Qt (the model or the proxy)
+    view.setItemDelegate(generic)
+    assert view.viewport().grab().toImage() == first  # reading the row directly draws the same
     view.setItemDelegate(delegate)
 
     for _ in range(3):  # every row below moves up one, into the other shade

@@ -94,6 +94,7 @@ class PendingItemDelegate(QStyledItemDelegate):
         self._fonts: dict[str, tuple[QFont, QFont, QFontMetrics, QFontMetrics]] = {}
         self._images: OrderedDict[Hashable, QPixmap] = OrderedDict()
         self._metas: dict[Hashable, str] = {}
+        self._size: tuple[int, QSize] | None = None
         self.drawn = 0  # rows drawn afresh (not copied from an image), for the tests
 
     def _fonts_for(self, base: QFont) -> tuple[QFont, QFont, QFontMetrics, QFontMetrics]:
@@ -174,7 +175,15 @@ class PendingItemDelegate(QStyledItemDelegate):
         image = self._images.get(key)
         if image is None:
             opt = QStyleOptionViewItem(option)
-            self.initStyleOption(opt, index)
+            if self._rows is not None:
+                # What initStyleOption would read role by role (each a call into Python through the proxy):
+                # the row draws its own text, so only the mark box is needed.
+                opt.features |= QStyleOptionViewItem.ViewItemFeature.HasCheckIndicator
+                opt.checkState = Qt.CheckState.Checked if marked else Qt.CheckState.Unchecked
+                if isinstance(index, QModelIndex):
+                    opt.index = index
+            else:
+                self.initStyleOption(opt, index)
             opt.text = ""
             opt.state = QStyle.StateFlag(state)
             opt.features &= ~QStyleOptionViewItem.ViewItemFeature.Alternate
@@ -244,5 +253,11 @@ class PendingItemDelegate(QStyledItemDelegate):
             painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, _index: QModelIndex | QPersistentModelIndex) -> QSize:
+        looks = self._looks.generation if self._looks is not None else None
+        if looks is not None and self._size is not None and self._size[0] == looks:
+            return self._size[1]  # asked at every scroll and layout; the same until the font changes
         _title_font, _meta_font, title_metrics, meta_metrics = self._fonts_for(option.font)
-        return QSize(200, title_metrics.lineSpacing() * TITLE_LINES + meta_metrics.height() + 3 + 2 * PADDING)
+        size = QSize(200, title_metrics.lineSpacing() * TITLE_LINES + meta_metrics.height() + 3 + 2 * PADDING)
+        if looks is not None:
+            self._size = (looks, size)
+        return size
