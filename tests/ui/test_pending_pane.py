@@ -21,6 +21,7 @@ from app.ui.dialogs.shortcut_sheet import ShortcutSheet
 from app.ui.main_window import MainWindow
 from app.ui.panes import pending as pending_module
 from app.ui.panes.pending import PendingPane
+from app.ui.widgets.pending_item_delegate import PendingItemDelegate
 from app.ui.widgets.word_diff import ADDED_STYLE, REMOVED_STYLE
 from tests.demo_familiar import DemoFacts, seed_demo
 from tests.ui.fake_facade import FakeFacade
@@ -484,6 +485,34 @@ def test_a_long_queue_is_fetched_in_pages_as_it_runs_low(
     qtbot.waitUntil(lambda: pane.model.rowCount() == 6, timeout=WAIT_MS)
     assert texts(pane)[0] == "alice keeps 6 bees"
     assert pane.counter.text() == "6 pending, 0 snoozed"
+
+
+def test_the_rows_a_decision_brings_into_view_are_drawn_between_keys(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, windows: Windows
+) -> None:
+    """Between keys the pane draws ahead the row that moves up into the selection and the one that comes
+    into view at the bottom, so the repaint right after a decision (or a move) only copies images
+    (bench/bench_ui_stall.py --scenario triage)."""
+    for n in range(30):
+        run(
+            real_familiar.history.insert_fact(
+                NewFact(f"alice keeps {n + 2} bees behind the mill", "semantic", 5, 0.9, (ALICE,), PLACE)
+            )
+        )
+    pane = windows.open()
+    idle(qtbot, pane)
+    qtbot.waitUntil(lambda: pane.list_view.hasFocus() and not pane.drawing_ahead, timeout=WAIT_MS)
+    delegate = pane.list_view.itemDelegate()
+    assert isinstance(delegate, PendingItemDelegate)
+    last = pane.list_view.indexAt(pane.list_view.viewport().rect().bottomLeft()).row()
+    assert 0 < last < pane.model.rowCount() - 1  # the list runs on below its bottom edge
+    for key in (Qt.Key.Key_A, Qt.Key.Key_R, Qt.Key.Key_J, Qt.Key.Key_A):
+        drawn = delegate.drawn
+        qtbot.keyClick(pane.list_view, key)
+        pane.list_view.viewport().repaint()
+        assert delegate.drawn == drawn, key
+        idle(qtbot, pane)
+        qtbot.waitUntil(lambda: not pane.drawing_ahead, timeout=WAIT_MS)
 
 
 def test_question_mark_shows_every_key(qtbot: QtBot, real_familiar: Familiar, windows: Windows) -> None:

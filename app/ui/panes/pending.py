@@ -212,7 +212,14 @@ class PendingPane(Pane):
         self.list_view = QListView()
         self.list_view.setObjectName("pending-list")
         self.list_view.setModel(native_rows(self.model, self))  # the same rows; a decision relays them out in C++
-        self.list_view.setItemDelegate(PendingItemDelegate(self.list_view, self.model))
+        self._delegate = PendingItemDelegate(self.list_view, self.model)
+        self.list_view.setItemDelegate(self._delegate)
+        # Between keys, the rows the next decision shows afresh are drawn ahead (see _on_prepare_timer_timeout).
+        self._prepare_timer = QTimer(self)
+        self._prepare_timer.setSingleShot(True)
+        self._prepare_timer.setInterval(0)
+        self._prepare_timer.timeout.connect(self._on_prepare_timer_timeout)
+        self._delegate.look_changed.connect(self._prepare_timer.start)
         self.list_view.setUniformItemSizes(True)
         self.list_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list_view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -414,6 +421,11 @@ class PendingPane(Pane):
         return bool(self._in_flight) or self._serial.locked()
 
     @property
+    def drawing_ahead(self) -> bool:
+        """The rows the next decision shows afresh are still to be drawn ahead (next turn of the loop)."""
+        return self._prepare_timer.isActive()
+
+    @property
     def settling(self) -> bool:
         """Decisions taken out of the queue not finished yet, or the counter not recounted after them."""
         return (
@@ -492,6 +504,21 @@ class PendingPane(Pane):
         self.list_view.selectionModel().setCurrentIndex(index, QItemSelectionModel.SelectionFlag.ClearAndSelect)
         self.list_view.scrollTo(index)
         self._show_detail()
+        self._prepare_timer.start()
+
+    def _on_prepare_timer_timeout(self) -> None:
+        """Draw ahead the two rows a decision on the focused row shows for the first time: the next one
+        (it moves up into the selection) and the one just below the list's bottom edge (it moves into
+        view). The repaint right after the key then only copies images (bench_ui_stall --scenario triage)."""
+        row = self.current_row()
+        if row < 0 or not self.isVisible():
+            return
+        shown = self.list_view.model()
+        self._delegate.prepare(shown.index(row + 1, 0), selected=True)
+        viewport = self.list_view.viewport()
+        bottom = self.list_view.indexAt(QPoint(1, viewport.height() - 1))
+        below = bottom.row() + 1 if bottom.isValid() else shown.rowCount()
+        self._delegate.prepare(shown.index(below, 0), selected=False)
 
     def _show_detail(self) -> None:
         item = self.current_item()

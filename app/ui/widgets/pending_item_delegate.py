@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPixmap, QTextLayout, QTextOption
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
@@ -60,41 +60,56 @@ CACHE_IMAGES = 96  # a screenful of rows, each in both alternate shades and a fe
 
 SELECTED = QStyle.StateFlag.State_Selected.value
 ACTIVE = QStyle.StateFlag.State_Active.value
+HAS_FOCUS = QStyle.StateFlag.State_HasFocus.value
 ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate.value
 LOOKS_CHANGED = frozenset((QEvent.Type.FontChange, QEvent.Type.PaletteChange, QEvent.Type.StyleChange))
+CURRENT_ROW_CHANGED = frozenset((QEvent.Type.FocusIn, QEvent.Type.FocusOut, QEvent.Type.WindowActivate))
 
 
 class _LooksWatcher(QObject):
     """Counts the view's font, palette and style changes (a theme switch, a zoom), so a row's image can be
-    keyed by that count instead of reading the font's and palette's keys at every row painted."""
+    keyed by that count instead of reading the font's and palette's keys at every row painted; calls
+    `changed` on those and when the view's current row would look different (focus, activation)."""
 
-    def __init__(self, view: QWidget) -> None:
+    def __init__(self, view: QWidget, changed: Callable[[], None]) -> None:
         super().__init__(view)
         self.generation = 0
+        self._changed = changed
         view.installEventFilter(self)
 
     def eventFilter(self, _watched: QObject, event: QEvent) -> bool:
-        if event.type() in LOOKS_CHANGED:
+        kind = event.type()
+        if kind in LOOKS_CHANGED:
             self.generation += 1
+            self._changed()
+        elif kind in CURRENT_ROW_CHANGED:
+            self._changed()
         return False
 
 
 class PendingItemDelegate(QStyledItemDelegate):
     """Keeps each row's laid-out lines (per text, width and font) so a repaint only draws.
 
+    `look_changed` is emitted when rows drawn ahead by `prepare` would no longer be used: a row painted in
+    a way not seen yet (a new width, a new font), the view's focus or the window's activation changed.
+
     `rows`, the pending model when the view shows it through `native_rows`, is read directly by row
     number: a repaint then asks nothing of the model through Qt."""
+
+    look_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None, rows: PendingModel | None = None) -> None:
         super().__init__(parent)
         self._rows = rows
-        self._looks = _LooksWatcher(parent) if parent is not None else None
+        self._looks = _LooksWatcher(parent, self.look_changed.emit) if parent is not None else None
         self._lines: dict[tuple[str, int, str], list[str]] = {}
         self._elided: dict[tuple[str, int, str], str] = {}
         self._fonts: dict[str, tuple[QFont, QFont, QFontMetrics, QFontMetrics]] = {}
         self._images: OrderedDict[Hashable, QPixmap] = OrderedDict()
         self._metas: dict[Hashable, str] = {}
         self._size: tuple[int, QSize] | None = None
+        # The options a selected and an unselected row were last painted with (per look), for prepare().
+        self._seen: tuple[int, QStyleOptionViewItem, float, QPainter.RenderHint] | None = None
         self.drawn = 0  # rows drawn afresh (not copied from an image), for the tests
 
     def _fonts_for(self, base: QFont) -> tuple[QFont, QFont, QFontMetrics, QFontMetrics]:
@@ -151,58 +166,100 @@ class PendingItemDelegate(QStyledItemDelegate):
         if row is None:
             super().paint(painter, option, index)
             return
+        device = painter.device()
+        ratio = device.devicePixelRatioF() if device is not None else 1.0
+        image = self._image(option, index, row, ratio, painter.renderHints())
+        rect = option.rect
+        painter.drawPixmap(rect.x(), rect.y(), image)
+
+    def prepare(self, index: QModelIndex, *, selected: bool) -> bool:
+        """Draw the row at `index` into its image ahead of its showing, as the view would paint it now as
+        its current row (`selected`) or as another row; returns whether it had to be drawn. The pane calls
+        this between keys for the rows a decision will show afresh, so the repaint right after the key only
+        copies (see PendingPane._on_prepare_timer_timeout)."""
+        view = self.parent()
+        if self._seen is None or self._looks is None or not index.isValid() or not isinstance(view, QWidget):
+            return False
+        looks, template, ratio, hints = self._seen
+        row = self._row(index)
+        if looks != self._looks.generation or row is None:
+            return False
+        option = QStyleOptionViewItem(template)  # a row that is not the current one, as last painted
+        option.index = index
+        if selected:
+            # As QListView paints its current row: selected, focused when the view is, active with the window.
+            state = option.state.value & ~(HAS_FOCUS | ACTIVE) | SELECTED
+            state |= (HAS_FOCUS if view.hasFocus() else 0) | (ACTIVE if view.isActiveWindow() else 0)
+            option.state = QStyle.StateFlag(state)
+        drawn = self.drawn
+        self._image(option, index, row, ratio, hints)
+        return self.drawn > drawn
+
+    def _image(
+        self,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+        row: tuple[PendingItem, bool, bool],
+        ratio: float,
+        hints: QPainter.RenderHint,
+    ) -> QPixmap:
+        """The row's image for this option: copied from the cache, or drawn into it."""
         item, changed, marked = row
         # The key is made from what the view and the model say, so a copy costs no style work. A row's
         # alternate shade is the view's (it paints it beneath): the same image serves both shades.
         meta = self._meta(item)
         state = option.state.value
-        if not state & SELECTED:
+        selected = bool(state & SELECTED)
+        if not selected:
             # Only a selected row looks different when the window is not the active one (a menu is open):
             # the others are drawn as active, so opening and closing the snooze menu redraws no row.
             state |= ACTIVE
         rect = option.rect
         width, height = rect.width(), rect.height()
-        device = painter.device()
-        ratio = device.devicePixelRatioF() if device is not None else 1.0
         looks: Hashable = (
             self._looks.generation if self._looks is not None else (option.palette.cacheKey(), option.font.key())
         )
+        if self._looks is not None and not state & (SELECTED | HAS_FOCUS):
+            seen = self._seen
+            if seen is None or seen[0] != looks or seen[1].rect.size() != rect.size() or seen[2] != ratio:
+                self._seen = (self._looks.generation, QStyleOptionViewItem(option), ratio, hints)
+                self.look_changed.emit()
         fact = item.fact
         key = (
             fact.id, fact.revision, fact.content, meta, changed, marked, state,
             option.features.value & ~ALTERNATE, width, height, ratio, looks,
         )  # fmt: skip
         image = self._images.get(key)
-        if image is None:
-            opt = QStyleOptionViewItem(option)
-            if self._rows is not None:
-                # What initStyleOption would read role by role (each a call into Python through the proxy):
-                # the row draws its own text, so only the mark box is needed.
-                opt.features |= QStyleOptionViewItem.ViewItemFeature.HasCheckIndicator
-                opt.checkState = Qt.CheckState.Checked if marked else Qt.CheckState.Unchecked
-                if isinstance(index, QModelIndex):
-                    opt.index = index
-            else:
-                self.initStyleOption(opt, index)
-            opt.text = ""
-            opt.state = QStyle.StateFlag(state)
-            opt.features &= ~QStyleOptionViewItem.ViewItemFeature.Alternate
-            image = QPixmap(max(1, round(width * ratio)), max(1, round(height * ratio)))
-            image.setDevicePixelRatio(ratio)
-            image.fill(Qt.GlobalColor.transparent)  # over the row's background, which the view paints
-            opt.rect = QRect(0, 0, width, height)
-            inner = QPainter(image)
-            try:
-                inner.setRenderHints(painter.renderHints())
-                self._draw(inner, opt, item, meta, changed)
-            finally:
-                inner.end()
-            if len(self._images) >= CACHE_IMAGES:
-                self._images.popitem(last=False)
-            self._images[key] = image
-        else:
+        if image is not None:
             self._images.move_to_end(key)
-        painter.drawPixmap(rect.x(), rect.y(), image)
+            return image
+        opt = QStyleOptionViewItem(option)
+        if self._rows is not None:
+            # What initStyleOption would read role by role (each a call into Python through the proxy):
+            # the row draws its own text, so only the mark box is needed.
+            opt.features |= QStyleOptionViewItem.ViewItemFeature.HasCheckIndicator
+            opt.checkState = Qt.CheckState.Checked if marked else Qt.CheckState.Unchecked
+            if isinstance(index, QModelIndex):
+                opt.index = index
+        else:
+            self.initStyleOption(opt, index)
+        opt.text = ""
+        opt.state = QStyle.StateFlag(state)
+        opt.features &= ~QStyleOptionViewItem.ViewItemFeature.Alternate
+        image = QPixmap(max(1, round(width * ratio)), max(1, round(height * ratio)))
+        image.setDevicePixelRatio(ratio)
+        image.fill(Qt.GlobalColor.transparent)  # over the row's background, which the view paints
+        opt.rect = QRect(0, 0, width, height)
+        inner = QPainter(image)
+        try:
+            inner.setRenderHints(hints)
+            self._draw(inner, opt, item, meta, changed)
+        finally:
+            inner.end()
+        if len(self._images) >= CACHE_IMAGES:
+            self._images.popitem(last=False)
+        self._images[key] = image
+        return image
 
     def _draw(self, painter: QPainter, opt: QStyleOptionViewItem, item: PendingItem, meta: str, changed: bool) -> None:
         self.drawn += 1
