@@ -69,6 +69,7 @@ from app.runtime.service import Familiar
 from app.ui.main_window import MainWindow
 from app.ui.panes.pending import PendingPane
 from app.ui.panes.timeline import TimelinePane
+from app.ui.theme import ThemeController
 from bench._familiar_data import T0, World, open_familiar, pct
 
 HEARTBEAT_MS = 5
@@ -595,7 +596,11 @@ async def run(args: argparse.Namespace) -> list[str]:
         # Starting the workers loads the LLM client on a worker thread (once, ~0.5 s holding the interpreter
         # lock in bursts, right after the window opens): done before the heartbeat starts, not in a scenario.
         await familiar.client_loaded()
-        window = MainWindow(familiar)
+        # The window as the app opens it: in its theme (palette, style and the application stylesheet).
+        app = QApplication.instance()
+        assert isinstance(app, QApplication)
+        theme = ThemeController(app, args.theme)
+        window = MainWindow(familiar, theme=theme)
         window.show()
         lines: list[str] = []
         try:
@@ -654,6 +659,9 @@ def main() -> None:
     parser.add_argument("--drag-steps", type=int, default=150, help="mouse moves across the axis, each way")
     parser.add_argument("--pending", type=int, default=1_000, help="pending items for the triage scenario")
     parser.add_argument("--baseline-seconds", type=float, default=3.0)
+    parser.add_argument(
+        "--theme", choices=("light", "dark"), default="light", help="the window's theme (as ui.toml sets it)"
+    )
     parser.add_argument(
         "--collect-prepared",
         action="store_true",

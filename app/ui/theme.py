@@ -82,6 +82,9 @@ class Palette:
     navigation_selected: str
     navigation_selected_text: str
     accent: str
+    # scroll bars (flat: a handle on a clear track)
+    scroll_handle: str
+    scroll_handle_hover: str
     # connection states
     state_idle: str  # starting, stopped
     state_busy: str  # connecting, reconnecting
@@ -133,6 +136,8 @@ LIGHT = Palette(
     navigation_selected="#dde6f6",
     navigation_selected_text="#000000",
     accent="#3b6fd4",
+    scroll_handle="#c3c6cb",
+    scroll_handle_hover="#979ba2",
     state_idle="#9e9e9e",
     state_busy="#f0a202",
     state_connected="#2e9d4f",
@@ -169,6 +174,8 @@ DARK = Palette(
     navigation_selected="#2b3a58",
     navigation_selected_text="#f4f6fb",
     accent="#7fa8f0",
+    scroll_handle="#4b4e54",
+    scroll_handle_hover="#6d7078",
     state_idle="#8f9196",
     state_busy="#f4b400",
     state_connected="#5bb974",
@@ -347,8 +354,22 @@ STATE_MESSAGE_STYLE = muted_style(LIGHT)
 
 
 def app_stylesheet(p: Palette) -> str:
-    """The application-wide stylesheet: only what the Qt palette cannot say."""
-    return f"QToolTip {{ color: {p.text}; background-color: {p.base}; border: 1px solid {p.navigation_border}; }}"
+    """The application-wide stylesheet: only what the Qt palette cannot say. Scroll bars are flat (a rounded
+    handle on a clear track, no arrows, as in Discord): besides the look, Fusion's drew its gradients again at
+    every change of a list's length, 1 ms a time (bench_ui_stall --scenario triage), a flat one 0.02 ms."""
+    handle = "border-radius: 4px; margin: 2px;"
+    return (
+        f"QToolTip {{ color: {p.text}; background-color: {p.base}; border: 1px solid {p.navigation_border}; }}"
+        " QScrollBar:vertical { background: transparent; width: 12px; margin: 0; }"
+        " QScrollBar:horizontal { background: transparent; height: 12px; margin: 0; }"
+        f" QScrollBar::handle:vertical {{ background: {p.scroll_handle}; min-height: 32px; {handle} }}"
+        f" QScrollBar::handle:horizontal {{ background: {p.scroll_handle}; min-width: 32px; {handle} }}"
+        " QScrollBar::handle:vertical:hover, QScrollBar::handle:vertical:pressed,"
+        " QScrollBar::handle:horizontal:hover, QScrollBar::handle:horizontal:pressed"
+        f" {{ background: {p.scroll_handle_hover}; }}"
+        " QScrollBar::add-line, QScrollBar::sub-line { width: 0; height: 0; border: none; background: none; }"
+        " QScrollBar::add-page, QScrollBar::sub-page { background: none; }"
+    )
 
 
 PAUSE_LIGHT_STYLE = (

@@ -13,7 +13,7 @@ import pytest
 import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QLabel
+from PySide6.QtWidgets import QApplication, QLabel, QScrollBar
 from pytestqt.qtbot import QtBot
 
 from app.config.ui_prefs import UiPreferencesFile
@@ -179,3 +179,26 @@ def test_each_palette_recolours_to_the_other_unambiguously() -> None:
 def test_every_connection_state_has_a_colour_in_each_theme() -> None:
     for palette in PALETTES.values():
         assert {palette.state_colour(state) for state in ConnectionState} <= set(palette.roles().values())
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_scroll_bars_are_a_flat_handle_in_the_themes_colour(
+    qtbot: QtBot, themes: Callable[..., ThemeController], scheme: Scheme
+) -> None:
+    """Scroll bars are flat (a rounded handle on a clear track, no arrows) in both themes: the look, and a
+    repaint at every change of a long list's length that costs nothing (bench_ui_stall --scenario triage)."""
+    palette = themes(scheme).palette
+    bar = QScrollBar(Qt.Orientation.Vertical)
+    qtbot.addWidget(bar)
+    bar.setRange(0, 1_000)
+    bar.setPageStep(500)
+    bar.resize(bar.sizeHint().width(), 300)
+    bar.show()
+    qtbot.waitExposed(bar)
+    image = bar.grab().toImage()
+    assert bar.width() == 12
+    middle = bar.width() // 2
+    handle = [image.pixelColor(middle, y).name() for y in range(image.height())]
+    assert palette.scroll_handle in handle  # the handle, flat in one colour
+    assert handle[0] != palette.scroll_handle and handle[-1] != palette.scroll_handle  # no arrow buttons, a margin
+    assert handle.count(palette.scroll_handle) > 60  # a third of the track: about half its length (the page)

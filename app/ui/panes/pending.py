@@ -68,6 +68,8 @@ _log = logging.getLogger(__name__)
 PAGE = 200
 """Items loaded at a time; more are fetched when fewer than LOW_WATER are left and more wait."""
 LOW_WATER = 40
+PREPARE_DELAY_MS = 4
+"""After a key, how soon the rows the next decision shows afresh are drawn ahead (PendingPane._prepare_timer)."""
 RECOUNT_MS = 30
 SNOOZES: tuple[tuple[str, timedelta], ...] = (
     ("1 &hour", timedelta(hours=1)),
@@ -217,7 +219,9 @@ class PendingPane(Pane):
         # Between keys, the rows the next decision shows afresh are drawn ahead (see _on_prepare_timer_timeout).
         self._prepare_timer = QTimer(self)
         self._prepare_timer.setSingleShot(True)
-        self._prepare_timer.setInterval(0)
+        # Not 0: the rows are drawn in a turn of their own, after the repaint and the detail's context,
+        # not in the same run of work as the key (the window's loop gets a turn in between).
+        self._prepare_timer.setInterval(PREPARE_DELAY_MS)
         self._prepare_timer.timeout.connect(self._on_prepare_timer_timeout)
         self._delegate.look_changed.connect(self._prepare_timer.start)
         self.list_view.setUniformItemSizes(True)
