@@ -2,9 +2,10 @@
 was said, how long ago and what it is (type, confidence, importance) in a muted line; the mark box on the
 left. Reads the row's record from the model (memory only).
 
-Each row is drawn once into an image kept for what it shows (text, state, size, palette) and then only
+Each row is drawn once into an image kept for what it shows (text, state, size, look) and then only
 copied: a decision moves every row below it up one, and redrawing their text was most of what a key
-press cost the window (bench/bench_ui_stall.py --scenario triage).
+press cost the window (bench/bench_ui_stall.py --scenario triage). The two rows a decision shows for the
+first time (the next one, selected; the one coming into view) are drawn ahead between keys (`prepare`).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def wrapped_lines(text: str, font: QFont, width: int, lines: int) -> list[str]:
 
 
 CACHE_ROWS = 512
-CACHE_IMAGES = 96  # a screenful of rows, each in both alternate shades and a few states
+CACHE_IMAGES = 96  # a few screenfuls of rows, each selected or not
 
 
 SELECTED = QStyle.StateFlag.State_Selected.value
@@ -108,7 +109,7 @@ class PendingItemDelegate(QStyledItemDelegate):
         self._images: OrderedDict[Hashable, QPixmap] = OrderedDict()
         self._metas: dict[Hashable, str] = {}
         self._size: tuple[int, QSize] | None = None
-        # The options a selected and an unselected row were last painted with (per look), for prepare().
+        # The option a row other than the current one was last painted with (per look), for prepare().
         self._seen: tuple[int, QStyleOptionViewItem, float, QPainter.RenderHint] | None = None
         self.drawn = 0  # rows drawn afresh (not copied from an image), for the tests
 
