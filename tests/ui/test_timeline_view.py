@@ -1,5 +1,6 @@
 """The facts timeline view in the theme in force: its axis, rows, grid, text and bars drawn in the light or
-the dark palette, and a switch of theme while it is shown repaints it with no row drawn in the old colours."""
+the dark palette, and a switch of theme while it is shown repaints it with no row drawn in the old colours;
+the time sliders above it in the same colours."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from app.runtime.views import (
     TimelineSlice,
 )
 from app.ui.models.timeline_model import TimelineModel
-from app.ui.theme import DARK, LIGHT, Palette, ThemeController, colours
+from app.ui.theme import DARK, LIGHT, TIMELINE_WORLD_CURSOR, Palette, ThemeController, colours
+from app.ui.widgets.time_slider import TRACK_Y, TimeSlider
 from app.ui.widgets.timeline_view import HEADER_HEIGHT, PAD, ROW_HEIGHT, TimelineView
 from tests.ui.support import QT_STRICT, WAIT_MS
 
@@ -198,3 +200,18 @@ def test_a_switch_of_theme_repaints_the_view_with_no_row_in_the_old_colours(
     controller.apply("light")
     qtbot.waitUntil(lambda: rows.count > 1 and axis.count > 1, timeout=WAIT_MS)
     assert_drawn_in(view, LIGHT)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_time_sliders_track_is_in_the_themes_colour(
+    qtbot: QtBot, themes: Callable[[Scheme], ThemeController], scheme: Scheme
+) -> None:
+    p = themes(scheme).palette
+    slider = TimeSlider("World time", (TIMELINE_WORLD_CURSOR, TIMELINE_WORLD_CURSOR))
+    qtbot.addWidget(slider)
+    slider.set_range(NOW - timedelta(days=30), NOW, now=NOW)  # its handle at now, the right end
+    slider.resize(600, slider.sizeHint().height())
+    slider.show()
+    qtbot.waitExposed(slider)
+    image = slider.grab().toImage()
+    assert image.pixelColor(slider.width() // 3, TRACK_Y).name() == p.timeline_track
