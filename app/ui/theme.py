@@ -85,6 +85,12 @@ class Palette:
     # scroll bars (flat: a handle on a clear track)
     scroll_handle: str
     scroll_handle_hover: str
+    # the facts timeline (its selected row is `navigation_selected`, its text `text` and `muted`)
+    timeline_grid: str
+    timeline_row_alternate: str
+    timeline_track: str
+    timeline_placeholder: str
+    timeline_now_line: str
     # connection states
     state_idle: str  # starting, stopped
     state_busy: str  # connecting, reconnecting
@@ -138,6 +144,11 @@ LIGHT = Palette(
     accent="#3b6fd4",
     scroll_handle="#c3c6cb",
     scroll_handle_hover="#979ba2",
+    timeline_grid="#e6e8ec",
+    timeline_row_alternate="#f8f9fb",
+    timeline_track="#d4d8df",
+    timeline_placeholder="#eceef2",
+    timeline_now_line="#8a8a8a",
     state_idle="#9e9e9e",
     state_busy="#f0a202",
     state_connected="#2e9d4f",
@@ -176,6 +187,11 @@ DARK = Palette(
     accent="#7fa8f0",
     scroll_handle="#4b4e54",
     scroll_handle_hover="#6d7078",
+    timeline_grid="#36383d",
+    timeline_row_alternate="#2a2b2f",
+    timeline_track="#484b51",
+    timeline_placeholder="#3a3c42",
+    timeline_now_line="#7c7f86",
     state_idle="#8f9196",
     state_busy="#f4b400",
     state_connected="#5bb974",
@@ -436,6 +452,9 @@ def small_label(text: str) -> QLabel:
 
 
 # -- the facts timeline ------------------------------------------------------------------------------
+# Its background, rows, grid, track and text are palette roles (timeline_*, navigation_selected, text,
+# muted). The statuses' colours and the world-time line are mid-tones that read on both themes'
+# backgrounds (white text on them too), so a bar keeps its colour when the theme changes.
 TIMELINE_STATUS_COLOURS = {
     "active": "#3b6fd4",
     "pending": "#e09b1a",
@@ -445,13 +464,14 @@ TIMELINE_STATUS_COLOURS = {
 }
 TIMELINE_WORLD_CURSOR = "#d2472f"  # the world time the slice is taken at
 TIMELINE_RECORDED_B = "#7a4fc4"  # the second recorded time when comparing
-TIMELINE_NOW_LINE = "#8a8a8a"
-TIMELINE_GRID = "#e6e8ec"
-TIMELINE_ROW_ALTERNATE = "#f8f9fb"
-TIMELINE_ROW_SELECTED = "#dde6f6"
-TIMELINE_TRACK = "#d4d8df"
-TIMELINE_PLACEHOLDER = "#eceef2"
-TIMELINE_TEXT = "#1f1f1f"
+# The older names of the timeline's own colours: the LIGHT palette's (painters use `colours()`).
+TIMELINE_NOW_LINE = LIGHT.timeline_now_line
+TIMELINE_GRID = LIGHT.timeline_grid
+TIMELINE_ROW_ALTERNATE = LIGHT.timeline_row_alternate
+TIMELINE_ROW_SELECTED = LIGHT.navigation_selected
+TIMELINE_TRACK = LIGHT.timeline_track
+TIMELINE_PLACEHOLDER = LIGHT.timeline_placeholder
+TIMELINE_TEXT = LIGHT.text
 TIMELINE_CHIP_STYLE = "border-radius: 8px; padding: 1px 8px; color: white; background-color: {colour};"
 
 

@@ -16,7 +16,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from app.ui.theme import MUTED_GREY, TIMELINE_NOW_LINE, TIMELINE_TRACK
+from app.ui.theme import colours
 from app.ui.widgets.time_axis import TimeScale, ticks
 
 HANDLE_RADIUS = 8
@@ -117,12 +117,13 @@ class TimeSlider(QWidget):
         try:
             painter.setRenderHint(QPainter.RenderHint.Antialiasing)
             scale = self.scale()
-            painter.setPen(QPen(QColor(TIMELINE_TRACK), 4, c=Qt.PenCapStyle.RoundCap))
+            p = colours()
+            painter.setPen(QPen(QColor(p.timeline_track), 4, c=Qt.PenCapStyle.RoundCap))
             painter.drawLine(QPointF(scale.left, TRACK_Y), QPointF(scale.left + scale.width, TRACK_Y))
             small = QFont(self.font())
             small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
             painter.setFont(small)
-            painter.setPen(QColor(MUTED_GREY))
+            painter.setPen(QColor(p.muted))
             for moment, label in ticks(self._start, self._end, scale.width, min_gap=70, now=self._now):
                 x = scale.x(moment)
                 painter.drawLine(QPointF(x, TRACK_Y + 4), QPointF(x, TRACK_Y + 8))
@@ -130,7 +131,7 @@ class TimeSlider(QWidget):
                 painter.drawText(QRectF(left, TRACK_Y + 8, 80, 16), TOP_CENTRE, label)
             if self._start <= self._now <= self._end:
                 x = scale.x(self._now)
-                painter.setPen(QPen(QColor(TIMELINE_NOW_LINE), 1, Qt.PenStyle.DashLine))
+                painter.setPen(QPen(QColor(p.timeline_now_line), 1, Qt.PenStyle.DashLine))
                 painter.drawLine(QPointF(x, TRACK_Y - 9), QPointF(x, TRACK_Y + 8))
             order = [h for h in range(self._count) if h != self._active] + [self._active]
             for handle in order:

@@ -39,17 +39,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QToolTip, QWidget
 
 from app.runtime.views import ForgottenFact, TimelineRow
 from app.ui.models.timeline_model import TimelineModel, about, row_text, tooltip
-from app.ui.theme import (
-    MUTED_GREY,
-    TIMELINE_GRID,
-    TIMELINE_NOW_LINE,
-    TIMELINE_PLACEHOLDER,
-    TIMELINE_ROW_ALTERNATE,
-    TIMELINE_ROW_SELECTED,
-    TIMELINE_TEXT,
-    TIMELINE_WORLD_CURSOR,
-    status_colour,
-)
+from app.ui.theme import TIMELINE_WORLD_CURSOR, Palette, colours, status_colour
 from app.ui.time_text import day
 from app.ui.widgets.time_axis import TimeScale, ticks
 
@@ -64,6 +54,7 @@ PREFETCH_ROWS = 40  # loaded beyond the rows in view, both ways
 DRAWINGS_KEPT = 400  # rows' drawings kept (about 100 KB each at 1100 px wide)
 CURSOR_STRIP = 4  # half the width repainted around the world-time line when it moves
 CURSOR_LABEL_STRIP = 60  # ... and around its label in the axis
+LOOKS_CHANGED = frozenset((QEvent.Type.FontChange, QEvent.Type.PaletteChange, QEvent.Type.StyleChange))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +62,7 @@ class _Paint:
     """What one paint of the rows needs, worked out once (not per row)."""
 
     dirty: QRect
+    colours: Palette  # the theme in force
     scale: TimeScale
     grid: tuple[float, ...]
     text_width: int
@@ -82,7 +74,7 @@ class _Paint:
     small_metrics: QFontMetrics
 
     @classmethod
-    def of(cls, view: TimelineView, dirty: QRect) -> _Paint:
+    def of(cls, view: TimelineView, dirty: QRect, palette: Palette) -> _Paint:
         scale = view.scale()
         main = QFont(view.font())
         italic = QFont(main)
@@ -92,6 +84,7 @@ class _Paint:
         grid = tuple(scale.x(m) for m, _label in ticks(scale.start, scale.end, scale.width, min_gap=70, now=view.now))
         return cls(
             dirty=dirty,
+            colours=palette,
             scale=scale,
             grid=grid,
             text_width=view.text_width(),
@@ -121,14 +114,15 @@ class _Header(QWidget):
         self.drawn_texts = []
         try:
             view = self._view
-            painter.fillRect(self.rect(), QColor("white"))
-            painter.setPen(QColor(TIMELINE_GRID))
+            p = colours()
+            painter.fillRect(self.rect(), QColor(p.base))
+            painter.setPen(QColor(p.timeline_grid))
             painter.drawLine(0, self.height() - 1, self.width(), self.height() - 1)
             small = QFont(self.font())
             small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
             painter.setFont(small)
             left = view.text_width()
-            painter.setPen(QColor(MUTED_GREY))
+            painter.setPen(QColor(p.muted))
             self._text(
                 painter, QRect(PAD, 0, left - 2 * PAD, self.height()), Qt.AlignmentFlag.AlignVCenter, view.summary
             )
@@ -360,9 +354,10 @@ class TimelineView(QAbstractScrollArea):
         try:
             painter.setRenderHint(QPainter.RenderHint.Antialiasing)
             area = self.viewport().rect()
-            painter.fillRect(event.rect(), QColor("white"))
+            p = colours()
+            painter.fillRect(event.rect(), QColor(p.base))
             if not self._model.total:
-                painter.setPen(QColor(MUTED_GREY))
+                painter.setPen(QColor(p.muted))
                 self._text(
                     painter,
                     area.adjusted(24, 24, -24, -24),
@@ -370,18 +365,19 @@ class TimelineView(QAbstractScrollArea):
                     self.placeholder,
                 )
                 return
-            paint = _Paint.of(self, event.rect())
+            paint = _Paint.of(self, event.rect(), p)
             first, last = self.visible_rows()
             for row in range(first, last + 1):
                 top = self._row_top(row)
                 if top + ROW_HEIGHT >= paint.dirty.top() and top <= paint.dirty.bottom():
                     self._paint_row(painter, row, top, paint)
-            self._paint_lines(painter, paint.scale, area.height())
+            self._paint_lines(painter, paint, area.height())
         finally:
             painter.end()
 
-    def _paint_lines(self, painter: QPainter, scale: TimeScale, height: int) -> None:
-        painter.setPen(QPen(QColor(TIMELINE_NOW_LINE), 1, Qt.PenStyle.DashLine))
+    def _paint_lines(self, painter: QPainter, paint: _Paint, height: int) -> None:
+        scale = paint.scale
+        painter.setPen(QPen(QColor(paint.colours.timeline_now_line), 1, Qt.PenStyle.DashLine))
         x = scale.x(self.now)
         if scale.left <= x <= scale.left + scale.width:
             painter.drawLine(QPointF(x, 0), QPointF(x, height))
@@ -392,11 +388,12 @@ class TimelineView(QAbstractScrollArea):
 
     def _paint_row(self, painter: QPainter, row: int, top: int, paint: _Paint) -> None:
         band = QRect(0, top, self.viewport().width(), ROW_HEIGHT)
+        p = paint.colours
         if row == self._current:
-            painter.fillRect(band, QColor(TIMELINE_ROW_SELECTED))
+            painter.fillRect(band, QColor(p.navigation_selected))
         elif row % 2:
-            painter.fillRect(band, QColor(TIMELINE_ROW_ALTERNATE))
-        painter.setPen(QColor(TIMELINE_GRID))
+            painter.fillRect(band, QColor(p.timeline_row_alternate))
+        painter.setPen(QColor(p.timeline_grid))
         for x in paint.grid:
             if paint.dirty.left() - 1 <= x <= paint.dirty.right() + 1:
                 painter.drawLine(QPointF(x, top), QPointF(x, top + ROW_HEIGHT))
@@ -405,7 +402,7 @@ class TimelineView(QAbstractScrollArea):
         text_dirty = paint.dirty.left() <= paint.text_width
         if record is None:
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QColor(TIMELINE_PLACEHOLDER))
+            painter.setBrush(QColor(p.timeline_placeholder))
             painter.drawRoundedRect(QRectF(PAD + 16, top + 9, paint.text_width * 0.6, 9), 4, 4)
             painter.drawRoundedRect(QRectF(PAD + 16, top + 23, paint.text_width * 0.35, 7), 3, 3)
             painter.drawRoundedRect(QRectF(scale.left + scale.width * 0.3, top + 14, scale.width * 0.4, 12), 6, 6)
@@ -421,10 +418,11 @@ class TimelineView(QAbstractScrollArea):
 
     def _drawing(self, record: TimelineRow, paint: _Paint) -> tuple[QPixmap, tuple[str, ...]]:
         """A row's text and bar drawn once into a transparent pixmap, kept while the same fact is drawn
-        on the same axis at the same width: a drag of the world time moves rows up and down, it does not
-        change them, so a repaint is a dozen pixmaps (measured: 7 ms for a full paint drawn afresh)."""
+        on the same axis at the same width in the same theme: a drag of the world time moves rows up and
+        down, it does not change them, so a repaint is a dozen pixmaps (measured: 7 ms for a full paint
+        drawn afresh). A change of theme, font or style drops them all (`changeEvent`)."""
         ratio = self.devicePixelRatioF()
-        key = (record, paint.text_width, paint.scale, self.now, self.viewport().width(), ratio)
+        key = (record, paint.text_width, paint.scale, self.now, self.viewport().width(), ratio, paint.colours.name)
         kept = self._drawings.get(key)
         if kept is not None:
             self._drawings.move_to_end(key)
@@ -437,7 +435,7 @@ class TimelineView(QAbstractScrollArea):
         try:
             painter.setRenderHint(QPainter.RenderHint.Antialiasing)
             self._paint_text(painter, record, 0, paint)
-            self._paint_bar(painter, record, 0, paint.scale)
+            self._paint_bar(painter, record, 0, paint)
         finally:
             painter.end()
         texts = tuple(self.drawn_texts[before:])
@@ -454,7 +452,7 @@ class TimelineView(QAbstractScrollArea):
         painter.setBrush(colour)
         painter.drawEllipse(QPointF(PAD + 5, top + 13), 4.5, 4.5)
         painter.setFont(paint.italic if forgotten else paint.main)
-        painter.setPen(QColor(MUTED_GREY if forgotten else TIMELINE_TEXT))
+        painter.setPen(QColor(paint.colours.muted if forgotten else paint.colours.text))
         metrics = paint.italic_metrics if forgotten else paint.main_metrics
         room = paint.text_width - PAD - 18
         self._text(
@@ -464,7 +462,7 @@ class TimelineView(QAbstractScrollArea):
             metrics.elidedText(row_text(record), Qt.TextElideMode.ElideRight, room),
         )
         painter.setFont(paint.small)
-        painter.setPen(QColor(MUTED_GREY))
+        painter.setPen(QColor(paint.colours.muted))
         details = ["text erased"] if forgotten else ([f"about {about(record)}"] if record.subjects else [])
         line = " · ".join([record.status, *details, record.scope.name])
         self._text(
@@ -474,9 +472,12 @@ class TimelineView(QAbstractScrollArea):
             paint.small_metrics.elidedText(line, Qt.TextElideMode.ElideRight, room),
         )
 
-    def _paint_bar(self, painter: QPainter, record: TimelineRow, top: int, scale: TimeScale) -> None:
+    def _paint_bar(self, painter: QPainter, record: TimelineRow, top: int, paint: _Paint) -> None:
         """From valid_from to valid_to. An open start is drawn faint from the left edge up to when it was
-        learned (it held since some time before), an open end runs to now with an arrow tip."""
+        learned (it held since some time before), an open end runs to now with an arrow tip. Hatching and
+        the outline of the learned-at diamond are cut in the background's colour."""
+        scale = paint.scale
+        background = QColor(paint.colours.base)
         left_edge, right_edge = scale.left, scale.left + scale.width
         end_time = record.valid_to if record.valid_to is not None else max(self.now, record.created_at)
         end = scale.x(end_time)
@@ -511,7 +512,7 @@ class TimelineView(QAbstractScrollArea):
                 )
                 path = QPainterPath()
                 path.addRoundedRect(bar, radius, radius)
-                painter.fillPath(path, QBrush(QColor("white"), pattern))
+                painter.fillPath(path, QBrush(background, pattern))
             if record.valid_to is None and x1 < right_edge:  # an open end: it still holds
                 tip = QPolygonF(
                     [QPointF(x1 + 2, y), QPointF(x1 + 8, y + BAR_HEIGHT / 2), QPointF(x1 + 2, y + BAR_HEIGHT)]
@@ -520,8 +521,9 @@ class TimelineView(QAbstractScrollArea):
                 painter.drawPolygon(tip)
         learned = scale.x(record.created_at)
         if left_edge <= learned <= right_edge:  # when it was learned (recorded time) on the world axis
-            painter.setPen(QPen(QColor("white"), 1.5))
-            painter.setBrush(colour.darker(150))
+            painter.setPen(QPen(background, 1.5))
+            # Darker than its bar on a light background, lighter on a dark one: it stands out from both.
+            painter.setBrush(colour.darker(150) if paint.colours.name == "light" else colour.lighter(140))
             cy = y + BAR_HEIGHT / 2
             painter.drawPolygon(
                 QPolygonF(
@@ -533,6 +535,13 @@ class TimelineView(QAbstractScrollArea):
                     ]
                 )
             )
+
+    def changeEvent(self, event: QEvent) -> None:
+        # A theme switch (the application's palette), a font or a style: the rows drawn so far are of the old look.
+        if event.type() in LOOKS_CHANGED:
+            self._drawings.clear()
+            self._repaint()
+        super().changeEvent(event)
 
     # -- input ------------------------------------------------------------------------------------------
     def keyPressEvent(self, event: QKeyEvent) -> None:
