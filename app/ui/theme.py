@@ -550,6 +550,7 @@ class ThemeController(QObject):
         self._choice: ThemeChoice = choice
         self._system = system or (lambda: system_scheme(app, self._native))
         self._palette: Palette | None = None
+        self._focused: QWindow | None = None  # the window that has the focus, as last looked over
         app.styleHints().colorSchemeChanged.connect(self._on_system_scheme_changed)
         app.focusWindowChanged.connect(self._on_focus_window_changed)
         self.apply(choice)
@@ -590,8 +591,18 @@ class ThemeController(QObject):
 
     def _on_focus_window_changed(self, window: QWindow | None) -> None:
         # A window or dialog built with another palette's colours (an older constant) is re-coloured when it
-        # first takes the focus (cheaper than watching every event for a Show).
-        if window is None or self._palette is None or self._palette is LIGHT:
+        # takes the focus (cheaper than watching every event for a Show). Not a menu or a combo's list (nothing
+        # in them is built with those colours), nor the window the focus comes back to from one: a snooze menu
+        # opened and closed went over every widget of the window twice, ~1 ms each (bench_ui_stall triage).
+        if window is None:
+            self._focused = None  # the application lost the focus: the window that takes it next is looked over
+            return
+        if window.type() in (Qt.WindowType.Popup, Qt.WindowType.ToolTip):
+            return
+        if window is self._focused:
+            return
+        self._focused = window
+        if self._palette is None or self._palette is LIGHT:
             return
         for widget in QApplication.topLevelWidgets():
             if widget.windowHandle() is window:

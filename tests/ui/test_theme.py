@@ -13,11 +13,12 @@ import pytest
 import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QLabel, QScrollBar
+from PySide6.QtWidgets import QApplication, QDialog, QLabel, QMenu, QScrollBar
 from pytestqt.qtbot import QtBot
 
 from app.config.ui_prefs import UiPreferencesFile
 from app.runtime.events import Activity, ConnectionState, GuildInfo, LatencyMeasured
+from app.ui import theme as theme_module
 from app.ui.dialogs.window_prefs import WindowPreferencesBox
 from app.ui.main_window import MainWindow
 from app.ui.theme import (
@@ -203,3 +204,47 @@ def test_scroll_bars_are_a_flat_handle_in_the_themes_colour(
     assert handle[0] != palette.scroll_handle  # no arrow buttons: a margin, then the handle
     assert handle[-1] != palette.scroll_handle
     assert handle.count(palette.scroll_handle) > 80  # a third of the track: the page is a third of the content
+
+
+@pytest.mark.qt_log_ignore(  # the offscreen plugin, as a window is raised and a menu pops up
+    r"This plugin does not support (propagateSizeHints|raise)\(\)",
+    r"This plugin does not support grabbing the keyboard",
+)
+def test_a_menu_opened_and_closed_does_not_go_over_the_window_again(
+    qtbot: QtBot, themes: Callable[..., ThemeController], monkeypatch: pytest.MonkeyPatch, memory_facade: FakeFacade
+) -> None:
+    """In the dark theme a window taking the focus has its widgets' light-built stylesheets re-coloured; a menu
+    (or a combo's list) popping up and the focus coming back from it is not such a change: going over every
+    widget of the window twice at each snooze menu was ~1.5 ms of a triage key (bench_ui_stall triage)."""
+    controller = themes("dark")
+    window = MainWindow(memory_facade, theme=controller)
+    qtbot.addWidget(window)
+    with qtbot.waitActive(window, timeout=WAIT_MS):
+        window.show()
+        window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.focusWindow() is window.windowHandle(), timeout=WAIT_MS)
+    looked: list[int] = []
+    real = theme_module.restyle
+    monkeypatch.setattr(
+        theme_module, "restyle", lambda widgets, palette: (looked.append(len(widgets)), real(widgets, palette))[1]
+    )
+
+    menu = QMenu(window)
+    menu.addAction("For 1 day")
+    menu.popup(window.mapToGlobal(window.rect().center()))
+    qtbot.waitUntil(lambda: QApplication.focusWindow() is menu.windowHandle(), timeout=WAIT_MS)
+    menu.close()
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.focusWindow() is window.windowHandle(), timeout=WAIT_MS)
+    assert looked == []
+
+    # Another window taking the focus is still gone over: a label built with a light colour turns dark.
+    other = QDialog(window)
+    label = QLabel("Not sent", other)
+    label.setStyleSheet(f"color: {ERROR_RED};")
+    with qtbot.waitActive(other, timeout=WAIT_MS):
+        other.show()
+        other.activateWindow()
+    qtbot.waitUntil(lambda: bool(looked), timeout=WAIT_MS)
+    assert label.styleSheet() == f"color: {DARK.error};"
+    other.close()
