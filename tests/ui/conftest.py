@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import pytest
 import qasync
+import shiboken6
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -24,6 +26,7 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.runtime.service import Familiar
 from app.ui.async_slot import running_slots
+from app.ui.theme import ThemeController
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import WAIT_MS, Run
 
@@ -112,3 +115,23 @@ def real_familiar(run: Run[Any], tmp_path: Path) -> Iterator[Familiar]:
 def memory_facade(real_familiar: Familiar) -> FakeFacade:
     """The fake facade over a real familiar: scripted connection and chat, real memory sub-APIs."""
     return FakeFacade(backing=real_familiar)
+
+
+@pytest.fixture
+def themes(qapp: QApplication) -> Iterator[Callable[..., ThemeController]]:
+    """ThemeControllers on the test's QApplication (`themes(choice, system=...)`); the application's own look is
+    put back afterwards."""
+    style, palette, sheet = qapp.style().name(), QPalette(qapp.palette()), qapp.styleSheet()
+    made: list[ThemeController] = []
+
+    def make(choice: Any = "system", system: Callable[[], Literal["light", "dark"]] | None = None) -> ThemeController:
+        controller = ThemeController(qapp, choice, system=system)
+        made.append(controller)
+        return controller
+
+    yield make
+    for controller in made:
+        shiboken6.delete(controller)
+    qapp.setStyle(style)
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(sheet)

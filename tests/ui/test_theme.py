@@ -5,12 +5,11 @@ The 200% renderings are made by `familiar screenshot` with QT_SCALE_FACTOR=2 (te
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
-import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QDialog, QLabel, QMenu, QScrollBar
@@ -39,25 +38,6 @@ from tests.ui.test_screenshots import ACTIVITY, MIN_PNG_BYTES, grab
 pytestmark = QT_STRICT
 
 Scheme = Literal["light", "dark"]
-
-
-@pytest.fixture
-def themes(qapp: QApplication) -> Iterator[Callable[..., ThemeController]]:
-    """ThemeControllers on the test's QApplication; the application's own look is put back afterwards."""
-    style, palette, sheet = qapp.style().name(), QPalette(qapp.palette()), qapp.styleSheet()
-    made: list[ThemeController] = []
-
-    def make(choice: Any = "system", system: Callable[[], Scheme] | None = None) -> ThemeController:
-        controller = ThemeController(qapp, choice, system=system)
-        made.append(controller)
-        return controller
-
-    yield make
-    for controller in made:
-        shiboken6.delete(controller)
-    qapp.setStyle(style)
-    qapp.setPalette(palette)
-    qapp.setStyleSheet(sheet)
 
 
 def _busy_window(qtbot: QtBot) -> MainWindow:

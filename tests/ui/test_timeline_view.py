@@ -4,15 +4,13 @@ the time sliders above it in the same colours."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import pytest
-import shiboken6
 from PySide6.QtCore import QEvent, QObject, QRect
-from PySide6.QtGui import QImage, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
 from app.runtime.views import (
@@ -68,25 +66,6 @@ ROWS: tuple[TimelineRow, ...] = (
 )
 REJECTED = 1  # the row of the rejected fact (its bar is hatched)
 SELECTED = 3
-
-
-@pytest.fixture
-def themes(qapp: QApplication) -> Iterator[Callable[[Scheme], ThemeController]]:
-    """ThemeControllers on the test's QApplication; the application's own look is put back afterwards."""
-    style, palette, sheet = qapp.style().name(), QPalette(qapp.palette()), qapp.styleSheet()
-    made: list[ThemeController] = []
-
-    def make(choice: Scheme) -> ThemeController:
-        controller = ThemeController(qapp, choice, system=lambda: "light")
-        made.append(controller)
-        return controller
-
-    yield make
-    for controller in made:
-        shiboken6.delete(controller)
-    qapp.setStyle(style)
-    qapp.setPalette(palette)
-    qapp.setStyleSheet(sheet)
 
 
 class _Paints(QObject):
@@ -166,7 +145,7 @@ def dark_share(image: QImage) -> float:
 
 
 def test_the_dark_theme_draws_the_axis_rows_grid_and_text_in_dark_colours(
-    qtbot: QtBot, themes: Callable[[Scheme], ThemeController]
+    qtbot: QtBot, themes: Callable[..., ThemeController]
 ) -> None:
     themes("dark")
     assert colours() is DARK
@@ -175,7 +154,7 @@ def test_the_dark_theme_draws_the_axis_rows_grid_and_text_in_dark_colours(
     assert dark_share(view.grab().toImage()) > 0.85  # dark all over, not a white pane in a dark window
 
 
-def test_the_light_theme_keeps_its_colours(qtbot: QtBot, themes: Callable[[Scheme], ThemeController]) -> None:
+def test_the_light_theme_keeps_its_colours(qtbot: QtBot, themes: Callable[..., ThemeController]) -> None:
     themes("light")
     view = shown_view(qtbot)
     assert_drawn_in(view, LIGHT)
@@ -186,7 +165,7 @@ def test_the_light_theme_keeps_its_colours(qtbot: QtBot, themes: Callable[[Schem
 
 
 def test_a_switch_of_theme_repaints_the_view_with_no_row_in_the_old_colours(
-    qtbot: QtBot, themes: Callable[[Scheme], ThemeController]
+    qtbot: QtBot, themes: Callable[..., ThemeController]
 ) -> None:
     controller = themes("light")
     view = shown_view(qtbot)
@@ -204,7 +183,7 @@ def test_a_switch_of_theme_repaints_the_view_with_no_row_in_the_old_colours(
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_time_sliders_track_is_in_the_themes_colour(
-    qtbot: QtBot, themes: Callable[[Scheme], ThemeController], scheme: Scheme
+    qtbot: QtBot, themes: Callable[..., ThemeController], scheme: Scheme
 ) -> None:
     p = themes(scheme).palette
     slider = TimeSlider("World time", (TIMELINE_WORLD_CURSOR, TIMELINE_WORLD_CURSOR))
