@@ -464,14 +464,6 @@ TIMELINE_STATUS_COLOURS = {
 }
 TIMELINE_WORLD_CURSOR = "#d2472f"  # the world time the slice is taken at
 TIMELINE_RECORDED_B = "#7a4fc4"  # the second recorded time when comparing
-# The older names of the timeline's own colours: the LIGHT palette's (painters use `colours()`).
-TIMELINE_NOW_LINE = LIGHT.timeline_now_line
-TIMELINE_GRID = LIGHT.timeline_grid
-TIMELINE_ROW_ALTERNATE = LIGHT.timeline_row_alternate
-TIMELINE_ROW_SELECTED = LIGHT.navigation_selected
-TIMELINE_TRACK = LIGHT.timeline_track
-TIMELINE_PLACEHOLDER = LIGHT.timeline_placeholder
-TIMELINE_TEXT = LIGHT.text
 TIMELINE_CHIP_STYLE = "border-radius: 8px; padding: 1px 8px; color: white; background-color: {colour};"
 
 
