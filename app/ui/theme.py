@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette, QWindow
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
@@ -367,6 +367,10 @@ ERROR_BANNER_STYLE = error_banner_style(LIGHT)
 SETUP_HINT_STYLE = setup_hint_style(LIGHT)
 NOTICE_STYLE = notice_style(LIGHT)
 STATE_MESSAGE_STYLE = muted_style(LIGHT)
+
+
+LOOK_CHANGE_EVENTS = frozenset((QEvent.Type.FontChange, QEvent.Type.PaletteChange, QEvent.Type.StyleChange))
+"""The events a widget gets when its look changes (a theme switch, a font, a style): drawings kept of it are stale."""
 
 
 def app_stylesheet(p: Palette) -> str:

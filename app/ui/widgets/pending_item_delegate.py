@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleO
 from app.runtime.views import PendingItem
 from app.ui.models.pending_model import ChangedRole, PendingModel, meta_line
 from app.ui.models.roles import RecordRole
-from app.ui.theme import AMBER, scaled_font
+from app.ui.theme import AMBER, LOOK_CHANGE_EVENTS, scaled_font
 
 TITLE_SCALE = 1.1
 TITLE_LINES = 2
@@ -63,7 +63,6 @@ SELECTED = QStyle.StateFlag.State_Selected.value
 ACTIVE = QStyle.StateFlag.State_Active.value
 HAS_FOCUS = QStyle.StateFlag.State_HasFocus.value
 ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate.value
-LOOKS_CHANGED = frozenset((QEvent.Type.FontChange, QEvent.Type.PaletteChange, QEvent.Type.StyleChange))
 CURRENT_ROW_CHANGED = frozenset((QEvent.Type.FocusIn, QEvent.Type.FocusOut, QEvent.Type.WindowActivate))
 
 
@@ -80,7 +79,7 @@ class _LooksWatcher(QObject):
 
     def eventFilter(self, _watched: QObject, event: QEvent) -> bool:
         kind = event.type()
-        if kind in LOOKS_CHANGED:
+        if kind in LOOK_CHANGE_EVENTS:
             self.generation += 1
             self._changed()
         elif kind in CURRENT_ROW_CHANGED:

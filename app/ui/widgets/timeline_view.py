@@ -39,7 +39,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QToolTip, QWidget
 
 from app.runtime.views import ForgottenFact, TimelineRow
 from app.ui.models.timeline_model import TimelineModel, about, row_text, tooltip
-from app.ui.theme import TIMELINE_WORLD_CURSOR, Palette, colours, status_colour
+from app.ui.theme import LOOK_CHANGE_EVENTS, TIMELINE_WORLD_CURSOR, Palette, colours, status_colour
 from app.ui.time_text import day
 from app.ui.widgets.time_axis import TimeScale, ticks
 
@@ -54,7 +54,6 @@ PREFETCH_ROWS = 40  # loaded beyond the rows in view, both ways
 DRAWINGS_KEPT = 400  # rows' drawings kept (about 100 KB each at 1100 px wide)
 CURSOR_STRIP = 4  # half the width repainted around the world-time line when it moves
 CURSOR_LABEL_STRIP = 60  # ... and around its label in the axis
-LOOKS_CHANGED = frozenset((QEvent.Type.FontChange, QEvent.Type.PaletteChange, QEvent.Type.StyleChange))
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,7 +537,7 @@ class TimelineView(QAbstractScrollArea):
 
     def changeEvent(self, event: QEvent) -> None:
         # A theme switch (the application's palette), a font or a style: the rows drawn so far are of the old look.
-        if event.type() in LOOKS_CHANGED:
+        if event.type() in LOOK_CHANGE_EVENTS:
             self._drawings.clear()
             self._repaint()
         super().changeEvent(event)
