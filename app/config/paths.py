@@ -254,17 +254,35 @@ def check_familiar_files(paths: FamiliarPaths) -> None:
                 handle.read(1)
     except OSError as exc:
         raise ConfigError(md, None, None, _unusable(exc, "read", "u+r")) from None
-    try:
-        if history.is_file():
-            os.close(os.open(history, os.O_RDWR))
-    except OSError as exc:
-        raise ConfigError(history, None, None, _unusable(exc, "read and written", "u+rw")) from None
+    if history.is_file() and not database_usable(history):
+        reason = "Read-only file system" if _read_only_disk(history) else "Permission denied"
+        raise ConfigError(history, None, None, _unusable(OSError(reason), "read and written", "u+rw"))
     try:
         if fts.is_dir():
             os.listdir(fts)
     except OSError as exc:
         problem = _unusable(exc, "read", "u+rwx") + ", or delete it (the index is rebuilt from history.db)"
         raise ConfigError(fts, None, None, problem) from None
+
+
+def database_usable(path: Path) -> bool:
+    """Whether this process may read and write the database file, asked without opening it.
+
+    Never open history.db with a descriptor of one's own (`open`, `os.open`) in a process that may have
+    it open through SQLite: closing any descriptor of a file drops every POSIX lock the process holds
+    on it, SQLite's included. Another process then takes the database for unused when it closes its
+    own connection, checkpoints, and deletes the -wal and -shm this process still writes to: from then
+    on the two no longer see each other's writes, and a crash of this one loses them (issue 18)."""
+    if os.access in os.supports_effective_ids:
+        return os.access(path, os.R_OK | os.W_OK, effective_ids=True)
+    return os.access(path, os.R_OK | os.W_OK)
+
+
+def _read_only_disk(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (AttributeError, OSError):  # Windows has no statvfs
+        return False
 
 
 def _unusable(exc: OSError, verb: str, chmod: str) -> str:

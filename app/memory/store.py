@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
@@ -111,6 +113,7 @@ class Store:
         # aiosqlite orders single calls, not transactions: one lock keeps write transactions whole.
         self._write_lock = asyncio.Lock()
         self._places: dict[int, str] = {}  # turn id -> place, for turns this process has read or written
+        self._raw_fd: int | None = None  # the database file read as bytes (file_holds), closed after SQLite's
 
     def _tx(self) -> _Transaction:
         return _Transaction(self._writer, self._write_lock)
@@ -144,6 +147,28 @@ class Store:
                 await conn.close()
             except (sqlite3.Error, ValueError) as exc:  # already closed
                 _log.debug("closing store connection: %s", exc)
+        if self._raw_fd is not None:  # only now: its close drops this process's locks on the file
+            os.close(self._raw_fd)
+            self._raw_fd = None
+
+    def file_holds(self, needle: bytes, chunk: int = 1 << 20) -> bool:
+        """Whether the database file or its WAL holds these bytes anywhere (blocking: run it in a thread).
+
+        The database file is read through one descriptor kept open until the store closes, never one
+        opened and closed here: closing a descriptor of a file drops every POSIX lock this process
+        holds on it, SQLite's too, and another process would then take the database for unused and
+        delete the WAL this one writes to (see app.config.paths.database_usable). The WAL carries no
+        locks, so it is read as any file."""
+        if self._raw_fd is None:
+            self._raw_fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        fd = self._raw_fd
+        if blocks_hold((os.pread(fd, chunk, offset) for offset in itertools.count(0, chunk)), needle):
+            return True
+        try:
+            with self.path.with_name(self.path.name + "-wal").open("rb") as wal:
+                return blocks_hold(iter(lambda: wal.read(chunk), b""), needle)
+        except FileNotFoundError:
+            return False
 
     # -- low-level helpers shared by the memory package ------------------------------------
     @contextlib.asynccontextmanager
@@ -514,6 +539,19 @@ class _Transaction:
                 await self._conn.execute("ROLLBACK")
         finally:
             self._lock.release()
+
+
+def blocks_hold(blocks: Iterable[bytes], needle: bytes) -> bool:
+    """Whether the bytes these blocks make, read up to the first empty one, hold `needle` (also across
+    two blocks)."""
+    tail = b""
+    for block in blocks:
+        if not block:
+            return False
+        if needle in tail + block:
+            return True
+        tail = block[-(len(needle) - 1) :] if len(needle) > 1 else b""
+    return False
 
 
 def _migrate_sync(path: Path, backups_dir: Path) -> Path | None:

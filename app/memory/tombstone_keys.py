@@ -39,7 +39,7 @@ import aiosqlite
 
 from app.config.secrets import SecretsUnavailableError
 from app.memory.errors import StoreError
-from app.memory.store import Store
+from app.memory.store import Store, blocks_hold
 
 _log = logging.getLogger(__name__)
 
@@ -275,10 +275,10 @@ async def _erase_traces(store: Store, key: bytes, backups_dir: Path) -> None:
     holding the WAL, a backup that cannot be written) is logged and tried again at the next open."""
     try:
         await store.checkpoint()  # the page without the row replaces the old one; the WAL is truncated
-        if await asyncio.to_thread(_holds, store.path, key):
+        if await asyncio.to_thread(store.file_holds, key):
             _log.info("traces of the old tombstone key remain in %s: vacuuming it", store.path.name)
             await store.vacuum()
-        if await asyncio.to_thread(_holds, store.path, key):
+        if await asyncio.to_thread(store.file_holds, key):
             raise StoreError(f"the old tombstone key is still in {store.path} (another process may hold it open)")
         await asyncio.to_thread(_scrub_backups, backups_dir, key)
     except (StoreError, sqlite3.Error, OSError) as exc:
@@ -289,18 +289,12 @@ async def _erase_traces(store: Store, key: bytes, backups_dir: Path) -> None:
 
 
 def _holds(path: Path, key: bytes, chunk: int = 1 << 20) -> bool:
-    """Whether the file or its WAL holds these bytes anywhere."""
-    for each in (path, path.with_name(path.name + "-wal")):
-        try:
-            with each.open("rb") as handle:
-                tail = b""
-                while block := handle.read(chunk):
-                    if key in tail + block:
-                        return True
-                    tail = block[-(len(key) - 1) :]
-        except FileNotFoundError:
-            continue
-    return False
+    """Whether a backup file holds these bytes anywhere (never history.db itself: Store.file_holds)."""
+    try:
+        with path.open("rb") as handle:
+            return blocks_hold(iter(lambda: handle.read(chunk), b""), key)
+    except FileNotFoundError:
+        return False
 
 
 def _scrub_backups(backups_dir: Path, key: bytes) -> None:

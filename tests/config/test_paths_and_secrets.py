@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -17,12 +19,14 @@ from app.config.errors import ConfigError
 from app.config.paths import (
     FamiliarExistsError,
     FamiliarPaths,
+    check_familiar_files,
     create_familiar,
     data_root,
     ensure_familiar,
     familiar_paths,
     list_familiars,
     require_familiar,
+    secure_familiar,
     template_dir,
 )
 from app.config.secrets import SecretStore, SecretsUnavailableError
@@ -474,3 +478,23 @@ def test_a_strict_read_tells_an_unreadable_secrets_file_from_a_missing_secret(tm
     assert store.get("discord_token") == ""
     with pytest.raises(SecretsUnavailableError, match=r"secrets\.toml cannot be read"):
         store.read("tombstone_key")
+
+
+def test_checking_the_familiar_s_files_keeps_the_database_s_locks(tmp_path: Path) -> None:
+    """The checks run again at every settings save while the store is open: asking whether history.db can
+    be used must not open and close it (that drops this process's SQLite locks; issue 18)."""
+    paths = FamiliarPaths(root=tmp_path, name="default")
+    create_familiar(paths)
+    conn = sqlite3.connect(paths.history_db)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (1)")
+        conn.commit()
+        secure_familiar(paths)
+        check_familiar_files(paths)
+        other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT * FROM t'); c.close()"
+        subprocess.run([sys.executable, "-c", other, str(paths.history_db)], check=True, timeout=60)
+        assert paths.history_db.with_name("history.db-wal").exists()
+    finally:
+        conn.close()

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import sqlite3
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -439,3 +440,35 @@ async def test_a_failed_commit_is_rolled_back_and_the_writer_keeps_working(store
     assert await store.read_one("SELECT content FROM turns WHERE id = ?", (stored.id,)) == ("still writing",)
     async with store.transaction() as conn:  # no transaction was left open
         await conn.execute("INSERT INTO store_meta (key, value) VALUES ('after', x'00')")
+
+
+# -- the file beside other processes -------------------------------------------------------------------
+_OTHER_PROCESS = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT * FROM turns'); c.close()"
+
+
+async def _another_process_opens_and_closes(path: Path) -> None:
+    """A command beside this process: opens the database, reads, closes (the last one out deletes the WAL)."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", _OTHER_PROCESS, str(path))
+    assert await asyncio.wait_for(child.wait(), timeout=60) == 0
+
+
+async def test_reading_the_file_as_bytes_keeps_this_process_s_locks(store: Store) -> None:
+    """file_holds reads history.db through a descriptor of its own; closing one would drop this process's
+    POSIX locks, and another process closing its connection would then delete the WAL under this one."""
+    await store.append_turn(turn("the marker text", message_id=11))
+    wal = store.path.with_name(store.path.name + "-wal")
+    assert await asyncio.to_thread(store.file_holds, b"the marker text")
+    assert not await asyncio.to_thread(store.file_holds, b"never written")
+    await _another_process_opens_and_closes(store.path)
+    assert wal.exists()
+    await store.append_turn(turn("written after", message_id=12, minutes=1))
+    rows = await asyncio.to_thread(_read_elsewhere, store.path)
+    assert rows == ["the marker text", "written after"]
+
+
+def _read_elsewhere(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [row[0] for row in conn.execute("SELECT content FROM turns ORDER BY id")]
+    finally:
+        conn.close()
