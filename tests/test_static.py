@@ -41,3 +41,45 @@ def test_mypy_strict() -> None:
 def test_import_layers() -> None:
     result = _run(_tool("lint-imports"))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Calls that start a nested Qt event loop. Under qasync an asyncio task resumed inside one fails with
+# "Cannot enter into task" and the runtime's background work dies (issue 18): dialogs open through
+# app/ui/dialogs/modal.py, menus drop down with popup() (app/ui/widgets/menu_button.py).
+_NESTED_LOOP_METHODS = {"exec", "exec_", "processEvents", "setMenu"}
+_STATIC_DIALOGS = {
+    "QFileDialog": {"getOpenFileName", "getOpenFileNames", "getSaveFileName", "getExistingDirectory", "getOpenFileUrl"},
+    "QInputDialog": {"getItem", "getInt", "getDouble", "getText", "getMultiLineText"},
+    "QMessageBox": {"question", "warning", "information", "critical", "about", "aboutQt"},
+    "QColorDialog": {"getColor"},
+    "QFontDialog": {"getFont"},
+}
+
+
+def _nested_loops(source: str) -> list[tuple[int, str]]:
+    import ast
+
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name, owner = node.func.attr, node.func.value
+        if name in _NESTED_LOOP_METHODS:
+            found.append((node.lineno, f".{name}()"))
+        elif isinstance(owner, ast.Name) and name in _STATIC_DIALOGS.get(owner.id, ()):
+            found.append((node.lineno, f"{owner.id}.{name}()"))
+    return found
+
+
+def test_the_checker_finds_every_kind_of_nested_loop() -> None:
+    sample = "d.exec()\nQFileDialog.getOpenFileName(w)\nQMessageBox.question(w, 't', 'q')\nb.setMenu(m)\nd.open()\n"
+    assert [line for line, _ in _nested_loops(sample)] == [1, 2, 3, 4]
+
+
+def test_no_code_of_the_window_starts_a_nested_event_loop() -> None:
+    offenders = [
+        f"{path.relative_to(REPO)}:{line}: {what}"
+        for path in sorted((REPO / "app").rglob("*.py"))
+        for line, what in _nested_loops(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []

@@ -127,6 +127,10 @@ class Desktop(QObject):
         self._quitting = True
         self._window.close()
 
+    def stay_open(self) -> None:
+        """A Quit the owner took back (Cancel when asked about unsaved edits): closing goes to the tray again."""
+        self._quitting = False
+
     def closes_to_tray(self) -> bool:
         """Whether closing the window now hides it in the tray (the familiar keeps running)."""
         return not self._quitting and self.tray is not None and self.tray.available and self.prefs.prefs.close_to_tray

@@ -36,9 +36,10 @@ from PySide6.QtWidgets import (
 from app.config.ui_prefs import UiPreferencesFile
 from app.runtime.events import ConnectionChanged, ConnectionState
 from app.runtime.facade import FamiliarFacade
-from app.ui.async_slot import cancel_running_slots
+from app.ui.async_slot import async_slot, cancel_running_slots
 from app.ui.bridge import RuntimeBridge
 from app.ui.desktop import Desktop
+from app.ui.dialogs.modal import ask_buttons
 from app.ui.dialogs.window_prefs import WindowPreferencesBox
 from app.ui.icons import app_icon
 from app.ui.panes.base import Pane, PaneContext
@@ -150,6 +151,8 @@ class MainWindow(QMainWindow):
     when it does not close to the tray)."""
 
     closed = Signal()
+    # Whether a close with unsaved edits asks first (tests that close windows at their end turn it off).
+    ask_before_discarding = True
 
     def __init__(
         self,
@@ -170,6 +173,8 @@ class MainWindow(QMainWindow):
         self._settings_dialog: SettingsDialog | None = None
         self._welcome_dialog: WelcomeDialog | None = None
         self._shown_once = False
+        self._discard_question: asyncio.Task[None] | None = None
+        self._discard_confirmed = False  # the owner said Discard: the next close goes through
         self.setWindowTitle(f"Familiar — {facade.familiar_name}")
         self.setWindowIcon(app_icon())
         self.resize(DEFAULT_SIZE)
@@ -415,10 +420,15 @@ class MainWindow(QMainWindow):
             self.desktop.hide_to_tray()
             return
         unsaved = [(each, text) for each in self.built_panes if (text := each.unsaved_work())]
-        if unsaved and not self.confirm_discard([text for _pane, text in unsaved]):
+        if unsaved and self.ask_before_discarding and not self._discard_confirmed:
+            # Asked without a nested event loop: the close is refused now and made again once the owner
+            # has said Discard (the familiar keeps running meanwhile).
             event.ignore()
             self.show_pane(unsaved[0][0].name)
+            if self._discard_question is None or self._discard_question.done():
+                self._discard_question = self._close_if_discarded([text for _pane, text in unsaved])
             return
+        self._discard_confirmed = False
         if self.isVisible():
             self.desktop.save_placement()
         super().closeEvent(event)
@@ -431,16 +441,25 @@ class MainWindow(QMainWindow):
                     dialog.close()
             self.closed.emit()
 
-    def confirm_discard(self, losses: list[str]) -> bool:
+    async def confirm_discard(self, losses: list[str]) -> bool:
         """Whether closing may drop unsaved work (a pane's edits): asked, Cancel by default."""
-        answer = QMessageBox.warning(
+        answer = await ask_buttons(
             self,
+            QMessageBox.Icon.Warning,
             "Unsaved changes",
             "\n".join(losses) + "\n\nClose anyway and lose them?",
             QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
             QMessageBox.StandardButton.Cancel,
         )
         return answer == QMessageBox.StandardButton.Discard
+
+    @async_slot()
+    async def _close_if_discarded(self, losses: list[str]) -> None:
+        if await self.confirm_discard(losses):
+            self._discard_confirmed = True
+            self.close()
+        else:
+            self.desktop.stay_open()  # a Quit that was answered Cancel is no Quit
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:
         self.connection_indicator.set_state(event.state, event.detail)

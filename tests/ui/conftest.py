@@ -63,10 +63,10 @@ def _runtime_clients_loaded() -> None:
 @pytest.fixture(autouse=True)
 def _closing_never_asks(monkeypatch: pytest.MonkeyPatch) -> None:
     """A window closed at a test's end with edits left unsaved would ask in a modal box that nobody answers:
-    it may close. A test of the question replaces `confirm_discard` on its window."""
+    it may close. A test of the question turns `ask_before_discarding` on again for its window."""
     from app.ui.main_window import MainWindow
 
-    monkeypatch.setattr(MainWindow, "confirm_discard", lambda _self, _losses: True)
+    monkeypatch.setattr(MainWindow, "ask_before_discarding", False)
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 from pytestqt.qtbot import QtBot
 
 from app.runtime.facade import FamiliarFacade
@@ -49,3 +49,26 @@ def make_context(qtbot: QtBot, facade: FamiliarFacade) -> PaneContext:
     return PaneContext(
         facade=facade, bridge=bridge, undo=UndoCentre(notices, host), status=StatusProgress(host), window=host
     )
+
+
+D = TypeVar("D", bound=QDialog)
+
+
+def open_dialog(qtbot: QtBot, kind: type[D]) -> D:
+    """The dialog of that kind the window has just opened (window-modal, without a nested loop), once shown."""
+    found: list[D] = []
+
+    def shown() -> bool:
+        found[:] = [w for w in QApplication.topLevelWidgets() if isinstance(w, kind) and w.isVisible()]
+        return bool(found)
+
+    qtbot.waitUntil(shown, timeout=WAIT_MS)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def press(box: QMessageBox, button: QMessageBox.StandardButton) -> None:
+    """Press one of a message box's standard buttons, as a click would."""
+    pressed = box.button(button)
+    assert pressed is not None, f"the box has no {button} button"
+    pressed.click()

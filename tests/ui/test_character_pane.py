@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import QMessageBox
 from pytestqt.qtbot import QtBot
 
 from app.config.paths import FamiliarPaths
@@ -25,7 +26,7 @@ from tests.demo_familiar import seed_demo
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLM, RecordedRequest
 from tests.runtime.projectors.helpers import worker_of
-from tests.ui.support import QT_STRICT, WAIT_MS, Run, settle
+from tests.ui.support import QT_STRICT, WAIT_MS, Run, open_dialog, press, settle
 
 pytestmark = [*QT_STRICT[1:], pytest.mark.timeout(60)]
 
@@ -234,16 +235,14 @@ def test_closing_the_window_with_unsaved_changes_asks_first(
     qtbot.keyClicks(pane.model, "-large")
     qtbot.waitUntil(lambda: pane.dirty, timeout=WAIT_MS)
     window.show_pane("dashboard")
-    asked: list[list[str]] = []
-
-    def keep(losses: list[str]) -> bool:
-        asked.append(losses)
-        return False
-
-    monkeypatch.setattr(window, "confirm_discard", keep)
+    monkeypatch.setattr(window, "ask_before_discarding", True)
     assert not window.close()
+    box = open_dialog(qtbot, QMessageBox)
     assert window.current_pane is pane  # shown, to save from
-    assert asked == [["The character has unsaved changes (Save is Ctrl+S in the Character pane)."]]
+    assert box.text().startswith("The character has unsaved changes (Save is Ctrl+S in the Character pane).")
+    press(box, QMessageBox.StandardButton.Cancel)
+    settle(qtbot)
+    assert window.isVisible()
     qtbot.mouseClick(pane.revert_button, Qt.MouseButton.LeftButton)
     assert pane.unsaved_work() is None
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QInputDialog, QMessageBox
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
@@ -31,7 +32,7 @@ from app.ui.panes.lorebook import BookSettingsDialog, ImportDialog, LorebookPane
 from tests.conftest import write_character_toml
 from tests.demo_familiar import seed_demo
 from tests.fakes.llm_server import FakeLLM
-from tests.ui.support import QT_STRICT, WAIT_MS, Run, make_context, settle
+from tests.ui.support import QT_STRICT, WAIT_MS, Run, make_context, open_dialog, press, settle
 
 pytestmark = QT_STRICT
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -315,7 +316,7 @@ def test_import_with_a_preview_and_the_same_file_twice_adds_nothing(
     )
     seen: list[list[str]] = []
 
-    def take_all(preview: Any) -> frozenset[int]:
+    async def take_all(preview: Any) -> frozenset[int]:
         seen.append([item.action for item in preview.items])
         return frozenset(item.number for item in preview.items if item.action != "unchanged")
 
@@ -457,20 +458,20 @@ def test_closing_the_window_with_unsaved_edits_asks_first(
     window.show_pane("dashboard")
     assert pane.unsaved_work() is None
     run(pane.set_field([0], "priority", 5))
-    asked: list[list[str]] = []
-
-    def keep(losses: list[str]) -> bool:
-        asked.append(losses)
-        return False
-
-    monkeypatch.setattr(window, "confirm_discard", keep)
-    assert not window.close()
+    monkeypatch.setattr(window, "ask_before_discarding", True)
+    assert not window.close()  # asked in a box, without a nested loop: the close waits for the answer
+    box = open_dialog(qtbot, QMessageBox)
     assert window.isVisible()
     assert window.current_pane is pane  # shown, to save from
-    assert asked == [["The lorebook has unsaved edits (Save is Ctrl+S in the Lorebook pane)."]]
-    monkeypatch.setattr(window, "confirm_discard", lambda _losses: True)
+    assert box.text().startswith("The lorebook has unsaved edits (Save is Ctrl+S in the Lorebook pane).")
+    press(box, QMessageBox.StandardButton.Cancel)
+    settle(qtbot)
+    assert window.isVisible()
+    assert pane.dirty
     pane._watch.stop()
-    assert window.close()
+    assert not window.close()
+    press(open_dialog(qtbot, QMessageBox), QMessageBox.StandardButton.Discard)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=WAIT_MS)
     run(window.shutdown())
     settle(qtbot)
 
@@ -624,39 +625,31 @@ def test_book_settings_are_one_undo_step_and_saved(
     settle(qtbot)
 
 
-def test_the_selected_menu_asks_and_applies(qtbot: QtBot, pane: LorebookPane, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The bulk menu's questions (answered here without showing them), each answer one undoable change."""
-    from PySide6.QtWidgets import QInputDialog
-
+def test_the_selected_menu_asks_and_applies(qtbot: QtBot, pane: LorebookPane) -> None:
+    """The bulk menu's questions, answered in the real dialogs (opened without a nested loop), each answer one
+    undoable change; a cancelled question changes nothing."""
     pane.select_positions([0, 2])
-    answers: dict[str, Any] = {"field": "Scan depth (-1: the book's)", "key": "lantern"}
-    # each stand-in takes exactly the arguments the real dialog would be called with
 
-    def get_item(
-        _parent: Any, title: str, _label: str, items: list[str], _at: int, _editable: bool
-    ) -> tuple[str, bool]:
-        answer = answers["field"] if title == "Set a field" else answers["remove"]
-        assert answer in items
-        return answer, True
+    def answer(set_value: Any) -> None:
+        dialog = open_dialog(qtbot, QInputDialog)
+        set_value(dialog)
+        dialog.accept()
 
-    def get_int(_parent: Any, _title: str, _label: str, _value: int, low: int, high: int) -> tuple[int, bool]:
-        assert low <= 6 <= high
-        return 6, True
-
-    def get_text(_parent: Any, _title: str, _label: str) -> tuple[str, bool]:
-        return answers["key"], True
-
-    monkeypatch.setattr(QInputDialog, "getItem", get_item)
-    monkeypatch.setattr(QInputDialog, "getInt", get_int)
-    monkeypatch.setattr(QInputDialog, "getText", get_text)
     pane._ask_set_field()
-    qtbot.waitUntil(lambda: [e.scan_depth for e in pane.entries] == [6, None, 6], timeout=WAIT_MS)
+    open_dialog(qtbot, QInputDialog).reject()  # cancelled: nothing asked further, nothing changed
+    settle(qtbot)
+    before = [e.scan_depth for e in pane.entries]
+    pane._ask_set_field()
+    answer(lambda d: d.setTextValue("Scan depth (-1: the book's)"))
+    answer(lambda d: d.setIntValue(6))
+    qtbot.waitUntil(lambda: [e.scan_depth for e in pane.entries] == [6, before[1], 6], timeout=WAIT_MS)
     settle(qtbot)
     pane._ask_add_key()
+    answer(lambda d: d.setTextValue("lantern"))
     qtbot.waitUntil(lambda: "lantern" in pane.entries[2].keys, timeout=WAIT_MS)
     settle(qtbot)
-    answers["remove"] = "lantern"
     pane._ask_remove_key()
+    answer(lambda d: d.setTextValue("lantern"))
     qtbot.waitUntil(lambda: "lantern" not in pane.entries[2].keys, timeout=WAIT_MS)
     settle(qtbot)
     pane.disable_action.trigger()

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -35,6 +34,7 @@ from app.config.errors import ConfigError
 from app.config.paths import FamiliarExistsError, check_name, create_familiar, familiar_paths, list_familiars
 from app.runtime.errors import FamiliarError
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.modal import choose_file_to_open
 from app.ui.ops import Operations, Succeeded
 from app.ui.theme import DIALOG_MARGINS, SPACE_M, colours, small_label, text_colour_style, title_label
 
@@ -163,10 +163,11 @@ class NewFamiliarDialog(QDialog):
         self.card_file.setEnabled(card)
         self.browse_button.setEnabled(card)
 
-    def _on_browse(self) -> None:
-        chosen, _filter = QFileDialog.getOpenFileName(self, "Choose a character card", "", CARD_FILTER)
-        if chosen:
-            self.card_file.setText(chosen)
+    @async_slot()
+    async def _on_browse(self) -> None:
+        chosen = await choose_file_to_open(self, "Choose a character card", CARD_FILTER)
+        if chosen is not None:
+            self.card_file.setText(str(chosen))
 
     def _show_error(self, message: str) -> None:
         _show(self.error_label, message)

@@ -22,7 +22,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -44,6 +43,7 @@ from app.runtime.setup_views import (
     preset_for,
 )
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.modal import choose_file_to_open
 from app.ui.ops import Operations, Succeeded
 from app.ui.theme import ERROR_RED, MUTED_GREY, OK_GREEN, small_label, text_colour_style, title_label
 
@@ -294,10 +294,11 @@ class WelcomeDialog(QDialog):
         return self._view is not None and self._view.get(key).from_environment
 
     # -- step 1: the name, or a card -------------------------------------------------------------
-    def _on_card_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a character card", "", CARD_FILTER)
-        if path:
-            self.choose_card(Path(path))
+    @async_slot()
+    async def _on_card_clicked(self) -> None:
+        path = await choose_file_to_open(self, "Choose a character card", CARD_FILTER)
+        if path is not None:
+            await self.choose_card(path)
 
     @async_slot(object)
     async def choose_card(self, path: Path) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,11 +30,9 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QMenu,
@@ -47,7 +45,6 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
     QTabWidget,
     QTextBrowser,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -64,6 +61,7 @@ from app.runtime.views import (
     TimedEffectView,
 )
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.modal import accepted, ask_int, ask_item, ask_text, choose_file_to_open, choose_file_to_save
 from app.ui.models.base import Column, RecordTableModel
 from app.ui.models.lore_model import COLUMN_NAMES, TITLE_COLUMN, LoreTableModel
 from app.ui.models.lore_rows import LoreRow, make_row, merge, same_entry, translate
@@ -71,6 +69,7 @@ from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import AMBER, ERROR_RED, HINT_BACKGROUND, HINT_BORDER, OK_GREEN, small_label
 from app.ui.widgets.lore_entry_editor import LoreEntryEditor
+from app.ui.widgets.menu_button import MenuButton
 from app.ui.widgets.placeholder_table import PlaceholderTableView
 
 _log = logging.getLogger(__name__)
@@ -203,27 +202,19 @@ class LorebookPane(Pane):
         self.count_label = small_label("")
         self.new_button = self._button("New entry", "Add an entry (Ctrl+N)", self.new_entry)
         self.delete_button = self._button("Delete", "Delete the selected entries (Del)", self.delete_selected)
-        self.bulk_button = QToolButton()
-        self.bulk_button.setText("Selected ▾")
-        self.bulk_button.setToolTip("Bulk changes to the selected entries")
-        self.bulk_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        bulk = QMenu(self.bulk_button)
+        self.bulk_button = MenuButton("Selected ▾", "Bulk changes to the selected entries")
+        bulk = self.bulk_button.popup_menu
         self.enable_action = self._action(bulk, "Enable", "Ctrl+E", lambda: self.set_enabled(True))
         self.disable_action = self._action(bulk, "Disable", "Ctrl+D", lambda: self.set_enabled(False))
         self._action(bulk, "Set a field…", None, self._ask_set_field)
         self._action(bulk, "Add a key…", None, self._ask_add_key)
         self._action(bulk, "Remove a key…", None, self._ask_remove_key)
-        self.bulk_button.setMenu(bulk)
         self.save_button = self._button("Save", "Write the book to lorebook.toml (Ctrl+S)", self._on_save)
-        self.book_button = QToolButton()
-        self.book_button.setText("Book ▾")
-        self.book_button.setToolTip("The whole book: its settings, import and export")
-        self.book_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        book_menu = QMenu(self.book_button)
+        self.book_button = MenuButton("Book ▾", "The whole book: its settings, import and export")
+        book_menu = self.book_button.popup_menu
         self._action(book_menu, "Book settings…", None, self._on_settings)
         self._action(book_menu, "Import…", None, self._on_import)
         self._action(book_menu, "Export…", None, self._on_export)
-        self.book_button.setMenu(book_menu)
         self.filter.setMinimumWidth(180)
         toolbar = QHBoxLayout()
         toolbar.addWidget(self.filter, 1)
@@ -759,37 +750,34 @@ class LorebookPane(Pane):
         if not chosen:
             return
         labels = [label for _f, label, _k in SET_FIELDS]
-        picked, ok = QInputDialog.getItem(
-            self, "Set a field", f"Field to set in {len(chosen)} entries:", labels, 0, False
-        )
-        if not ok:
+        picked = await ask_item(self, "Set a field", f"Field to set in {len(chosen)} entries:", labels)
+        if picked is None:
             return
         field, label, kind = SET_FIELDS[labels.index(picked)]
         value: Any
         if kind in ("int", "depth"):
-            number, ok = QInputDialog.getInt(
-                self,
-                "Set a field",
-                f"{label}:",
-                0 if kind == "int" else -1,
-                -1 if kind == "depth" else -100_000,
-                100_000,
-            )
+            low, start = (-1, -1) if kind == "depth" else (-100_000, 0)
+            number = await ask_int(self, "Set a field", f"{label}:", start, low, 100_000)
+            if number is None:
+                return
             value = None if kind == "depth" and number < 0 else number
         elif kind == "text":
-            value, ok = QInputDialog.getText(self, "Set a field", f"{label}:")
+            value = await ask_text(self, "Set a field", f"{label}:")
+            if value is None:
+                return
         else:
             choices = ["yes", "no"] if kind == "bool" else ["the book's setting", "yes", "no"]
-            answer, ok = QInputDialog.getItem(self, "Set a field", f"{label}:", choices, 0, False)
+            answer = await ask_item(self, "Set a field", f"{label}:", choices)
+            if answer is None:
+                return
             value = {"yes": True, "no": False}.get(answer)
-        if ok:
-            await self.set_field(chosen, field, value)
+        await self.set_field(chosen, field, value)
 
     @async_slot()
     async def _ask_add_key(self) -> None:
         chosen = self.selected_positions()
-        key, ok = QInputDialog.getText(self, "Add a key", f"Key to add to {len(chosen)} entries:")
-        if ok and key.strip():
+        key = await ask_text(self, "Add a key", f"Key to add to {len(chosen)} entries:")
+        if key is not None and key.strip():
             await self.add_key(chosen, key.strip())
 
     @async_slot()
@@ -798,10 +786,8 @@ class LorebookPane(Pane):
         present = sorted({k for i in chosen for k in (*self._entries[i].keys, *self._entries[i].secondary_keys)})
         if not present:
             return
-        key, ok = QInputDialog.getItem(
-            self, "Remove a key", f"Key to remove from {len(chosen)} entries:", present, 0, False
-        )
-        if ok:
+        key = await ask_item(self, "Remove a key", f"Key to remove from {len(chosen)} entries:", present)
+        if key is not None:
             await self.remove_key(chosen, key)
 
     @async_slot()
@@ -809,7 +795,7 @@ class LorebookPane(Pane):
         if self._settings is None:
             return
         dialog = BookSettingsDialog(self._settings, self.context.window)
-        if dialog.exec() == QDialog.DialogCode.Accepted:
+        if await accepted(dialog):
             await self.set_settings(dialog.settings())
 
     async def set_settings(self, settings: LoreBookSettings) -> None:
@@ -992,20 +978,18 @@ class LorebookPane(Pane):
         if self.dirty:
             self.error_banner.show_message("Save (Ctrl+S) or undo your edits first: an import writes to lorebook.toml.")
             return
-        name, _filter = QFileDialog.getOpenFileName(
-            self, "Import a lorebook", "", "Lorebooks and cards (*.json *.png);;All files (*)"
-        )
-        if name:
-            await self.import_file(Path(name))
+        file = await choose_file_to_open(self, "Import a lorebook", "Lorebooks and cards (*.json *.png);;All files (*)")
+        if file is not None:
+            await self.import_file(file)
 
     async def import_file(
-        self, file: Path, choose: Callable[[ImportPreview], frozenset[int] | None] | None = None
+        self, file: Path, choose: Callable[[ImportPreview], Awaitable[frozenset[int] | None]] | None = None
     ) -> bool:
         outcome = await self.ops.run("read the file to import", lambda: self.facade.lore.import_preview(file))
         if not isinstance(outcome, Succeeded):
             return False
         preview: ImportPreview = outcome.value
-        take = (choose or self._choose_imports)(preview)
+        take = await (choose or self._choose_imports)(preview)
         if take is None:
             return False
         if not take:
@@ -1015,20 +999,21 @@ class LorebookPane(Pane):
         done = await self.ops.run("import the lorebook", lambda: self.context.undo.perform(step))
         return isinstance(done, Succeeded)
 
-    def _choose_imports(self, preview: ImportPreview) -> frozenset[int] | None:
+    async def _choose_imports(self, preview: ImportPreview) -> frozenset[int] | None:
         dialog = ImportDialog(preview, self.context.window)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
+        if not await accepted(dialog):
             return None
         return dialog.chosen()
 
     @async_slot()
     async def _on_export(self) -> None:
         filters = ";;".join(label for _f, label in EXPORT_FORMATS)
-        name, chosen = QFileDialog.getSaveFileName(self, "Export the lorebook", "lorebook.json", filters)
-        if not name:
+        picked = await choose_file_to_save(self, "Export the lorebook", "lorebook.json", filters)
+        if picked is None:
             return
+        target, chosen = picked
         fmt = next((f for f, label in EXPORT_FORMATS if label == chosen), "st")
-        await self.export_to(Path(name), fmt)
+        await self.export_to(target, fmt)
 
     async def export_to(self, target: Path, fmt: str) -> int | None:
         """Write the saved book to `target` as st, ccv2 or ccv3; how many entries (None: it failed)."""

@@ -334,8 +334,7 @@ class PendingPane(Pane):
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
             self.buttons[key] = button
             bar.addWidget(button)
-        self.buttons["snooze"].setMenu(self.snooze_menu)
-        self.buttons["snooze"].setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+        # The snooze action drops snooze_menu down with popup(); setMenu would open it with exec(), a nested loop.
         bar.addStretch(1)
 
         self.selection_bar = QWidget()
