@@ -194,26 +194,12 @@ class CharacterService:
 
     # -- checking --------------------------------------------------------------------------------
     def check(self, draft: CharacterDraft) -> tuple[FieldProblem, ...]:
-        """What is wrong with each field, in the settings loader's words (no I/O: each value is
-        checked alone, so one field's problem never hides another's)."""
-        problems: list[FieldProblem] = []
-        path = self._paths.character_toml
-        for name, key in FIELD_KEYS.items():
-            value = typed_value(key, getattr(draft, name))
-            try:
-                parse_settings(edited_text("", path, {key: _toml(value)}), path)
-            except ConfigError as exc:
-                where = f"key '{exc.key}': " if exc.key else ""
-                problems.append(FieldProblem(field=name, key=key, message=f"{where}{exc.problem}"))
-        try:
-            draft.persona.encode("utf-8")
-        except UnicodeEncodeError:
-            problems.append(FieldProblem(field="persona", key="character.md", message="not valid UTF-8"))
-        return tuple(problems)
+        """What is wrong with each field, in the settings loader's words (no I/O)."""
+        return check_draft(draft, self._paths.character_toml)
 
     def count_tokens(self, text: str) -> int:
         """What `text` costs in the prompt, counted as the context budget counts it."""
-        return int(_uncounted_tokens(text.strip()))
+        return count_character_tokens(text)
 
     # -- writing ---------------------------------------------------------------------------------
     async def save(self, draft: CharacterDraft, base_revision: str) -> CharacterSaved:
@@ -433,3 +419,26 @@ def _same(value: object, current: object) -> bool:
     if isinstance(value, int | float) and isinstance(current, int | float):
         return float(value) == float(current)
     return type(value) is type(current) and value == current
+
+
+def check_draft(draft: CharacterDraft, path: Path) -> tuple[FieldProblem, ...]:
+    """What is wrong with each field of a draft of the character.toml at `path`, in the settings loader's
+    words (no I/O: each value is checked alone, so one field's problem never hides another's)."""
+    problems: list[FieldProblem] = []
+    for name, key in FIELD_KEYS.items():
+        value = typed_value(key, getattr(draft, name))
+        try:
+            parse_settings(edited_text("", path, {key: _toml(value)}), path)
+        except ConfigError as exc:
+            where = f"key '{exc.key}': " if exc.key else ""
+            problems.append(FieldProblem(field=name, key=key, message=f"{where}{exc.problem}"))
+    try:
+        draft.persona.encode("utf-8")
+    except UnicodeEncodeError:
+        problems.append(FieldProblem(field="persona", key="character.md", message="not valid UTF-8"))
+    return tuple(problems)
+
+
+def count_character_tokens(text: str) -> int:
+    """What `text` costs in the prompt, counted as the context budget counts it."""
+    return int(_uncounted_tokens(text.strip()))

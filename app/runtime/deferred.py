@@ -23,17 +23,20 @@ from typing import TYPE_CHECKING, Any, cast
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ConnectionChanged, ConnectionState, RuntimeEvent
 from app.runtime.facade import (
+    CharacterApi,
     ChatLine,
     ControlsApi,
     FamiliarFacade,
     IndexesApi,
+    LoreApi,
     MemoryApi,
+    SetupApi,
     StatusSnapshot,
     TurnHit,
 )
 
 if TYPE_CHECKING:
-    from app.runtime.views import Explanation
+    from app.runtime.views import CharacterDraft, Explanation, FieldProblem, SourceMessage
 
 STARTING_SECRETS = "(known once the familiar has opened)"
 
@@ -117,8 +120,31 @@ class DeferredFacade:
     def indexes(self) -> IndexesApi:
         return self._live.indexes if self._live is not None else cast(IndexesApi, _DeferredApi(self, "indexes"))
 
+    @property
+    def setup(self) -> SetupApi:
+        return self._live.setup if self._live is not None else cast(SetupApi, _DeferredApi(self, "setup"))
+
+    @property
+    def lore(self) -> LoreApi:
+        return self._live.lore if self._live is not None else cast(LoreApi, _DeferredLore(self, "lore"))
+
+    @property
+    def character(self) -> CharacterApi:
+        if self._live is not None:
+            return self._live.character
+        return cast(CharacterApi, _DeferredCharacter(self, "character", self._home / "character.toml"))
+
     async def explain(self, turn_id: int) -> Explanation:
         return cast("Explanation", await self._call("explain")(turn_id))
+
+    async def newest_reply(self, place: str | None = None) -> int | None:
+        return cast("int | None", await self._call("newest_reply")(place))
+
+    async def previous_explanation(self, turn_id: int) -> Explanation | None:
+        return cast("Explanation | None", await self._call("previous_explanation")(turn_id))
+
+    async def answered_message(self, turn_id: int) -> SourceMessage | None:
+        return cast("SourceMessage | None", await self._call("answered_message")(turn_id))
 
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
         if self._live is not None:
@@ -175,15 +201,6 @@ class DeferredFacade:
     async def diagnostics(self, extra_versions: Mapping[str, str] | None = None) -> str:
         return cast(str, await self._call("diagnostics")(extra_versions))
 
-    def __getattr__(self, name: str) -> Any:
-        """Anything else the live familiar offers (a method added to the facade later): an async call
-        that waits for it."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if self._live is not None:
-            return getattr(self._live, name)
-        return self._call(name)
-
 
 class _DeferredApi:
     """A sub-API (memory, controls, indexes) of a familiar still opening: each method waits for it."""
@@ -201,3 +218,39 @@ class _DeferredApi:
             return await getattr(getattr(live, self._api), name)(*args, **kwargs)
 
         return call
+
+
+class _DeferredLore(_DeferredApi):
+    """The lorebook API before the familiar is live: its members without I/O answer at once."""
+
+    @property
+    def problem(self) -> str | None:
+        return None  # not read yet: the pane shows the book's problem once it has loaded it
+
+    def check_key(self, key: str) -> str | None:
+        from app.lore.keys import key_problem
+
+        return key_problem(key)
+
+    def count_tokens(self, text: str) -> int:
+        from app.runtime.context.budget import count_tokens
+
+        return count_tokens(text)
+
+
+class _DeferredCharacter(_DeferredApi):
+    """The character API before the familiar is live: its members without I/O answer at once."""
+
+    def __init__(self, owner: DeferredFacade, api: str, character_toml: Path) -> None:
+        super().__init__(owner, api)
+        self._character_toml = character_toml
+
+    def check(self, draft: CharacterDraft) -> tuple[FieldProblem, ...]:
+        from app.runtime.character_api import check_draft
+
+        return check_draft(draft, self._character_toml)
+
+    def count_tokens(self, text: str) -> int:
+        from app.runtime.character_api import count_character_tokens
+
+        return count_character_tokens(text)
