@@ -456,11 +456,16 @@ async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
             }
             for t in detail.sources
         ],
-        "may_duplicate_or_supersede": [_fact_dict(r.fact) for r in detail.related],
+        "may_duplicate_or_supersede": [
+            _fact_dict(r.fact) | {"relation": r.relation, "reason": r.reason} for r in detail.related
+        ],
     }
     lines = [_fact_line(f) for f in detail.versions]
     lines += [f"  source #{t.turn_id} {t.author.name}: {t.content or '(redacted)'}" for t in detail.sources]
-    lines += [f"  may duplicate or supersede: {_fact_line(r.fact)}" for r in detail.related]
+    lines += [
+        f"  {'would duplicate' if r.relation == 'duplicates' else 'could replace'} ({r.reason}): {_fact_line(r.fact)}"
+        for r in detail.related
+    ]
     return document, _lines(lines)
 
 

@@ -16,7 +16,7 @@ from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.memory_base import MemoryBase
 from app.runtime.names import NameTable
-from app.runtime.textdiff import DUPLICATE_RATIO, similarity, word_diff
+from app.runtime.textdiff import relation, word_diff
 from app.runtime.view_builder import fact_view, source_message
 from app.runtime.views import (
     FactDetail,
@@ -36,14 +36,15 @@ DEFAULT_SNOOZE = timedelta(days=1)
 
 
 def _related(item: Fact, others: Sequence[Fact], names: NameTable) -> tuple[RelatedFact, ...]:
-    return tuple(
-        RelatedFact(
-            fact=fact_view(other, names),
-            relation="duplicates" if similarity(other.content, item.content) >= DUPLICATE_RATIO else "may_supersede",
-            diff=word_diff(other.content, item.content),
-        )
-        for other in others
-    )
+    """The current facts a pending item would duplicate or could replace, with why; the others of the
+    same subject (a different attribute) are left out: accepting the item leaves them as they are."""
+    out: list[RelatedFact] = []
+    for other in others:
+        found = relation(other.content, item.content)
+        if found is not None:
+            kind, reason = found
+            out.append(RelatedFact(fact_view(other, names), kind, word_diff(other.content, item.content), reason))
+    return tuple(out)
 
 
 class FactsMixin(MemoryBase):

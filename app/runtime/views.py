@@ -99,6 +99,7 @@ class RelatedFact:
     fact: FactView
     relation: Literal["duplicates", "may_supersede"]
     diff: tuple[DiffPiece, ...]  # word diff from this fact's text to the pending item's
+    reason: str = ""  # why, in words: "nearly the same words", or the attribute both give ("where they live")
 
 
 @dataclass(frozen=True, slots=True)

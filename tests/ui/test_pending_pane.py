@@ -181,11 +181,20 @@ def test_the_detail_shows_sources_and_what_it_would_replace_with_a_coloured_word
     qtbot.waitUntil(lambda: not detail.context_pending, timeout=WAIT_MS)  # laid out on the next turn of the loop
     page = detail.browser.toHtml()
     assert "I started learning the cello this week." in page
-    assert "carol is vegetarian." in page  # the current fact it could replace
+    # carol's other current fact is about something else: accepting this replaces nothing, so none is offered.
+    assert "carol is vegetarian." not in page
+    assert "Nothing current it would duplicate or replace." in page
+    for _ in range(5):  # on down the queue to bob's
+        if detail.text_label.text().startswith("bob's cat"):
+            break
+        press(qtbot, pane, Qt.Key.Key_J)
+    assert detail.text_label.text() == "bob's cat Pepper is 14 and climbs curtains."
+    qtbot.waitUntil(lambda: not detail.context_pending, timeout=WAIT_MS)
+    assert "bob's cat Pepper is fourteen years old." in detail.browser.toHtml()
     html = detail.context_html(pane.current_item())  # type: ignore[arg-type]
-    assert f'<span style="{REMOVED_STYLE}">vegetarian.</span>' in html
-    assert f'<span style="{ADDED_STYLE}">learning the cello.</span>' in html
-    assert "Could replace" in html
+    assert "Could replace (both mention “cat”)" in html
+    assert f'<span style="{REMOVED_STYLE}">fourteen years old.</span>' in html
+    assert f'<span style="{ADDED_STYLE}">14 and climbs curtains.</span>' in html
 
 
 def test_hostile_text_is_shown_as_text(qtbot: QtBot, run: Run[Any], real_familiar: Familiar, windows: Windows) -> None:

@@ -16,6 +16,7 @@ from app.memory.facts import Fact
 from app.memory.pauses import PauseState
 from app.runtime.projectors.asking import GarbageAnswerError, ask_parsed, one_key_object
 from app.runtime.projectors.base import Deferrals, ProjectorBase, ProjectorDeps
+from app.runtime.textdiff import relation
 
 SYSTEM = (
     "You keep a list of facts current. Given one new fact and earlier facts about the same people,"
@@ -90,7 +91,11 @@ class FactSupersedeProjector(ProjectorBase):
         deps = self._deps
         if pause.paused("learning", fact.scope):
             return True
-        priors = await deps.history.facts.related_current(fact, limit=8)
+        # Only the earlier facts it could replace (the same attribute, or nearly the same words): what the
+        # pending queue showed the owner as "could replace" is exactly what may be retired here.
+        priors = [
+            p for p in await deps.history.facts.related_current(fact, limit=8) if relation(p.content, fact.content)
+        ]
         held = await deps.held_by_pause(pause, {fact.id: fact.scope, **{p.id: p.scope for p in priors}})
         shown = [p for p in priors if p.id not in held]
         if fact.id in held or (held and whole) or not shown:

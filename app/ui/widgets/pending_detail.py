@@ -246,6 +246,8 @@ class PendingDetail(QWidget):
     def _related_html(related: RelatedFact, muted: str, now: datetime) -> str:
         fact = related.fact
         words = RELATION_WORDS.get(related.relation, related.relation)
+        if related.reason:
+            words += f" ({html.escape(related.reason)})"
         since = short_when(fact.created_at, now=now)
         about = ", ".join(s.name for s in fact.subjects)
         detail = f"fact {fact.id} · known since {since}"

@@ -14,6 +14,7 @@ from tests.runtime.projectors.helpers import (
     BOB,
     DM,
     GUILD_SCOPE,
+    PLACE,
     add_turns,
     insert,
     learning,
@@ -64,6 +65,40 @@ async def test_a_fact_the_model_names_is_superseded_and_the_dossiers_dropped(
 
     await familiar.learn_now()
     assert len(requests_of(fake_llm, "fact_supersede")) == 1  # each new fact is considered once
+
+
+async def test_only_facts_on_the_same_attribute_are_shown_and_the_queue_offers_the_same(
+    familiars: Familiars, fake_llm: FakeLLM
+) -> None:
+    """carol learning the cello never replaces carol being vegetarian (issue 18 item 4): such a fact is
+    neither shown to the model nor offered as "could replace" in the owner's queue."""
+    familiar = await familiars.open(learning("fact_supersede"))
+    vegetarian = await insert(familiar, remembered("Alice is vegetarian."))
+    leeds = await insert(familiar, remembered("Alice lives in Leeds."))
+    await familiar.learn_now()
+    pending = await familiar.history.insert_fact(
+        NewFact("Alice moved to York.", "semantic", 5, 0.9, (ALICE,), PLACE, speaker=ALICE)
+    )
+    assert pending.fact is not None
+    queue = await familiar.memory.pending()
+    [item] = [i for i in queue.items if i.fact.id == pending.fact.id]
+    assert [(r.fact.id, r.relation, r.reason) for r in item.related] == [
+        (leeds.id, "may_supersede", "both about where they live")
+    ]
+
+    await familiar.memory.accept(pending.fact.id, pending.fact.revision)
+    fake_llm.script(f'{{"retire": [{leeds.id}]}}')
+    await familiar.learn_now()
+    [request] = requests_of(fake_llm, "fact_supersede")
+    assert prompt(request) == (
+        f"New fact: [F#{pending.fact.id}] Alice moved to York.\n\nEarlier facts:\n[F#{leeds.id}] Alice lives in Leeds."
+    )
+    assert (await familiar.history.facts.chain(leeds.id)).head_id == pending.fact.id
+    assert (await familiar.history.facts.chain(vegetarian.id)).head_id == vegetarian.id
+
+    await insert(familiar, remembered("Alice is learning the cello."))
+    await familiar.learn_now()
+    assert len(requests_of(fake_llm, "fact_supersede")) == 1  # nothing it could replace: nothing asked
 
 
 async def test_an_id_that_was_not_shown_retires_nothing(familiars: Familiars, fake_llm: FakeLLM) -> None:

@@ -222,7 +222,7 @@ async def test_supersede_holds_a_fact_said_where_learning_is_paused_and_hides_it
 
     brain.answers["fact_supersede"] = retire_the_bakery_for_the_library
     library = await _said(familiar, "Alice works at the library now.", PLACE)
-    leeds = await _said(familiar, "Alice lives in Leeds.", OTHER_PLACE)
+    leeds = await _said(familiar, "Alice works nights at the Leeds market.", OTHER_PLACE)
     await familiar.learn_now()
 
     # The library fact is not considered, and not shown beside the Leeds one.
