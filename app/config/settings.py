@@ -75,7 +75,13 @@ class LLMSection:
     model: str = field(default="", metadata=_doc("Model name the endpoint knows."))
     timeout: float = field(default=60.0, metadata=_doc("Seconds to wait for one answer."))
     max_retries: int = field(default=2, metadata=_doc("Retries with backoff on timeouts and 5xx answers."))
-    max_concurrency: int = field(default=2, metadata=_doc("Requests in flight at once."))
+    max_concurrency: int = field(
+        default=2,
+        metadata=_doc(
+            "Requests in flight at once for one place (a channel, a DM, the local chat), and for background"
+            " memory work; a slow or stalled request never holds up another place's reply."
+        ),
+    )
     temperature: float = field(default=0.8, metadata=_doc("Sampling temperature for replies."))
     max_tokens: int = field(default=600, metadata=_doc("Longest reply, in tokens."))
     background: BackgroundLLMSection = field(

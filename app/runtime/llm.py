@@ -3,7 +3,8 @@
 OpenAI, OpenRouter, Ollama, LM Studio, llama.cpp and vLLM all speak the same
 `POST {base_url}/chat/completions` protocol; this module talks to them through the official
 `openai` async client with its own retries (exponential backoff with jitter on timeouts,
-connection errors, 429 and 5xx), a concurrency cap and one-line, user-actionable errors.
+connection errors, 429 and 5xx), a concurrency cap counted per place (place_slots.py: a stalled
+request in one channel never holds up another's) and one-line, user-actionable errors.
 
 Runtime layer: no Qt, qasync or discord imports here.
 """
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Literal, TypedDict, cast
 
 from app.config.settings import LLMSection, Secrets
 from app.runtime.errors import FamiliarError
+from app.runtime.place_slots import PlaceSlots
 
 if TYPE_CHECKING:  # the openai package loads on the first request (importing it takes about half a second)
     import openai
@@ -232,7 +234,7 @@ class LLMClient:
     def __init__(self, endpoint: LLMEndpoint, *, retry_base_delay: float = 0.5) -> None:
         self._endpoint = endpoint
         self._retry_base_delay = retry_base_delay
-        self._semaphore = asyncio.Semaphore(max(1, endpoint.max_concurrency))
+        self._slots = PlaceSlots(max(1, endpoint.max_concurrency))
         self._client: openai.AsyncOpenAI | None = None
         self._closed = False
         self._retired = False
@@ -250,14 +252,19 @@ class LLMClient:
         self,
         messages: Sequence[ChatMessage],
         *,
+        place: str = "",
         max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> str:
         """The model's answer to `messages`, stripped of whitespace and leading reasoning blocks.
 
+        `place` is where the answer is for (a reply's channel, DM or the local chat): at most
+        `max_concurrency` requests of one place are in flight at once, and a place never waits for
+        another's. Requests that name no place share one pool of that size.
+
         Raises LLMError (one line, naming the endpoint) when no usable answer came back.
         """
-        answer = await self._request(messages, max_tokens=max_tokens, temperature=temperature)
+        answer = await self._request(messages, place=place, max_tokens=max_tokens, temperature=temperature)
         text = strip_reasoning(answer.content)
         if not text:
             if answer.finish_reason == "length":
@@ -271,7 +278,7 @@ class LLMClient:
     async def check(self) -> str:
         """Send a tiny prompt and return a one-line success message; raises LLMError otherwise."""
         started = time.perf_counter()
-        await self._request([ChatMessage(role="user", content="ping")], max_tokens=5, temperature=0.0)
+        await self._request([ChatMessage(role="user", content="ping")], place="", max_tokens=5, temperature=0.0)
         elapsed_ms = round((time.perf_counter() - started) * 1000)
         return f"OK: model '{self._endpoint.model}' at {self._url} answered in {elapsed_ms} ms"
 
@@ -321,6 +328,7 @@ class LLMClient:
         self,
         messages: Sequence[ChatMessage],
         *,
+        place: str,
         max_tokens: int | None,
         temperature: float | None,
     ) -> _Answer:
@@ -335,7 +343,7 @@ class LLMClient:
         try:
             for attempt in range(attempts):
                 try:
-                    async with self._semaphore:
+                    async with self._slots.hold(place):
                         return await self._attempt(client, payload, tokens, temp)
                 except _RetryableError as failure:
                     if attempt + 1 >= attempts:

@@ -53,7 +53,7 @@ class Replies:
         reply becomes once sent)."""
         parts = self._parts()  # one set for the whole reply, even if the settings change meanwhile
         assembly = await self._assemble(parts, place, answering)
-        text = await parts.reply_llm.complete(assembly.messages)
+        text = await parts.reply_llm.complete(assembly.messages, place=place)  # waits for no other place
         explanation_id = await self._explanations.save(place, assembly.explanation, [])
         await parts.lorebook.commit(place, answering.id)  # the lore's timed effects, by the layer that chose them
         return text, explanation_id

@@ -2,8 +2,8 @@
 
 It listens on 127.0.0.1 on a random port and speaks enough of the OpenAI wire format for the
 official `openai` client: POST /v1/chat/completions (non-streaming) and GET /v1/models. Tests
-script its behaviour (answers, HTTP errors, delays, garbage bodies, hangs) and inspect what it
-received.
+script its behaviour (answers, HTTP errors, delays, garbage bodies, hangs, stalls of the prompts that
+say a given text) and inspect what it received.
 
     fake = FakeLLM(api_key="sk-test", models=("tiny",))
     await fake.start()
@@ -110,7 +110,9 @@ class FakeLLM:
         self.unhandled: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.stalled = 0  # chat requests held by `stall()` right now
         self._script: deque[ScriptedReply] = deque()
+        self._stall_on: list[str] = []
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._closing = asyncio.Event()
@@ -168,6 +170,24 @@ class FakeLLM:
     def hang_next(self) -> None:
         """The next chat request never gets an answer (until close)."""
         self._script.appendleft(ScriptedReply(hang=True))
+
+    def stall(self, containing: str) -> None:
+        """From now on, every chat request whose last message contains `containing` (a reply's: the
+        message it answers) is accepted and never answered until the fake closes, whatever is
+        scripted; the others are answered as usual, at the same time. A request held so does not
+        take a scripted reply."""
+        self._stall_on.append(containing)
+
+    async def wait_for_stalled(self, n: int, timeout: float = 5.0) -> None:  # noqa: ASYNC109, RUF100
+        """Wait until at least n chat requests are held by `stall()` at once."""
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._received:
+                    await self._received.wait_for(lambda: self.stalled >= n)
+        except TimeoutError:
+            raise AssertionError(
+                f"FakeLLM holds {self.stalled} stalled request(s) after {timeout} s, expected {n}"
+            ) from None
 
     async def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[RecordedRequest]:  # noqa: ASYNC109, RUF100
         """Wait until at least n chat requests arrived; return all recorded so far."""
@@ -253,6 +273,8 @@ class FakeLLM:
                 status=404,
             )
 
+        if self._stalls(recorded.messages):
+            return await self._hold()
         reply = self._script.popleft() if self._script else ScriptedReply(content=self.default_reply(recorded.messages))
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -266,6 +288,24 @@ class FakeLLM:
                         await self._closing.wait()
             return self._render(reply, recorded)
         finally:
+            self.in_flight -= 1
+
+    def _stalls(self, messages: list[dict[str, Any]]) -> bool:
+        last = messages[-1].get("content") if messages else None
+        return isinstance(last, str) and any(needle in last for needle in self._stall_on)
+
+    async def _hold(self) -> web.Response:
+        """A stalled request: accepted, counted, and answered only when the fake closes."""
+        async with self._received:
+            self.stalled += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._received.notify_all()
+        try:
+            await self._closing.wait()
+            return web.Response(status=503, text="fake closed")
+        finally:
+            self.stalled -= 1
             self.in_flight -= 1
 
     def _render(self, reply: ScriptedReply, recorded: RecordedRequest) -> web.Response:

@@ -436,6 +436,44 @@ async def test_concurrency_cap_of_one_serialises(fake: FakeLLM, make_client: Mak
     assert fake.max_in_flight == 1
 
 
+STUCK: list[ChatMessage] = [ChatMessage(role="user", content="a prompt the endpoint never answers")]
+
+
+@pytest.mark.asyncio
+async def test_the_cap_is_counted_per_place(fake: FakeLLM, make_client: MakeClient) -> None:
+    """A stalled request holds its own place's slot, never another place's."""
+    fake.stall("never answers")
+    client = make_client(max_concurrency=1, timeout=30.0, max_retries=0)
+
+    async with asyncio.timeout(5):
+        stuck = asyncio.create_task(client.complete(STUCK, place="guild:1/10"))
+        await fake.wait_for_stalled(1)
+        behind = asyncio.create_task(client.complete(HELLO, place="guild:1/10"))
+        # Another place's request goes out at once, though the cap of 1 is taken where the stall is.
+        assert await client.complete(HELLO, place="guild:1/20") == "echo: hi"
+        assert await client.complete(HELLO, place="dm:7") == "echo: hi"
+        # The stalled place's next request is still waiting for its own place's slot: never sent.
+        assert len(fake.requests) == 3
+        assert not behind.done()
+        stuck.cancel()  # the stalled request ends: its place's next one goes
+        with pytest.raises(asyncio.CancelledError):
+            await stuck
+        assert await behind == "echo: hi"
+    assert fake.max_in_flight == 2
+
+
+@pytest.mark.asyncio
+async def test_places_do_not_wait_for_each_other_and_each_keeps_its_cap(fake: FakeLLM, make_client: MakeClient) -> None:
+    fake.script(*[ScriptedReply(content="x", delay=0.3) for _ in range(8)])
+    client = make_client(max_concurrency=1)
+
+    async with asyncio.timeout(5):
+        # Four places, two requests each: the four firsts are in flight together, each place's second after.
+        await asyncio.gather(*(client.complete(HELLO, place=f"guild:1/{n % 4}") for n in range(8)))
+
+    assert fake.max_in_flight == 4
+
+
 # -- reasoning blocks -----------------------------------------------------------------------------
 
 

@@ -47,7 +47,7 @@ class ProjectorDeps:
 
     history: History
     projections: Projections
-    llm: LLMClient  # the background slot
+    llm: LLMClient  # the background slot: a client and a budget of its own, apart from the replies'
     settings: Settings
     embedder: Embedder | None = None
     embeddings: EmbeddingIndex | None = None
