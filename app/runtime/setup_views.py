@@ -54,7 +54,8 @@ class SettingValue:
         if self.source is SettingSource.DEFAULT:
             return "default" if self.value else "not set"
         if self.source is SettingSource.FILE:
-            return "from character.toml"
+            # `base_url = ""` in the file sets nothing: saying where an empty value comes from would read as set
+            return "from character.toml" if self.value else "not set"
         return f"saved in {self.origin}"
 
 

@@ -274,3 +274,16 @@ async def test_a_card_becomes_this_familiar_keeping_its_settings_and_the_replace
     prompt = "\n".join(str(m.get("content")) for m in request.messages)
     assert "Captain Rook ferries travellers between Saltmere and the outer isles." in prompt
     assert "lighthouse keeper" not in prompt
+
+
+async def test_an_empty_value_in_character_toml_is_not_set(familiar_paths: FamiliarPaths) -> None:
+    """`base_url = ""` in the file sets nothing: Settings says "not set", not "from character.toml"."""
+    familiar = await open_familiar(familiar_paths, "", {})
+    try:
+        view = await familiar.setup.current()
+    finally:
+        await familiar.close()
+    base_url = view.get("llm.base_url")
+    assert (base_url.value, base_url.source, base_url.describe()) == ("", SettingSource.FILE, "not set")
+    assert not base_url.is_set
+    assert view.get("llm.model").describe() == "from character.toml", "a value in the file still says so"

@@ -235,3 +235,18 @@ def test_run_the_welcome_again_opens_the_welcome(
         assert welcome.step == "name"
     finally:
         run(window.shutdown())
+
+
+def test_an_empty_endpoint_is_labelled_not_set(
+    qtbot: QtBot, run: Run[Any], tmp_path: Path, closing: list[Familiar]
+) -> None:
+    paths = FamiliarPaths(root=tmp_path / "home", name="default")
+    write_character_toml(paths, NO_DISCORD, "ws://127.0.0.1:9/", "")  # base_url = "" in the file
+    familiar = run(Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False), env={}))
+    closing.append(familiar)
+
+    dialog = make_dialog(qtbot, familiar)
+
+    assert dialog.base_url.text() == ""
+    assert dialog.sources["base_url"].text() == "not set", "an empty value in the file sets nothing"
+    assert dialog.sources["model"].text() == "from character.toml"
