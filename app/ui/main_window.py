@@ -347,14 +347,13 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
         dialog.welcome_requested.connect(self.open_welcome)
-        _add_section(
-            dialog,
-            WindowPreferencesBox(
-                self.desktop.prefs,
-                self.desktop.theme,
-                tray_available=self.desktop.tray is not None and self.desktop.tray.available,
-            ),
+        window_box = WindowPreferencesBox(
+            self.desktop.prefs,
+            self.desktop.theme,
+            tray_available=self.desktop.tray is not None and self.desktop.tray.available,
         )
+        dialog.rejected.connect(window_box.restore)  # Cancel puts back the theme in force before
+        _add_section(dialog, window_box)
         self._settings_dialog = dialog
         dialog.show()
         return dialog
