@@ -43,7 +43,7 @@ from app.runtime.controls_api import ControlsService
 from app.runtime.conversation import Conversation
 from app.runtime.errors import FamiliarError
 from app.runtime.event_hub import EventHub
-from app.runtime.events import ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
+from app.runtime.events import ConnectionChanged, ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
 from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
@@ -381,14 +381,18 @@ class Familiar:
     def get_status(self) -> StatusSnapshot:
         adapter = self._discord
         missing = self._missing()
+        # The state is the last one published: what the status bar and every other listener were told, also
+        # after a failed start has dropped its adapter (Failed, with why, until the next start or stop).
+        connection = self._events.connection
         return StatusSnapshot(
-            state=adapter.state if adapter is not None else ConnectionState.STOPPED,
+            state=connection.state,
             guilds=adapter.guilds if adapter is not None else (),
             latency_ms=adapter.latency_ms if adapter is not None else None,
             last_error=self._events.last_error,
             configured=not missing,
             missing=missing,
             lore_problem=self.lore.problem,
+            state_detail=connection.detail,
         )
 
     # -- facade: Discord -----------------------------------------------------------------------
@@ -418,6 +422,8 @@ class Familiar:
         adapter, self._discord = self._discord, None
         if adapter is not None:
             await adapter.stop()
+        elif self._events.connection.state is not ConnectionState.STOPPED:  # a failed start left no adapter
+            self.publish(ConnectionChanged(state=ConnectionState.STOPPED))
 
     def _on_lore_disabled(self, problems: list[LoreProblem]) -> None:
         """A lorebook regex key ran over its time limit and is off: say so in the window (the log has it)."""

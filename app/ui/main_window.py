@@ -224,7 +224,7 @@ class MainWindow(QMainWindow):
 
         status = facade.get_status()
         self.connection_indicator = ConnectionIndicator()
-        self.connection_indicator.set_state(status.state)
+        self.connection_indicator.set_state(status.state, status.state_detail)
         self.latency_label = QLabel(latency_text(status.latency_ms))
         # On every pane: lit while anything is paused; a click opens Memory controls.
         self.pause_light = PauseLight(facade, self.bridge)
@@ -386,7 +386,7 @@ class MainWindow(QMainWindow):
     def familiar_ready(self) -> None:
         """The facade has become live (it was a DeferredFacade while the familiar opened): show its status."""
         status = self._facade.get_status()
-        self.connection_indicator.set_state(status.state)
+        self.connection_indicator.set_state(status.state, status.state_detail)
         self.latency_label.setText(latency_text(status.latency_ms))
         self.dashboard.refresh_status()
         self.desktop.familiar_ready()

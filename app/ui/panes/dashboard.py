@@ -166,7 +166,7 @@ class DashboardPane(Pane):
             self.error_banner.show_message(single_line(status.last_error))
         if status.lore_problem:
             self.lore_banner.show_message(single_line(status.lore_problem))
-        self._set_state(status.state)
+        self._set_state(status.state, status.state_detail)
 
     def _set_state(self, state: ConnectionState, detail: str = "") -> None:
         self._connection = state
@@ -190,12 +190,16 @@ class DashboardPane(Pane):
     @async_slot()
     async def _on_start_clicked(self) -> None:
         await self.ops.run("start", self.facade.start, clear=not self.ops.busy)
-        self._set_state(self.facade.get_status().state)
+        self._show_status_state()
 
     @async_slot()
     async def _on_stop_clicked(self) -> None:
         await self.ops.run("stop", self.facade.stop, clear=False)
-        self._set_state(self.facade.get_status().state)
+        self._show_status_state()
+
+    def _show_status_state(self) -> None:
+        status = self.facade.get_status()
+        self._set_state(status.state, status.state_detail)
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:
         self._set_state(event.state, event.detail)
