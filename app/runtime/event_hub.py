@@ -33,6 +33,13 @@ class EventHub:
 
         return unsubscribe
 
+    def withdraw_error(self, message: str) -> bool:
+        """The failure `message` no longer holds (what it lacked is there now): no longer the last error."""
+        if self.last_error != message:
+            return False
+        self.last_error = None
+        return True
+
     def publish(self, event: RuntimeEvent) -> None:
         if isinstance(event, FailureReported):
             self.last_error = event.message

@@ -86,6 +86,7 @@ class Familiar:
         self._index_health: dict[str, IndexHealth] = {}
         self._closed = False
         self._client_loading: asyncio.Task[None] | None = None
+        self._refused: str | None = None  # the last start refused for a missing setting: why
         self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml, self._other_tombstone_keys)
         self.projections = Projections(history.store)
         self.pauses = PauseSwitches(history.store)
@@ -218,6 +219,11 @@ class Familiar:
             if self._discord is not None:  # whom and where it answers changes now; the connection at its next start
                 self._discord.use_answering_rules(parts.settings.discord)
             await old.retire()
+        refused = self._refused
+        if refused is not None and refused != self._setup_failure():
+            # A start refused for a missing setting: that setting is there now, so the failure no longer holds.
+            self._refused = None
+            self._events.withdraw_error(refused)
         _log.info("settings reloaded from %s", self._paths.folder)
 
     @classmethod
@@ -395,13 +401,21 @@ class Familiar:
             state_detail=connection.detail,
         )
 
-    # -- facade: Discord -----------------------------------------------------------------------
-    async def start(self) -> None:
+    def _setup_failure(self) -> str | None:
+        """Why Start would be refused now for what is not set yet (None: nothing is missing)."""
         missing = self._missing()
         if "bot token" in missing:
-            raise self._fail("No bot token yet: paste it in Settings, or set DISCORD_TOKEN.")
+            return "No bot token yet: paste it in Settings, or set DISCORD_TOKEN."
         if missing:
-            raise self._fail(f"No {' and no '.join(missing)} yet: set them in Settings.")
+            return f"No {' and no '.join(missing)} yet: set them in Settings."
+        return None
+
+    # -- facade: Discord -----------------------------------------------------------------------
+    async def start(self) -> None:
+        refused = self._setup_failure()
+        if refused is not None:
+            self._refused = refused
+            raise self._fail(refused)
         if self._discord is not None:
             return
         # discord.py (and aiohttp under it) load only when the familiar connects: the window and the

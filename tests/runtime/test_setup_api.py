@@ -287,3 +287,21 @@ async def test_an_empty_value_in_character_toml_is_not_set(familiar_paths: Famil
     assert (base_url.value, base_url.source, base_url.describe()) == ("", SettingSource.FILE, "not set")
     assert not base_url.is_set
     assert view.get("llm.model").describe() == "from character.toml", "a value in the file still says so"
+
+
+async def test_a_start_refused_for_a_missing_endpoint_is_no_longer_the_last_error_once_one_is_saved(
+    familiar_paths: FamiliarPaths, fake_llm: FakeLLM
+) -> None:
+    familiar = await open_familiar(familiar_paths, "", {"DISCORD_TOKEN": TOKEN})
+    try:
+        with pytest.raises(FamiliarError, match="No LLM endpoint yet"):
+            await familiar.start()
+        assert familiar.get_status().last_error == "No LLM endpoint yet: set them in Settings."
+
+        await familiar.setup.save(SettingsUpdate(llm_model="another-model"))  # the endpoint is still missing
+        assert familiar.get_status().last_error == "No LLM endpoint yet: set them in Settings."
+
+        await familiar.setup.save(SettingsUpdate(llm_base_url=fake_llm.base_url))
+        assert familiar.get_status().last_error is None, "what it lacked is there: the failure no longer holds"
+    finally:
+        await familiar.close()

@@ -1,5 +1,6 @@
 """What the window says about the familiar's state stays true, on the real runtime against the fake Discord and
-fake LLM: after a failed start the Dashboard and the status bar say the same (Failed)."""
+fake LLM: after a failed start the Dashboard and the status bar say the same (Failed); the banner of a start
+refused for a missing LLM endpoint goes once Settings has saved one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialogButtonBox
 from pytestqt.qtbot import QtBot
 
 from app.config.paths import FamiliarPaths
@@ -86,3 +88,24 @@ def test_after_a_failed_start_the_dashboard_and_the_status_bar_both_say_failed(q
 
     wrong_token.window.familiar_ready()  # any later re-read of the status says the same
     assert (window.connection_indicator.text(), dashboard.state_indicator.text()) == ("Failed", "Failed")
+
+
+def test_the_no_llm_endpoint_banner_goes_once_settings_saved_one(qtbot: QtBot, no_endpoint: Live) -> None:
+    window, dashboard = no_endpoint.window, no_endpoint.window.dashboard
+    qtbot.mouseClick(dashboard.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dashboard.error_banner.isVisible(), timeout=WAIT_MS)
+    settle(qtbot)
+    assert dashboard.error_banner.text().startswith("No LLM endpoint")
+
+    dialog = window.open_settings()
+    settle(qtbot)
+    dialog.base_url.setText(no_endpoint.llm.base_url)
+    qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Save), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=WAIT_MS)
+    settle(qtbot)
+
+    assert dashboard.error_banner.isHidden(), "the endpoint is saved: the banner saying there is none has gone"
+    assert no_endpoint.familiar.get_status().last_error is None
+    assert dashboard.setup_hint.isHidden()
+    dashboard.refresh_status()
+    assert dashboard.error_banner.isHidden(), "and does not come back at the next re-read"
