@@ -305,3 +305,24 @@ async def test_a_start_refused_for_a_missing_endpoint_is_no_longer_the_last_erro
         assert familiar.get_status().last_error is None, "what it lacked is there: the failure no longer holds"
     finally:
         await familiar.close()
+
+
+async def test_the_settings_view_names_the_card_the_familiar_was_made_from(
+    familiar_paths: FamiliarPaths, fake_llm: FakeLLM
+) -> None:
+    """So the welcome can take the card's name rather than ask it again."""
+    familiar = await open_familiar(familiar_paths, fake_llm.base_url, {})
+    try:
+        before = await familiar.setup.current()
+        await familiar.setup.apply_card(SAMPLES / "rook_v3.json")
+        made = await familiar.setup.current()
+        await familiar.setup.save(SettingsUpdate(display_name="Rook the Second"))
+        renamed = await familiar.setup.current()
+        (familiar_paths.folder / "card.json").write_text("not a card any more", encoding="utf-8")
+        broken = await familiar.setup.current()
+    finally:
+        await familiar.close()
+    assert (before.card_name, before.named_by_card) == ("", False)
+    assert (made.card_name, made.display_name, made.named_by_card) == ("Captain Rook", "Captain Rook", True)
+    assert (renamed.card_name, renamed.named_by_card) == ("Captain Rook", False), "renamed since: a name to choose"
+    assert broken.card_name == ""
