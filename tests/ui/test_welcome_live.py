@@ -94,7 +94,15 @@ def click(qtbot: QtBot, button: Any) -> None:
     settle(qtbot)
 
 
+def fits(dialog: WelcomeDialog) -> bool:
+    """The dialog is as tall as its step needs at its width (wrapped text counted): no row squeezed."""
+    layout = dialog.layout()
+    assert layout is not None
+    return dialog.height() >= layout.totalHeightForWidth(dialog.width())
+
+
 def shot(qtbot: QtBot, dialog: WelcomeDialog, name: str) -> None:
+    qtbot.waitUntil(lambda: fits(dialog), timeout=WAIT_MS)  # as a person sees it once it has laid itself out
     ARTIFACTS.mkdir(exist_ok=True)
     assert dialog.grab().save(str(ARTIFACTS / f"welcome_{name}.png"))
 
@@ -118,8 +126,11 @@ def test_the_whole_welcome_names_checks_the_token_picks_a_model_and_it_is_in_for
     assert dialog.back_button.isEnabled()
 
     dialog.token_field.setText(TOKEN)
+    dialog.check_button.setFocus()
     click(qtbot, dialog.check_button)
     assert dialog.verdict_label.text() == "OK: this is the bot Wisp."
+    assert dialog.focusWidget() is dialog.check_button, "the focus stays: Enter must not press 'without Discord'"
+    assert not dialog.without_discord_button.autoDefault()
     assert OK_GREEN in dialog.verdict_label.styleSheet()
     assert dialog.invite_label.isVisible()
     assert INVITE in dialog.invite_label.text()
@@ -139,6 +150,7 @@ def test_the_whole_welcome_names_checks_the_token_picks_a_model_and_it_is_in_for
     assert dialog.llm_result.text().startswith(f"2 models listed. OK: model 'llama3.1:8b' at {live.llm.base_url}")
     shot(qtbot, dialog, "3_llm_tested")
     dialog.model_combo.setCurrentText("qwen2.5:7b")
+    assert dialog.llm_result.text() == "", "the test was of another model: its result is not left beside this one"
     shot(qtbot, dialog, "3_llm")
     click(qtbot, dialog.next_button)
     qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=WAIT_MS)

@@ -18,11 +18,13 @@ Next saves the step's values (`facade.setup.save`, in force at once); Skip moves
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import shiboken6
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -99,6 +101,7 @@ class WelcomeDialog(QDialog):
         self._card: Path | None = None
         self._last_check: tuple[str, DiscordCheck] | None = None
         self._without_discord = False  # "Try it without Discord": step 3, then Chat
+        self._listing = False  # the model list is being filled in: not an edit that makes the result stale
         # Not a Qt child: a load still running when the dialog is deleted must not find its Operations gone.
         self.ops = Operations(show_error=self._show_error, clear_error=self._clear_error)
         self.setWindowTitle("Welcome to Familiar")
@@ -181,6 +184,7 @@ class WelcomeDialog(QDialog):
         self.without_discord_button.setToolTip(
             "Go on without a bot token: choose a language model, then talk to the familiar here, in Chat."
         )
+        self.without_discord_button.setAutoDefault(False)  # Enter goes on with the token (Next), never past it
         self.without_discord_button.clicked.connect(self._on_without_discord)
         row = QHBoxLayout()
         row.addWidget(self.token_field, 1)
@@ -227,6 +231,8 @@ class WelcomeDialog(QDialog):
         self.models_button = QPushButton("List models && test")
         self.models_button.clicked.connect(self._on_models_clicked)
         self.llm_result = _result_label()
+        for edited in (self.url_field.textChanged, self.key_field.textChanged, self.model_combo.currentTextChanged):
+            edited.connect(self._on_llm_edited)
         self.chat_note = small_label(
             "Chat needs a language model to answer: choose one here, then Finish opens Chat."
             " Add the bot token later in Settings to take the familiar to Discord."
@@ -250,6 +256,23 @@ class WelcomeDialog(QDialog):
         layout.addWidget(self.llm_result)
         layout.addStretch(1)
         return page
+
+    def event(self, event: QEvent) -> bool:
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LayoutRequest:
+            self._fit()
+        return handled
+
+    def _fit(self) -> None:
+        """As tall as the step needs at this width: a hint that wraps, a verdict or a note shown later make the
+        dialog grow rather than squeeze its rows into each other (a top-level widget's minimum size does not
+        count wrapped text)."""
+        layout = self.layout()
+        if layout is None or not layout.hasHeightForWidth():
+            return
+        needed = layout.totalHeightForWidth(self.width())
+        if needed > self.height():
+            self.resize(self.width(), needed)
 
     # -- state -----------------------------------------------------------------------------------
     @property
@@ -316,6 +339,8 @@ class WelcomeDialog(QDialog):
         if url.value and not self.url_field.text():
             self.preset_combo.setCurrentText(preset_for(url.value).name)
             self.url_field.setText(url.value)
+        elif not self.url_field.text():  # none set yet: the address of the kind shown, not just its placeholder
+            self.url_field.setText(PRESETS[self.preset_combo.currentIndex()].base_url)
         lock_if_overridden(self.url_field, url)
         if url.from_environment:
             self.preset_combo.setEnabled(False)
@@ -379,7 +404,8 @@ class WelcomeDialog(QDialog):
 
     @async_slot()
     async def _on_check_clicked(self) -> None:
-        await self._check_token()
+        with self._keeping_focus():
+            await self._check_token()
 
     async def _check_token(self, *, refusing: bool = False) -> DiscordCheck | None:
         """Ask Discord about the token typed; `refusing`: Next asked, so a rejected token's verdict also says
@@ -416,6 +442,11 @@ class WelcomeDialog(QDialog):
         self._go(STEPS.index("llm"))
 
     # -- step 3: the LLM -------------------------------------------------------------------------
+    def _on_llm_edited(self) -> None:
+        """The endpoint or model changed since the result shown: it no longer tells about them."""
+        if not self._listing:
+            self.llm_result.clear()
+
     def _on_preset_changed(self, index: int) -> None:
         preset = PRESETS[index]
         self.preset_hint.setText(preset.hint)
@@ -433,6 +464,10 @@ class WelcomeDialog(QDialog):
 
     @async_slot()
     async def _on_models_clicked(self) -> None:
+        with self._keeping_focus():
+            await self._list_and_test()
+
+    async def _list_and_test(self) -> None:
         draft = self._llm_draft()
         busy = (*self._busy_widgets, self.models_button)
         _show(self.llm_result, "Asking the endpoint for its models…", ok=None)
@@ -450,9 +485,13 @@ class WelcomeDialog(QDialog):
         chosen = typed if typed in models.models else models.current if models.current in models.models else ""
         if not chosen and models.models:
             chosen = models.models[0]
-        self.model_combo.clear()
-        self.model_combo.addItems(list(models.models))
-        self.model_combo.setEditText(chosen)
+        self._listing = True
+        try:
+            self.model_combo.clear()
+            self.model_combo.addItems(list(models.models))
+            self.model_combo.setEditText(chosen)
+        finally:
+            self._listing = False
         if not models.models:
             _show(self.llm_result, f"{models.base_url} lists no models: type the model's name.", ok=False)
             return
@@ -475,8 +514,21 @@ class WelcomeDialog(QDialog):
 
     @async_slot()
     async def _on_next(self) -> None:
-        if await self._save_step():
-            self._advance()
+        with self._keeping_focus():
+            if await self._save_step():
+                self._advance()
+
+    @contextlib.contextmanager
+    def _keeping_focus(self) -> Iterator[None]:
+        """The focus back where it was once a call is over: the buttons disabled meanwhile pass it on (to "Try
+        it without Discord", say, which Enter would then press)."""
+        had = self.focusWidget()
+        try:
+            yield
+        finally:
+            alive = shiboken6.isValid(self) and had is not None and shiboken6.isValid(had)
+            if alive and had is not None and had.isVisible() and had.isEnabled():
+                had.setFocus()
 
     async def _save_step(self) -> bool:
         """Save what this step's fields say; False (with the message shown) keeps the step open."""
