@@ -24,10 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import shiboken6
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -49,6 +48,7 @@ from app.runtime.setup_views import (
     preset_for,
 )
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.fitting import FittingDialog
 from app.ui.dialogs.modal import choose_file_to_open
 from app.ui.ops import Operations, Succeeded
 from app.ui.theme import ERROR_RED, MUTED_GREY, OK_GREEN, small_label, text_colour_style, title_label
@@ -87,7 +87,7 @@ def lock_if_overridden(field: QLineEdit, value: SettingValue) -> None:
             field.setText(value.value)
 
 
-class WelcomeDialog(QDialog):
+class WelcomeDialog(FittingDialog):
     """Non-modal. `saved` after each step saved; `chat_requested` when a flow that went on "without Discord"
     ends (Chat is to be opened)."""
 
@@ -256,23 +256,6 @@ class WelcomeDialog(QDialog):
         layout.addWidget(self.llm_result)
         layout.addStretch(1)
         return page
-
-    def event(self, event: QEvent) -> bool:
-        handled = super().event(event)
-        if event.type() == QEvent.Type.LayoutRequest:
-            self._fit()
-        return handled
-
-    def _fit(self) -> None:
-        """As tall as the step needs at this width: a hint that wraps, a verdict or a note shown later make the
-        dialog grow rather than squeeze its rows into each other (a top-level widget's minimum size does not
-        count wrapped text)."""
-        layout = self.layout()
-        if layout is None or not layout.hasHeightForWidth():
-            return
-        needed = layout.totalHeightForWidth(self.width())
-        if needed > self.height():
-            self.resize(self.width(), needed)
 
     # -- state -----------------------------------------------------------------------------------
     @property
