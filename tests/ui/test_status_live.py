@@ -27,6 +27,7 @@ from tests.ui.support import QT_STRICT, Run, settle
 pytestmark = [*QT_STRICT[1:], pytest.mark.timeout(60)]
 
 WAIT_MS = 10_000
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 @dataclass
@@ -86,6 +87,8 @@ def test_after_a_failed_start_the_dashboard_and_the_status_bar_both_say_failed(q
     assert dashboard.start_button.isEnabled()
     assert not dashboard.stop_button.isEnabled()
 
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert window.grab().save(str(ARTIFACTS / "dashboard_failed_start.png"))  # to look at
     wrong_token.window.familiar_ready()  # any later re-read of the status says the same
     assert (window.connection_indicator.text(), dashboard.state_indicator.text()) == ("Failed", "Failed")
 
