@@ -1,5 +1,6 @@
 """The window's own preferences, app-wide: `ui.toml` in the data root (beside familiars/, not in any
-character.toml): theme, close to the tray, notifications, and where the window was.
+character.toml): theme, close to the tray, notifications, where the window was, and the familiars whose
+owner chose to try them without Discord (the welcome does not open for those at every launch).
 
 The window writes it when one of them changes (Settings, moving the window, closing it); the owner may
 edit it while no window runs. A file that cannot be read or holds a wrong value is reported in one line
@@ -35,6 +36,7 @@ class UiPreferences:
     tray_notice_shown: bool = False  # the first close to the tray has said so
     geometry: str = ""  # the window's size and place (Qt's saveGeometry, base64)
     last_pane: str = ""  # the pane the window showed last
+    without_discord: tuple[str, ...] = ()  # familiars tried without Discord: no welcome at launch for a missing token
 
 
 DESCRIPTIONS: dict[str, str] = {
@@ -44,6 +46,7 @@ DESCRIPTIONS: dict[str, str] = {
     "tray_notice_shown": "the first close to the tray said so already",
     "geometry": "where the window was and its size (written by the window)",
     "last_pane": "the pane the window opens on (written by the window)",
+    "without_discord": "familiars you chose to try without Discord: no welcome at launch for their missing bot token",
 }
 
 _HEADER = (
@@ -61,6 +64,9 @@ def _check(key: str, value: object) -> str | None:
     default = getattr(UiPreferences(), key)
     if isinstance(default, bool):
         return None if isinstance(value, bool) else "must be true or false"
+    if isinstance(default, tuple):
+        ok = isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
+        return None if ok else "must be a list of names"
     if not isinstance(value, str):
         return "must be a string"
     if key == "theme" and value not in THEMES:
@@ -107,7 +113,7 @@ class UiPreferencesFile:
             wrong = _check(key, value)
             if wrong is not None:
                 return self._fail(f"{self.path}, key '{key}': {wrong}")
-            values[key] = value
+            values[key] = tuple(value) if isinstance(value, list) else value
         return UiPreferences(**values)
 
     def _fail(self, problem: str) -> UiPreferences:
@@ -123,6 +129,7 @@ class UiPreferencesFile:
             wrong = _check(key, value)
             if wrong is not None:
                 raise ValueError(f"window preference '{key}': {wrong}")
+        changes = {key: tuple(value) if isinstance(value, list) else value for key, value in changes.items()}
         updated = dataclasses.replace(self._prefs, **changes)
         if updated == self._prefs:
             return updated
@@ -144,12 +151,13 @@ class UiPreferencesFile:
                 document.add(tomlkit.nl())
                 changes = dataclasses.asdict(self._prefs)  # a new file lists every preference
             for key, value in changes.items():
+                written = list(value) if isinstance(value, tuple) else value  # a tuple is a TOML array
                 if key not in document:
-                    item = tomlkit.item(value)
+                    item = tomlkit.item(written)
                     item.comment(DESCRIPTIONS[key])
                     document[key] = item
                 else:
-                    document[key] = value
+                    document[key] = written
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".ui-", suffix=".toml")
             try:

@@ -630,6 +630,11 @@ def preview_card(path: Path) -> CardPreview:
     )
 
 
+def card_display_name(path: Path) -> str:
+    """The display name a familiar made from the card at `path` was given. Raises CardError. Blocking."""
+    return _clean(read_card(path).name)
+
+
 def apply_card_to_familiar(path: Path, paths: FamiliarPaths) -> CardApplied:
     """Make the familiar at `paths` the card's character: its persona (character.md), name and greeting
     (character.toml, whose other settings stay as they are), lorebook, card.json and avatar.png.
@@ -686,6 +691,7 @@ __all__ = [
     "CardImport",
     "CardNameError",
     "apply_card_to_familiar",
+    "card_display_name",
     "check_card",
     "create_familiar_from_card",
     "familiar_card",

@@ -81,6 +81,7 @@ class StatusSnapshot:
     configured: bool  # a bot token and an LLM endpoint are both set
     missing: tuple[str, ...]  # what is still missing, in words ("bot token", "LLM endpoint")
     lore_problem: str | None = None  # why lorebook.toml is not in use (the last good book is), as last read
+    state_detail: str = ""  # what was said with the state (why it failed), as the last ConnectionChanged said
 
 
 @dataclass(frozen=True, slots=True)

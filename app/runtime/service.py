@@ -43,7 +43,7 @@ from app.runtime.controls_api import ControlsService
 from app.runtime.conversation import Conversation
 from app.runtime.errors import FamiliarError
 from app.runtime.event_hub import EventHub
-from app.runtime.events import ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
+from app.runtime.events import ConnectionChanged, ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
 from app.runtime.explain import explain
 from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
@@ -86,6 +86,7 @@ class Familiar:
         self._index_health: dict[str, IndexHealth] = {}
         self._closed = False
         self._client_loading: asyncio.Task[None] | None = None
+        self._refused: str | None = None  # the last start refused for a missing setting: why
         self.memory_ops = MemoryOps(history, loaded.paths.lorebook_toml, self._other_tombstone_keys)
         self.projections = Projections(history.store)
         self.pauses = PauseSwitches(history.store)
@@ -218,6 +219,11 @@ class Familiar:
             if self._discord is not None:  # whom and where it answers changes now; the connection at its next start
                 self._discord.use_answering_rules(parts.settings.discord)
             await old.retire()
+        refused = self._refused
+        if refused is not None and refused != self._setup_failure():
+            # A start refused for a missing setting: that setting is there now, so the failure no longer holds.
+            self._refused = None
+            self._events.withdraw_error(refused)
         _log.info("settings reloaded from %s", self._paths.folder)
 
     @classmethod
@@ -381,23 +387,35 @@ class Familiar:
     def get_status(self) -> StatusSnapshot:
         adapter = self._discord
         missing = self._missing()
+        # The state is the last one published: what the status bar and every other listener were told, also
+        # after a failed start has dropped its adapter (Failed, with why, until the next start or stop).
+        connection = self._events.connection
         return StatusSnapshot(
-            state=adapter.state if adapter is not None else ConnectionState.STOPPED,
+            state=connection.state,
             guilds=adapter.guilds if adapter is not None else (),
             latency_ms=adapter.latency_ms if adapter is not None else None,
             last_error=self._events.last_error,
             configured=not missing,
             missing=missing,
             lore_problem=self.lore.problem,
+            state_detail=connection.detail,
         )
+
+    def _setup_failure(self) -> str | None:
+        """Why Start would be refused now for what is not set yet (None: nothing is missing)."""
+        missing = self._missing()
+        if "bot token" in missing:
+            return "No bot token yet: paste it in Settings, or set DISCORD_TOKEN."
+        if missing:
+            return f"No {' and no '.join(missing)} yet: set them in Settings."
+        return None
 
     # -- facade: Discord -----------------------------------------------------------------------
     async def start(self) -> None:
-        missing = self._missing()
-        if "bot token" in missing:
-            raise self._fail("No bot token yet: paste it in Settings, or set DISCORD_TOKEN.")
-        if missing:
-            raise self._fail(f"No {' and no '.join(missing)} yet: set them in Settings.")
+        refused = self._setup_failure()
+        if refused is not None:
+            self._refused = refused
+            raise self._fail(refused)
         if self._discord is not None:
             return
         # discord.py (and aiohttp under it) load only when the familiar connects: the window and the
@@ -418,6 +436,8 @@ class Familiar:
         adapter, self._discord = self._discord, None
         if adapter is not None:
             await adapter.stop()
+        elif self._events.connection.state is not ConnectionState.STOPPED:  # a failed start left no adapter
+            self.publish(ConnectionChanged(state=ConnectionState.STOPPED))
 
     def _on_lore_disabled(self, problems: list[LoreProblem]) -> None:
         """A lorebook regex key ran over its time limit and is off: say so in the window (the log has it)."""

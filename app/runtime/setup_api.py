@@ -31,7 +31,7 @@ from app.config.settings import (
     environment_override,
     keys_in_file,
 )
-from app.runtime.cards import apply_card_to_familiar, preview_card
+from app.runtime.cards import CARD_FILE, CardError, apply_card_to_familiar, card_display_name, preview_card
 from app.runtime.errors import FamiliarError
 from app.runtime.llm import LLMClient, LLMEndpoint
 from app.runtime.setup_views import (
@@ -89,17 +89,27 @@ class SetupService:
     # -- reading -------------------------------------------------------------------------------
     async def current(self) -> SettingsView:
         loaded = self._loaded()
-        in_file, saved_in = await asyncio.to_thread(self._sources)
+        in_file, saved_in, card_name = await asyncio.to_thread(self._sources)
         values = tuple(self._value(key, label, loaded, in_file, saved_in) for key, label in SHOWN)
-        return SettingsView(values, self._paths.character_toml, self._store.backend_name)
+        return SettingsView(values, self._paths.character_toml, self._store.backend_name, card_name)
 
-    def _sources(self) -> tuple[frozenset[str], dict[str, str | None]]:
-        """Blocking: character.toml is read, and the keyring asked."""
+    def _sources(self) -> tuple[frozenset[str], dict[str, str | None], str]:
+        """Blocking: character.toml is read, the keyring asked, and the card the familiar came from read."""
         try:
             in_file = keys_in_file(self._paths.character_toml)
         except ConfigError:
             in_file = frozenset()  # edited since it was loaded, and broken: what is in force came from it
-        return in_file, {key: self._store.saved_in(key) for key in SECRET_ENVIRONMENT}
+        return in_file, {key: self._store.saved_in(key) for key in SECRET_ENVIRONMENT}, self._card_name()
+
+    def _card_name(self) -> str:
+        """The name of the card the familiar was made from (its card.json), "" if none or unreadable."""
+        kept = self._paths.folder / CARD_FILE
+        if not kept.is_file():
+            return ""
+        try:
+            return card_display_name(kept)
+        except (CardError, OSError):
+            return ""  # a card.json edited into something else: the familiar is no card's any more
 
     def _value(
         self, key: str, label: str, loaded: Loaded, in_file: frozenset[str], saved_in: dict[str, str | None]

@@ -54,7 +54,8 @@ class SettingValue:
         if self.source is SettingSource.DEFAULT:
             return "default" if self.value else "not set"
         if self.source is SettingSource.FILE:
-            return "from character.toml"
+            # `base_url = ""` in the file sets nothing: saying where an empty value comes from would read as set
+            return "from character.toml" if self.value else "not set"
         return f"saved in {self.origin}"
 
 
@@ -65,6 +66,7 @@ class SettingsView:
     values: tuple[SettingValue, ...]
     settings_file: Path  # the familiar's character.toml
     secrets_location: str  # where secrets are saved, in words ("OS keyring" or the fallback file)
+    card_name: str = ""  # the name of the character card the familiar was made from ("" if none)
 
     def get(self, key: str) -> SettingValue:
         for value in self.values:
@@ -75,6 +77,11 @@ class SettingsView:
     @property
     def display_name(self) -> str:
         return self.get("familiar.display_name").value
+
+    @property
+    def named_by_card(self) -> bool:
+        """Made from a character card and still called by the card's name: there is no name left to choose."""
+        return bool(self.card_name) and self.card_name == self.display_name
 
     @property
     def background_follows_replies(self) -> bool:

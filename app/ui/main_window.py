@@ -224,7 +224,7 @@ class MainWindow(QMainWindow):
 
         status = facade.get_status()
         self.connection_indicator = ConnectionIndicator()
-        self.connection_indicator.set_state(status.state)
+        self.connection_indicator.set_state(status.state, status.state_detail)
         self.latency_label = QLabel(latency_text(status.latency_ms))
         # On every pane: lit while anything is paused; a click opens Memory controls.
         self.pause_light = PauseLight(facade, self.bridge)
@@ -347,14 +347,13 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
         dialog.welcome_requested.connect(self.open_welcome)
-        _add_section(
-            dialog,
-            WindowPreferencesBox(
-                self.desktop.prefs,
-                self.desktop.theme,
-                tray_available=self.desktop.tray is not None and self.desktop.tray.available,
-            ),
+        window_box = WindowPreferencesBox(
+            self.desktop.prefs,
+            self.desktop.theme,
+            tray_available=self.desktop.tray is not None and self.desktop.tray.available,
         )
+        dialog.rejected.connect(window_box.restore)  # Cancel puts back the theme in force before
+        _add_section(dialog, window_box)
         self._settings_dialog = dialog
         dialog.show()
         return dialog
@@ -371,10 +370,24 @@ class MainWindow(QMainWindow):
 
         dialog = WelcomeDialog(self._facade, self)
         dialog.saved.connect(self.dashboard.refresh_status)
-        dialog.chat_requested.connect(lambda: self.show_pane("chat"))
+        dialog.chat_requested.connect(self._on_welcome_chat_requested)
         self._welcome_dialog = dialog
         dialog.show()
         return dialog
+
+    def _on_welcome_chat_requested(self) -> None:
+        """The welcome went on "without Discord" and ended: Chat, and, once it can answer there (a language
+        model is set), the choice is remembered, so the welcome does not open at each launch for the token."""
+        self.show_pane("chat")
+        if self._chat_can_answer():
+            tried = self.desktop.prefs.prefs.without_discord
+            name = self._facade.familiar_name
+            if name not in tried:
+                self.desktop.prefs.update(without_discord=(*tried, name))
+
+    def _chat_can_answer(self) -> bool:
+        """Nothing but the bot token is missing: the local chat has its language model."""
+        return set(self._facade.get_status().missing) <= {"bot token"}
 
     # -- start-up ------------------------------------------------------------------------------------
     def first_paint(self) -> asyncio.Future[None]:
@@ -387,14 +400,18 @@ class MainWindow(QMainWindow):
     def familiar_ready(self) -> None:
         """The facade has become live (it was a DeferredFacade while the familiar opened): show its status."""
         status = self._facade.get_status()
-        self.connection_indicator.set_state(status.state)
+        self.connection_indicator.set_state(status.state, status.state_detail)
         self.latency_label.setText(latency_text(status.latency_ms))
         self.dashboard.refresh_status()
         self.desktop.familiar_ready()
 
     def maybe_show_first_run(self) -> bool:
-        """Open the welcome flow when the familiar is not configured yet; returns whether it did."""
+        """Open the welcome flow when the familiar is not configured yet; returns whether it did. Not for a
+        familiar its owner chose to try without Discord that has its language model: only the bot token is
+        missing, and that was the choice (Settings > Run the welcome again… is there for it)."""
         if self._facade.get_status().configured:
+            return False
+        if self._facade.familiar_name in self.desktop.prefs.prefs.without_discord and self._chat_can_answer():
             return False
         self.open_welcome()
         return True

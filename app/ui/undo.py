@@ -19,6 +19,9 @@ lasts, whose Undo undoes that action wherever it is on the stack. Other actions 
 other (a queue triaged by keys) share one notice: it names the latest, which its Undo undoes, and says
 how many earlier ones Ctrl+Z undoes in turn; it stays UNDO_NOTICE_MS after the latest. (A stack of
 notices shifting at every key cost the window most of its time while triaging: bench_ui_stall triage.)
+A notice follows Ctrl+Z and Ctrl+Shift+Z: once its action is undone it says so and no longer offers an
+Undo that would do nothing (a shared one names the earlier action its Undo now undoes, if any), and a
+redo offers it again.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from shiboken6 import isValid
 from app.runtime.errors import FamiliarError
 from app.ui.async_slot import async_slot
 from app.ui.error_text import one_line
-from app.ui.widgets.notices import UNDO_NOTICE_MS, Notice, NoticeArea
+from app.ui.widgets.notices import MESSAGE_NOTICE_MS, UNDO_NOTICE_MS, Notice, NoticeArea
 
 _log = logging.getLogger(__name__)
 
@@ -64,6 +67,7 @@ class _Command(QUndoCommand):
         super().__init__(action.label)
         self.action = action
         self.expiry: QTimer | None = None
+        self.notice: Notice | None = None  # its own notice (an action with an undo window); else the shared one
 
     def redo(self) -> None:
         return None
@@ -73,12 +77,23 @@ class _Command(QUndoCommand):
 
 
 class _SharedNotice:
-    """The notice a run of actions shares: the command its Undo undoes, and how many came before it."""
+    """The notice a run of actions shares: the run's actions still done, oldest first (its Undo undoes the
+    latest, Ctrl+Z the earlier ones in turn), and those Ctrl+Z undid, latest last (Ctrl+Shift+Z redoes them)."""
 
     def __init__(self, notice: Notice, command: _Command) -> None:
         self.notice = notice
-        self.command = command
-        self.earlier = 0
+        self.done: list[_Command] = [command]
+        self.undone: list[_Command] = []
+
+    @property
+    def command(self) -> _Command | None:
+        """What its Undo undoes: the latest action of the run still done."""
+        return self.done[-1] if self.done else None
+
+
+def undone_text(label: str) -> str:
+    """A notice's words once its action was undone."""
+    return f"Undone: {label}"
 
 
 def shared_text(label: str, earlier: int) -> str:
@@ -134,9 +149,9 @@ class UndoCentre(QObject):
         shared = self._shared
         showing = self.notices.notices()
         if action.undo_window is None and shared is not None and showing and showing[-1] is shared.notice:
-            shared.command = command
-            shared.earlier += 1
-            self.notices.retell(shared.notice, shared_text(action.label, shared.earlier), UNDO_NOTICE_MS)
+            shared.done.append(command)
+            shared.undone.clear()  # a new action: what Ctrl+Z undid before cannot be redone any more
+            self._retell_shared(shared)
             self.changed.emit()
             return shared.notice
         if action.undo_window is None:
@@ -149,8 +164,45 @@ class UndoCentre(QObject):
             notice = self.notices.show_notice(
                 action.label, action=lambda: self._on_notice_undo(command), duration_ms=max(UNDO_NOTICE_MS, window_ms)
             )
+            command.notice = notice
         self.changed.emit()
         return notice
+
+    # -- the notices follow the stack ----------------------------------------------------------------
+    def _retell_shared(self, shared: _SharedNotice) -> None:
+        if shared.notice.is_gone:
+            return
+        latest = shared.command
+        if latest is not None:
+            text = shared_text(latest.action.label, len(shared.done) - 1)
+            self.notices.retell(shared.notice, text, UNDO_NOTICE_MS, offer=True)
+        elif shared.undone:
+            text = undone_text(shared.undone[-1].action.label)
+            self.notices.retell(shared.notice, text, MESSAGE_NOTICE_MS, offer=False)
+
+    def _told_undone(self, command: _Command) -> None:
+        """`command` was undone (by Ctrl+Z or from its notice): its notice no longer offers to undo it."""
+        notice = command.notice
+        if notice is not None and not notice.is_gone:
+            self.notices.retell(notice, undone_text(command.action.label), MESSAGE_NOTICE_MS, offer=False)
+        shared = self._shared
+        if shared is not None and any(c is command for c in shared.done):
+            shared.done = [c for c in shared.done if c is not command]
+            shared.undone.append(command)
+            self._retell_shared(shared)
+
+    def _told_redone(self, command: _Command) -> None:
+        """`command` was redone (Ctrl+Shift+Z): a notice still showing offers its Undo again."""
+        notice = command.notice
+        window = command.action.undo_window
+        if notice is not None and not notice.is_gone:
+            duration = max(UNDO_NOTICE_MS, int(window * 1000) if window is not None else 0)
+            self.notices.retell(notice, command.action.label, duration, offer=True)
+        shared = self._shared
+        if shared is not None and shared.undone and shared.undone[-1] is command:
+            shared.undone.pop()
+            shared.done.append(command)
+            self._retell_shared(shared)
 
     def _start_expiry(self, command: _Command) -> None:
         window = command.action.undo_window
@@ -206,6 +258,7 @@ class UndoCentre(QObject):
             self.stack.undo()
             if command.expiry is not None:
                 command.expiry.stop()
+            self._told_undone(command)
             self._top()  # what was undone from its notice, now on top, goes
         self._sync_actions()
         self.changed.emit()
@@ -222,6 +275,7 @@ class UndoCentre(QObject):
                 return False
             self.stack.redo()
             self._start_expiry(command)
+            self._told_redone(command)
             self.changed.emit()
             return True
 
@@ -237,6 +291,7 @@ class UndoCentre(QObject):
                 ok = await self._attempt(command, "undo")
                 command.setObsolete(True)  # either way it is not on the stack's path any more
                 if ok:
+                    self._told_undone(command)
                     self.changed.emit()
                 return ok
         return await self.undo()
@@ -263,5 +318,6 @@ class UndoCentre(QObject):
         await self.redo()
 
     @async_slot()
-    async def _on_notice_undo(self, command: _Command) -> None:
-        await self.undo_this(command)
+    async def _on_notice_undo(self, command: _Command | None) -> None:
+        if command is not None:
+            await self.undo_this(command)

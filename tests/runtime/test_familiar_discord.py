@@ -177,9 +177,11 @@ async def test_bad_token_is_a_clear_message(familiar: Familiar, fake_discord: Fa
     familiar.subscribe(events.append)
     with pytest.raises(FamiliarError, match="rejected the bot token"):
         await familiar.start()
-    assert (
-        familiar.get_status().state is ConnectionState.FAILED or familiar.get_status().state is ConnectionState.STOPPED
-    )
+    status = familiar.get_status()
+    assert status.state is ConnectionState.FAILED, "the state every listener was told: Failed"
+    assert "rejected the bot token" in status.state_detail
+    await familiar.stop()  # Stop after a failed start: Stopped
+    assert familiar.get_status().state is ConnectionState.STOPPED
     failures = [e.message for e in events if isinstance(e, FailureReported)]
     assert len(failures) == 1
     assert "\n" not in failures[0]

@@ -274,3 +274,55 @@ async def test_a_card_becomes_this_familiar_keeping_its_settings_and_the_replace
     prompt = "\n".join(str(m.get("content")) for m in request.messages)
     assert "Captain Rook ferries travellers between Saltmere and the outer isles." in prompt
     assert "lighthouse keeper" not in prompt
+
+
+async def test_an_empty_value_in_character_toml_is_not_set(familiar_paths: FamiliarPaths) -> None:
+    """`base_url = ""` in the file sets nothing: Settings says "not set", not "from character.toml"."""
+    familiar = await open_familiar(familiar_paths, "", {})
+    try:
+        view = await familiar.setup.current()
+    finally:
+        await familiar.close()
+    base_url = view.get("llm.base_url")
+    assert (base_url.value, base_url.source, base_url.describe()) == ("", SettingSource.FILE, "not set")
+    assert not base_url.is_set
+    assert view.get("llm.model").describe() == "from character.toml", "a value in the file still says so"
+
+
+async def test_a_start_refused_for_a_missing_endpoint_is_no_longer_the_last_error_once_one_is_saved(
+    familiar_paths: FamiliarPaths, fake_llm: FakeLLM
+) -> None:
+    familiar = await open_familiar(familiar_paths, "", {"DISCORD_TOKEN": TOKEN})
+    try:
+        with pytest.raises(FamiliarError, match="No LLM endpoint yet"):
+            await familiar.start()
+        assert familiar.get_status().last_error == "No LLM endpoint yet: set them in Settings."
+
+        await familiar.setup.save(SettingsUpdate(llm_model="another-model"))  # the endpoint is still missing
+        assert familiar.get_status().last_error == "No LLM endpoint yet: set them in Settings."
+
+        await familiar.setup.save(SettingsUpdate(llm_base_url=fake_llm.base_url))
+        assert familiar.get_status().last_error is None, "what it lacked is there: the failure no longer holds"
+    finally:
+        await familiar.close()
+
+
+async def test_the_settings_view_names_the_card_the_familiar_was_made_from(
+    familiar_paths: FamiliarPaths, fake_llm: FakeLLM
+) -> None:
+    """So the welcome can take the card's name rather than ask it again."""
+    familiar = await open_familiar(familiar_paths, fake_llm.base_url, {})
+    try:
+        before = await familiar.setup.current()
+        await familiar.setup.apply_card(SAMPLES / "rook_v3.json")
+        made = await familiar.setup.current()
+        await familiar.setup.save(SettingsUpdate(display_name="Rook the Second"))
+        renamed = await familiar.setup.current()
+        (familiar_paths.folder / "card.json").write_text("not a card any more", encoding="utf-8")
+        broken = await familiar.setup.current()
+    finally:
+        await familiar.close()
+    assert (before.card_name, before.named_by_card) == ("", False)
+    assert (made.card_name, made.display_name, made.named_by_card) == ("Captain Rook", "Captain Rook", True)
+    assert (renamed.card_name, renamed.named_by_card) == ("Captain Rook", False), "renamed since: a name to choose"
+    assert broken.card_name == ""

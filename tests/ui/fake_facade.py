@@ -147,8 +147,8 @@ class FakeFacade:
     def publish(self, event: RuntimeEvent) -> None:
         """Deliver `event` to every subscriber, as the runtime does on the loop thread."""
         match event:
-            case ConnectionChanged(state=state):
-                self.status = replace(self.status, state=state)
+            case ConnectionChanged(state=state, detail=detail):
+                self.status = replace(self.status, state=state, state_detail=detail)
             case GuildsChanged(guilds=guilds):
                 self.status = replace(self.status, guilds=guilds)
             case LatencyMeasured(milliseconds=milliseconds):

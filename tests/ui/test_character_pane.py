@@ -96,6 +96,7 @@ def test_a_persona_typed_and_saved_reaches_the_next_reply_and_a_save_undoes(
     assert pane.persona.toPlainText() == PERSONA
     assert pane.display_name.text() == "Wisp"
     assert not pane.save_button.isEnabled()
+    assert pane.state_label.text() == "", "nothing was saved yet: the bar says nothing, not 'Saved'"
 
     pane.persona.selectAll()
     qtbot.keyClicks(pane.persona, "You are a ship's cat who hates storms.")
@@ -118,6 +119,9 @@ def test_a_persona_typed_and_saved_reaches_the_next_reply_and_a_save_undoes(
     qtbot.waitUntil(lambda: pane.persona.toPlainText() == PERSONA, timeout=WAIT_MS)
     assert paths.character_md.read_text(encoding="utf-8") == PERSONA
     assert not pane.dirty
+    assert pane.state_label.text() == "Undone: the files as they were are in use from the next reply"
+    pane.refresh()  # loaded again: nothing saved since
+    qtbot.waitUntil(lambda: pane.is_loaded and pane.state_label.text() == "", timeout=WAIT_MS)
     run(familiar.chat_local("hello again"))
     assert "lighthouse" in str(_replies(llm)[-1].messages[0]["content"])
 

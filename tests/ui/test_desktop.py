@@ -308,6 +308,21 @@ def test_ui_toml_keeps_the_owners_comments(tmp_path: Path) -> None:
         prefs.update(theme="purple")
 
 
+def test_ui_toml_keeps_the_familiars_tried_without_discord_as_a_list(tmp_path: Path) -> None:
+    path = tmp_path / "ui.toml"
+    prefs = UiPreferencesFile(path)
+    prefs.update(without_discord=("default", "Captain-Rook"))
+    assert 'without_discord = ["default", "Captain-Rook"]' in path.read_text(encoding="utf-8")
+    assert UiPreferencesFile(path).prefs.without_discord == ("default", "Captain-Rook")
+    with pytest.raises(ValueError, match="window preference 'without_discord': must be a list of names"):
+        prefs.update(without_discord="default")
+    path.write_text("without_discord = [1]\n", encoding="utf-8")
+    broken = UiPreferencesFile(path)
+    assert broken.problem is not None
+    assert "key 'without_discord': must be a list of names" in broken.problem
+    assert broken.prefs.without_discord == ()
+
+
 # -- File > Open / New familiar -----------------------------------------------------------------------
 def test_open_familiar_lists_the_others_and_launches_the_chosen_one(qtbot: QtBot, tmp_path: Path) -> None:
     root = tmp_path / "home"

@@ -16,6 +16,7 @@ from pytestqt.qtbot import QtBot
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.config.ui_prefs import UiPreferencesFile
 from app.runtime.service import Familiar
 from app.ui.dialogs.settings_dialog import SettingsDialog
 from app.ui.main_window import MainWindow
@@ -233,5 +234,44 @@ def test_run_the_welcome_again_opens_the_welcome(
         assert welcome is not None
         assert welcome.isVisible()
         assert welcome.step == "name"
+    finally:
+        run(window.shutdown())
+
+
+def test_an_empty_endpoint_is_labelled_not_set(
+    qtbot: QtBot, run: Run[Any], tmp_path: Path, closing: list[Familiar]
+) -> None:
+    paths = FamiliarPaths(root=tmp_path / "home", name="default")
+    write_character_toml(paths, NO_DISCORD, "ws://127.0.0.1:9/", "")  # base_url = "" in the file
+    familiar = run(Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False), env={}))
+    closing.append(familiar)
+
+    dialog = make_dialog(qtbot, familiar)
+
+    assert dialog.base_url.text() == ""
+    assert dialog.sources["base_url"].text() == "not set", "an empty value in the file sets nothing"
+    assert dialog.sources["model"].text() == "from character.toml"
+
+
+def test_settings_is_as_tall_as_its_wrapped_text_needs(
+    qtbot: QtBot, run: Run[Any], tmp_path: Path, llms: tuple[FakeLLM, FakeLLM], closing: list[Familiar]
+) -> None:
+    """The paths under the fields and the Window section's note wrap: the dialog grows for them rather than
+    squeezing them into the rows around (which cut their text)."""
+    familiar, _paths = open_familiar(run, tmp_path, llms[0], {})
+    closing.append(familiar)
+    window = MainWindow(familiar, prefs=UiPreferencesFile(tmp_path / "a-rather-long-folder-name" / "ui.toml"))
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        dialog = window.open_settings()
+        settle(qtbot)
+        layout = dialog.layout()
+        assert layout is not None
+        qtbot.waitUntil(lambda: dialog.height() >= layout.totalHeightForWidth(dialog.width()), timeout=WAIT_MS)
+        ARTIFACTS.mkdir(exist_ok=True)
+        assert dialog.grab().save(str(ARTIFACTS / "settings_window_section.png"))
+        dialog.close()
+        settle(qtbot)
     finally:
         run(window.shutdown())

@@ -12,7 +12,7 @@ from typing import Literal
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QDialog, QLabel, QMenu, QScrollBar
+from PySide6.QtWidgets import QApplication, QDialog, QDialogButtonBox, QLabel, QMenu, QScrollBar
 from pytestqt.qtbot import QtBot
 
 from app.config.ui_prefs import UiPreferencesFile
@@ -137,6 +137,46 @@ def test_the_theme_choice_in_settings_applies_at_once_and_is_kept(
     qtbot.waitUntil(lambda: True, timeout=WAIT_MS)
     dialog.close()
     settle(qtbot)
+
+
+def test_cancel_in_settings_puts_back_the_window_preferences_in_force_before(
+    qtbot: QtBot, tmp_path: Path, themes: Callable[..., ThemeController], memory_facade: FakeFacade
+) -> None:
+    """The Window section applies at once, as a preview; Cancel (or closing) puts back the theme in force when
+    Settings opened, and the other choices; Save keeps them."""
+    prefs = UiPreferencesFile(tmp_path / "ui.toml")
+    prefs.update(theme="light")
+    controller = themes("light", system=lambda: "light")
+    window = MainWindow(memory_facade, prefs=prefs, theme=controller)
+    qtbot.addWidget(window)
+    window.show()
+    dialog = window.open_settings()
+    settle(qtbot)
+    (box,) = dialog.findChildren(WindowPreferencesBox)
+    box.theme_choice.setCurrentIndex(2)  # Dark
+    box.notify_pending.setChecked(False)
+    assert is_dark(), "applied at once"
+
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Cancel).click()
+    settle(qtbot)
+
+    assert not dialog.isVisible()
+    assert controller.choice == "light"
+    assert not is_dark()
+    assert (prefs.prefs.theme, prefs.prefs.notify_pending) == ("light", True)
+    kept = UiPreferencesFile(tmp_path / "ui.toml").prefs
+    assert (kept.theme, kept.notify_pending) == ("light", True), "ui.toml says what is in force"
+
+    dialog = window.open_settings()
+    settle(qtbot)
+    (box,) = dialog.findChildren(WindowPreferencesBox)
+    box.theme_choice.setCurrentIndex(2)  # Dark
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Save).click()
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=WAIT_MS)
+    settle(qtbot)
+    assert is_dark(), "Save keeps the choice"
+    assert UiPreferencesFile(tmp_path / "ui.toml").prefs.theme == "dark"
+    controller.apply("light")
 
 
 def test_each_palette_recolours_to_the_other_unambiguously() -> None:

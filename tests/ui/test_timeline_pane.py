@@ -303,6 +303,46 @@ def test_filters_by_text_person_place_kind_and_status(qtbot: QtBot, memory_facad
     assert pane.view.placeholder.startswith("No fact matches these filters")
 
 
+def test_the_detail_never_shows_a_fact_no_longer_in_the_rows(
+    qtbot: QtBot, memory_facade: FakeFacade, demo: DemoFacts
+) -> None:
+    pane = open_pane(qtbot, memory_facade)
+    select(qtbot, pane, demo.active["lisbon"])
+    assert pane.panel.detail is not None
+
+    pane.set_filters(TimelineFilters(text="PEPPER"))  # Lisbon is not among these rows
+    moved(qtbot, pane)
+
+    assert demo.active["lisbon"] not in rows(qtbot, pane)
+    assert pane.detail is None, "the side panel no longer shows a fact the rows do not hold"
+    assert pane.selected is None
+    assert pane.view.current_row() == -1, "and no row is marked as chosen"
+    assert pane.panel.title.text() == "Choose a fact to see its history."
+
+    select(qtbot, pane, demo.active["pepper"])  # a fact still in the rows stays shown as they change
+    pane.set_filters(TimelineFilters(text="pepper"))
+    moved(qtbot, pane)
+    assert pane.detail is not None
+    assert pane.detail.fact.id == demo.active["pepper"]
+    assert pane.view.current_record() is not None
+    assert pane.view.current_record().id == demo.active["pepper"]  # type: ignore[union-attr]
+
+    pane.set_filters(TimelineFilters(text="no such words anywhere"))  # no rows at all
+    moved(qtbot, pane)
+    assert pane.detail is None
+
+    pane.set_filters(TimelineFilters())
+    pane.compare.setChecked(True)
+    pane.set_recorded_time(ago(8))
+    moved(qtbot, pane)
+    assert pane.detail is not None, "comparing: the first change is shown"
+    pane.set_recorded_time(None)  # A and B both now: nothing changed between them
+    moved(qtbot, pane)
+    assert pane.diff is not None
+    assert pane.diff.changes == ()
+    assert pane.detail is None, "no change listed: none is shown"
+
+
 # -- the side panel: the version chain --------------------------------------------------------------------------
 
 

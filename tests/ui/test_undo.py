@@ -172,6 +172,65 @@ def test_actions_in_a_row_share_one_notice_whose_undo_is_the_latest_and_ctrl_z_t
     assert texts[1] == "Accepted “Alice keeps owls”"
 
 
+def offered(notice: Any) -> bool:
+    """The notice offers its action (a button one can press)."""
+    return notice.action_button is not None and not notice.action_button.isHidden()
+
+
+def test_a_notice_whose_action_ctrl_z_undid_no_longer_offers_to_undo_it(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, memory_facade: FakeFacade
+) -> None:
+    undo = make_context(qtbot, memory_facade).undo
+    fact = pending_fact(run, real_familiar, "Alice keeps bees")
+    step = fact_actions.accept(memory_facade.memory, fact)
+    run(undo.perform(step))
+    (notice,) = undo.notices.notices()
+    assert offered(notice)
+
+    trigger(qtbot, undo.undo_action)  # Ctrl+Z, not the notice
+
+    assert stored(run, real_familiar, fact.id).status == "pending"
+    assert notice.text == f"Undone: {step.label}", "the notice says what happened"
+    assert not offered(notice), "and no longer offers an Undo that would do nothing"
+    trigger(qtbot, undo.redo_action)  # Ctrl+Shift+Z: done again, so its Undo is offered again
+    assert (notice.text, offered(notice)) == (step.label, True)
+    qtbot.mouseClick(notice.action_button, Qt.MouseButton.LeftButton)
+    settle(qtbot)
+    assert stored(run, real_familiar, fact.id).status == "pending"
+
+    # A forget's own notice (its undo window) likewise.
+    kept = active_fact(run, real_familiar, "Alice's locker holds a secret")
+    forget = fact_actions.forget(memory_facade.memory, kept)
+    run(undo.perform(forget))
+    own = undo.notices.notices()[-1]
+    trigger(qtbot, undo.undo_action)
+    assert kept.id in visible_ids(run, real_familiar)
+    assert (own.text, offered(own)) == (f"Undone: {forget.label}", False)
+
+
+def test_a_shared_notice_follows_ctrl_z_to_the_earlier_action_its_undo_now_undoes(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, memory_facade: FakeFacade
+) -> None:
+    undo = make_context(qtbot, memory_facade).undo
+    facts = [pending_fact(run, real_familiar, f"Alice keeps {what}") for what in ("bees", "a kettle", "a diary")]
+    for fact in facts:
+        run(undo.perform(fact_actions.accept(memory_facade.memory, fact)))
+    (notice,) = undo.notices.notices()
+
+    trigger(qtbot, undo.undo_action)
+    assert notice.text == "Accepted “Alice keeps a kettle” · 1 earlier: Ctrl+Z", "it names what its Undo undoes now"
+    assert offered(notice)
+    qtbot.mouseClick(notice.action_button, Qt.MouseButton.LeftButton)
+    settle(qtbot)
+    assert [stored(run, real_familiar, f.id).status for f in facts] == ["active", "pending", "pending"]
+
+    owls = pending_fact(run, real_familiar, "Alice keeps owls")
+    run(undo.perform(fact_actions.accept(memory_facade.memory, owls)))
+    (notice,) = undo.notices.notices()  # a new run: the one before went with its click
+    trigger(qtbot, undo.undo_action)
+    assert (notice.text, offered(notice)) == ("Undone: Accepted “Alice keeps owls”", False), "nothing earlier in it"
+
+
 def test_an_undo_the_store_refuses_is_said_and_leaves_the_stack(
     qtbot: QtBot, run: Run[Any], real_familiar: Familiar, memory_facade: FakeFacade
 ) -> None:

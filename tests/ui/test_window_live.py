@@ -100,7 +100,8 @@ def test_start_message_stop_and_a_failed_start_as_the_user_sees_them(
     assert "\n" not in banner
     assert dashboard.guilds_model.rowCount() == 0
     assert dashboard.start_button.isEnabled()
-    assert familiar.get_status().state in (ConnectionState.FAILED, ConnectionState.STOPPED)
+    assert familiar.get_status().state is ConnectionState.FAILED
+    assert dashboard.state_indicator.text() == window.connection_indicator.text() == "Failed"
 
 
 def test_the_chat_pane_talks_to_the_real_familiar(

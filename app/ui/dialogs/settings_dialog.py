@@ -20,7 +20,6 @@ import logging
 import shiboken6
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QDialog,
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
@@ -34,6 +33,7 @@ from PySide6.QtWidgets import (
 from app.runtime.facade import FamiliarFacade
 from app.runtime.setup_views import SettingsUpdate, SettingsView, SettingValue, Which
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.fitting import FittingDialog
 from app.ui.error_text import single_line
 from app.ui.ops import Operations, Succeeded
 from app.ui.theme import (
@@ -80,7 +80,7 @@ def _source_label() -> QLabel:
     return label
 
 
-class SettingsDialog(QDialog):
+class SettingsDialog(FittingDialog):
     """Emits `saved` after settings were saved and put in force (before it closes)."""
 
     saved = Signal()

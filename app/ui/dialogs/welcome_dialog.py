@@ -1,27 +1,32 @@
 """The welcome flow: the first run's three steps, each of which can be skipped and run again from Settings.
 
 1. Name the familiar, or make it a character card's character (`facade.setup.preview_card` / `apply_card`).
+   A familiar made from a card (and still called by its name) has its name: the flow opens on step 2,
+   and Back shows step 1 done.
 2. Paste the bot token: Check asks Discord at once (`facade.setup.check_discord`) and shows the verdict
    (invalid token, Message Content intent off, OK as <bot name>) with the invite link. "Try it without
-   Discord" closes the flow and opens Chat (`chat_requested`).
+   Discord" goes on to step 3 without a token: Chat needs a language model too. Finishing (or skipping)
+   step 3 then opens Chat (`chat_requested`; the window remembers the choice, so the welcome does not
+   come back at every launch for the missing token).
 3. Choose an LLM endpoint from the presets, list its models and test it (`facade.setup.list_models` /
    `test_endpoint`, on the endpoint that would really be used), pick the model.
 
-Next saves the step's values (`facade.setup.save`, in force at once); Skip moves on saving nothing.
-A value an environment variable sets is shown read-only, "set by <VARIABLE>". Nothing here blocks: every
-facade call runs through `Operations` on the qasync loop.
+Next saves the step's values (`facade.setup.save`, in force at once); Skip moves on saving nothing; Back
+(disabled on step 1) goes back saving nothing. A value an environment variable sets is shown read-only,
+"set by <VARIABLE>". Nothing here blocks: every facade call runs through `Operations` on the qasync loop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import shiboken6
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -43,6 +48,7 @@ from app.runtime.setup_views import (
     preset_for,
 )
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.fitting import FittingDialog
 from app.ui.dialogs.modal import choose_file_to_open
 from app.ui.ops import Operations, Succeeded
 from app.ui.theme import ERROR_RED, MUTED_GREY, OK_GREEN, small_label, text_colour_style, title_label
@@ -52,6 +58,8 @@ _log = logging.getLogger(__name__)
 STEPS = ("name", "discord", "llm")
 NEXT_LABEL = "Next"
 FINISH_LABEL = "Finish"
+CHAT_LABEL = "Finish and open Chat"
+SKIP_TOKEN_HINT = "Skip to go on without saving it."
 CARD_FILTER = "Character cards (*.png *.json *.charx);;All files (*)"
 
 
@@ -79,8 +87,9 @@ def lock_if_overridden(field: QLineEdit, value: SettingValue) -> None:
             field.setText(value.value)
 
 
-class WelcomeDialog(QDialog):
-    """Non-modal. `saved` after each step saved; `chat_requested` for "Try it without Discord"."""
+class WelcomeDialog(FittingDialog):
+    """Non-modal. `saved` after each step saved; `chat_requested` when a flow that went on "without Discord"
+    ends (Chat is to be opened)."""
 
     saved = Signal()
     chat_requested = Signal()
@@ -91,6 +100,8 @@ class WelcomeDialog(QDialog):
         self._view: SettingsView | None = None
         self._card: Path | None = None
         self._last_check: tuple[str, DiscordCheck] | None = None
+        self._without_discord = False  # "Try it without Discord": step 3, then Chat
+        self._listing = False  # the model list is being filled in: not an edit that makes the result stale
         # Not a Qt child: a load still running when the dialog is deleted must not find its Operations gone.
         self.ops = Operations(show_error=self._show_error, clear_error=self._clear_error)
         self.setWindowTitle("Welcome to Familiar")
@@ -126,7 +137,9 @@ class WelcomeDialog(QDialog):
         layout.addWidget(self.pages, 1)
         layout.addWidget(self.error_label)
         layout.addLayout(buttons)
-        self._busy_widgets: tuple[QWidget, ...] = (self.back_button, self.skip_button, self.next_button)
+        # Back is not among them: its enabled state also depends on the step, so it is set in `_sync_back`.
+        self._busy_widgets: tuple[QWidget, ...] = (self.skip_button, self.next_button)
+        self.ops.busy_changed.connect(self._sync_back)
         self._go(0)
         self.load()
 
@@ -168,13 +181,19 @@ class WelcomeDialog(QDialog):
         self.invite_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.invite_label.setVisible(False)
         self.without_discord_button = QPushButton("Try it without Discord")
-        self.without_discord_button.setToolTip("Close the welcome and talk to the familiar here, in Chat.")
+        self.without_discord_button.setToolTip(
+            "Go on without a bot token: choose a language model, then talk to the familiar here, in Chat."
+        )
+        self.without_discord_button.setAutoDefault(False)  # Enter goes on with the token (Next), never past it
         self.without_discord_button.clicked.connect(self._on_without_discord)
         row = QHBoxLayout()
         row.addWidget(self.token_field, 1)
         row.addWidget(self.check_button)
+        self.named_note = small_label("")  # the name step done by a card, said where the flow opens
+        self.named_note.setVisible(False)
         layout = QVBoxLayout(page)
         layout.addWidget(title_label("Connect to Discord"))
+        layout.addWidget(self.named_note)
         layout.addWidget(
             small_label(
                 "Create an application at discord.com/developers, add a bot, switch on its Message Content"
@@ -212,6 +231,13 @@ class WelcomeDialog(QDialog):
         self.models_button = QPushButton("List models && test")
         self.models_button.clicked.connect(self._on_models_clicked)
         self.llm_result = _result_label()
+        for edited in (self.url_field.textChanged, self.key_field.textChanged, self.model_combo.currentTextChanged):
+            edited.connect(self._on_llm_edited)
+        self.chat_note = small_label(
+            "Chat needs a language model to answer: choose one here, then Finish opens Chat."
+            " Add the bot token later in Settings to take the familiar to Discord."
+        )
+        self.chat_note.setVisible(False)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Kind", self.preset_combo)
@@ -225,6 +251,7 @@ class WelcomeDialog(QDialog):
         layout = QVBoxLayout(page)
         layout.addWidget(title_label("Choose a language model"))
         layout.addWidget(small_label("Any OpenAI-compatible endpoint: one on this computer, or a hosted one."))
+        layout.addWidget(self.chat_note)
         layout.addLayout(form)
         layout.addWidget(self.llm_result)
         layout.addStretch(1)
@@ -235,16 +262,29 @@ class WelcomeDialog(QDialog):
     def step(self) -> str:
         return STEPS[self.pages.currentIndex()]
 
+    @property
+    def without_discord(self) -> bool:
+        """The owner chose "Try it without Discord": the flow ends in Chat."""
+        return self._without_discord
+
     def _go(self, index: int) -> None:
         self.pages.setCurrentIndex(index)
         self.step_label.setText(f"Step {index + 1} of {len(STEPS)}")
-        self.back_button.setEnabled(index > 0)
-        self.next_button.setText(FINISH_LABEL if index == len(STEPS) - 1 else NEXT_LABEL)
+        last = index == len(STEPS) - 1
+        self.next_button.setText((CHAT_LABEL if self._without_discord else FINISH_LABEL) if last else NEXT_LABEL)
+        self.chat_note.setVisible(self._without_discord and last)
+        self._sync_back()
         self._clear_error()
+
+    def _sync_back(self) -> None:
+        """Back goes to the step before: none on step 1, and not while a step is being saved or checked."""
+        self.back_button.setEnabled(self.pages.currentIndex() > 0 and not self.ops.busy)
 
     def _advance(self) -> None:
         index = self.pages.currentIndex()
         if index == len(STEPS) - 1:
+            if self._without_discord:
+                self.chat_requested.emit()
             self.accept()
         else:
             self._go(index + 1)
@@ -268,6 +308,12 @@ class WelcomeDialog(QDialog):
         self._view = view
         if not self.name_field.text():
             self.name_field.setText(view.display_name)
+        if view.named_by_card and self.pages.currentIndex() == 0:
+            # Made from a card, still called by its name: the name is chosen, step 1 is done.
+            _show(self.card_label, f"Made from a character card: its name, {view.card_name}, is taken.", ok=True)
+            self.named_note.setText(f"{view.card_name} has its name from its character card (Back to change it).")
+            self.named_note.setVisible(True)
+            self._go(1)
         token = view.get("discord_token")
         lock_if_overridden(self.token_field, token)
         if token.is_set and not token.from_environment:
@@ -276,6 +322,8 @@ class WelcomeDialog(QDialog):
         if url.value and not self.url_field.text():
             self.preset_combo.setCurrentText(preset_for(url.value).name)
             self.url_field.setText(url.value)
+        elif not self.url_field.text():  # none set yet: the address of the kind shown, not just its placeholder
+            self.url_field.setText(PRESETS[self.preset_combo.currentIndex()].base_url)
         lock_if_overridden(self.url_field, url)
         if url.from_environment:
             self.preset_combo.setEnabled(False)
@@ -339,9 +387,12 @@ class WelcomeDialog(QDialog):
 
     @async_slot()
     async def _on_check_clicked(self) -> None:
-        await self._check_token()
+        with self._keeping_focus():
+            await self._check_token()
 
-    async def _check_token(self) -> DiscordCheck | None:
+    async def _check_token(self, *, refusing: bool = False) -> DiscordCheck | None:
+        """Ask Discord about the token typed; `refusing`: Next asked, so a rejected token's verdict also says
+        how to go on without it (once: the verdict is the one place it is said)."""
         token = self._typed_token()
         _show(self.verdict_label, "Asking Discord…", ok=None)
         outcome = await self.ops.run(
@@ -354,7 +405,12 @@ class WelcomeDialog(QDialog):
             return None
         check = outcome.value
         self._last_check = (token or "", check)
-        _show(self.verdict_label, check.message, ok=check.verdict.value == "ok")
+        self._show_verdict(check, refusing=refusing)
+        return check
+
+    def _show_verdict(self, check: DiscordCheck, *, refusing: bool) -> None:
+        text = f"{check.message} {SKIP_TOKEN_HINT}" if refusing and not check.token_works else check.message
+        _show(self.verdict_label, text, ok=check.verdict.value == "ok")
         if check.invite_url:
             self.invite_label.setText(
                 f'Add the bot to your server: <a href="{check.invite_url}">{check.invite_url}</a>'
@@ -362,13 +418,18 @@ class WelcomeDialog(QDialog):
             self.invite_label.setVisible(True)
         else:
             self.invite_label.setVisible(False)
-        return check
 
     def _on_without_discord(self) -> None:
-        self.chat_requested.emit()
-        self.accept()
+        """On to the language model without a token: Chat cannot answer without one."""
+        self._without_discord = True
+        self._go(STEPS.index("llm"))
 
     # -- step 3: the LLM -------------------------------------------------------------------------
+    def _on_llm_edited(self) -> None:
+        """The endpoint or model changed since the result shown: it no longer tells about them."""
+        if not self._listing:
+            self.llm_result.clear()
+
     def _on_preset_changed(self, index: int) -> None:
         preset = PRESETS[index]
         self.preset_hint.setText(preset.hint)
@@ -386,6 +447,10 @@ class WelcomeDialog(QDialog):
 
     @async_slot()
     async def _on_models_clicked(self) -> None:
+        with self._keeping_focus():
+            await self._list_and_test()
+
+    async def _list_and_test(self) -> None:
         draft = self._llm_draft()
         busy = (*self._busy_widgets, self.models_button)
         _show(self.llm_result, "Asking the endpoint for its models…", ok=None)
@@ -400,12 +465,16 @@ class WelcomeDialog(QDialog):
             return
         models = listed.value
         typed = self.model_combo.currentText().strip()
-        self.model_combo.clear()
-        self.model_combo.addItems(list(models.models))
         chosen = typed if typed in models.models else models.current if models.current in models.models else ""
         if not chosen and models.models:
             chosen = models.models[0]
-        self.model_combo.setEditText(chosen)
+        self._listing = True
+        try:
+            self.model_combo.clear()
+            self.model_combo.addItems(list(models.models))
+            self.model_combo.setEditText(chosen)
+        finally:
+            self._listing = False
         if not models.models:
             _show(self.llm_result, f"{models.base_url} lists no models: type the model's name.", ok=False)
             return
@@ -419,6 +488,8 @@ class WelcomeDialog(QDialog):
 
     # -- navigation ------------------------------------------------------------------------------
     def _on_back(self) -> None:
+        if self.step == "llm":
+            self._without_discord = False  # back to Discord: the token is an option again
         self._go(max(0, self.pages.currentIndex() - 1))
 
     def _on_skip(self) -> None:
@@ -426,8 +497,21 @@ class WelcomeDialog(QDialog):
 
     @async_slot()
     async def _on_next(self) -> None:
-        if await self._save_step():
-            self._advance()
+        with self._keeping_focus():
+            if await self._save_step():
+                self._advance()
+
+    @contextlib.contextmanager
+    def _keeping_focus(self) -> Iterator[None]:
+        """The focus back where it was once a call is over: the buttons disabled meanwhile pass it on (to "Try
+        it without Discord", say, which Enter would then press)."""
+        had = self.focusWidget()
+        try:
+            yield
+        finally:
+            alive = shiboken6.isValid(self) and had is not None and shiboken6.isValid(had)
+            if alive and had is not None and had.isVisible() and had.isEnabled():
+                had.setFocus()
 
     async def _save_step(self) -> bool:
         """Save what this step's fields say; False (with the message shown) keeps the step open."""
@@ -435,7 +519,16 @@ class WelcomeDialog(QDialog):
         if self.step == "name":
             card = self._card
             if card is not None:
-                applied = await self.ops.run("use the card", lambda: setup.apply_card(card), busy=self._busy_widgets)
+
+                async def apply() -> SettingsView:
+                    await setup.apply_card(card)
+                    return await setup.current()  # its name is the familiar's now
+
+                applied = await self.ops.run("use the card", apply, busy=self._busy_widgets)
+                if isinstance(applied, Succeeded):
+                    self._view = applied.value
+                    self._card = None  # applied: Back then Next does not make it again
+                    self.name_field.setReadOnly(False)
                 return self._saved(isinstance(applied, Succeeded))
             name = self.name_field.text().strip()
             if self._view is not None and name == self._view.display_name:
@@ -447,12 +540,11 @@ class WelcomeDialog(QDialog):
                 return True
             check = self._last_check[1] if self._last_check and self._last_check[0] == token else None
             if check is None:
-                check = await self._check_token()
-            if check is None:
-                return False
-            if not check.token_works:
-                self._show_error(f"{check.message} (Skip to go on without saving it.)")
-                return False
+                check = await self._check_token(refusing=True)
+            elif not check.token_works:
+                self._show_verdict(check, refusing=True)
+            if check is None or not check.token_works:
+                return False  # the verdict says why, and that Skip goes on without it
             return await self._save(SettingsUpdate(bot_token=token))
         return await self._save(self._llm_draft())
 

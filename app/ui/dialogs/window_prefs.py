@@ -1,7 +1,8 @@
 """The window's own preferences, as a section of Settings: theme, the tray, notifications.
 
-They apply at once (no Save needed) and are kept in ui.toml in the data root, for every familiar
-(app/config/ui_prefs.py), not in character.toml.
+They apply at once, as a preview (no Save needed to see them), and are kept in ui.toml in the data root, for
+every familiar (app/config/ui_prefs.py), not in character.toml. Cancel (or closing Settings) puts back what
+was in force when Settings opened (`restore`, which the window connects to the dialog's `rejected`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ class WindowPreferencesBox(QGroupBox):
         self._prefs = prefs
         self._theme = theme
         current = prefs.prefs
+        # What Cancel puts back: the theme in force (the controller's, which the file should match) and the rest.
+        self._theme_before: ThemeChoice = theme.choice if theme is not None else _choice(current.theme)
+        self._before = current
 
         self.theme_choice = QComboBox()
         for choice in THEME_CHOICES:
@@ -49,7 +53,9 @@ class WindowPreferencesBox(QGroupBox):
         form.addRow(self.close_to_tray)
         form.addRow(self.notify_pending)
         where = prefs.path if prefs.path is not None else "memory only"
-        form.addRow(small_label(f"These apply at once, for every familiar, and are kept in {where}."))
+        form.addRow(
+            small_label(f"These apply at once (Cancel puts them back), for every familiar, and are kept in {where}.")
+        )
         if prefs.problem:
             form.addRow(small_label(prefs.problem))
 
@@ -58,6 +64,21 @@ class WindowPreferencesBox(QGroupBox):
         self._prefs.update(theme=choice)
         if self._theme is not None:
             self._theme.apply(choice)
+
+    def restore(self) -> None:
+        """Put back the theme and the choices in force when this section was built (Settings' Cancel)."""
+        before, now = self._before, self._prefs.prefs
+        changes: dict[str, object] = {
+            key: getattr(before, key)
+            for key in ("close_to_tray", "notify_pending")
+            if getattr(now, key) != getattr(before, key)
+        }
+        if now.theme != self._theme_before:
+            changes["theme"] = self._theme_before
+        if changes:
+            self._prefs.update(**changes)
+        if self._theme is not None and self._theme.choice != self._theme_before:
+            self._theme.apply(self._theme_before)
 
 
 def _choice(value: str) -> ThemeChoice:

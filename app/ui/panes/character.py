@@ -59,17 +59,26 @@ _log = logging.getLogger(__name__)
 
 CHANNEL_ROLE = Qt.ItemDataRole.UserRole + 1
 TIERS = ("text", "compact")
+MOVED_WORDS = {
+    "saved": "Saved: in use from the next reply",
+    "undone": "Undone: the files as they were are in use from the next reply",
+}
 
 
 class SaveStep:
     """A save of the character as one undo step: undo puts the files it replaced back, redo puts the
     saved ones back; each against the revision the last move left (a file edited on disk meanwhile
-    refuses the move). `moved(view)` is told the files as they are after each move."""
+    refuses the move). `moved(view, saved)` is told the files as they are after each move, and whether
+    the move put the saved ones in (a save or a redo) or the earlier ones back (an undo)."""
 
     undo_window: float | None = None
 
     def __init__(
-        self, character: CharacterApi, draft: CharacterDraft, revision: str, moved: Callable[[CharacterView], None]
+        self,
+        character: CharacterApi,
+        draft: CharacterDraft,
+        revision: str,
+        moved: Callable[[CharacterView, bool], None],
     ) -> None:
         self._character = character
         self._draft = draft
@@ -89,13 +98,13 @@ class SaveStep:
         else:
             view = await self._character.restore(self._files[1], self._revision)
         self._revision = view.revision
-        self._moved(view)
+        self._moved(view, True)
 
     async def undo(self) -> None:
         assert self._files is not None, "undo before the save was done"
         view = await self._character.restore(self._files[0], self._revision)
         self._revision = view.revision
-        self._moved(view)
+        self._moved(view, False)
 
 
 class _Problem(QLabel):
@@ -129,6 +138,9 @@ class CharacterPane(Pane):
         self._clean: CharacterDraft | None = None
         self._filling = False
         self._saving = False
+        # What this pane last did to the files (None: nothing since they were loaded): the bar says it while
+        # nothing is edited, and says nothing before any save ("Saved" then would claim a save never made).
+        self._last_move: str | None = None
         self.open_url: Callable[[QUrl], object] = QDesktopServices.openUrl  # tests look at the URL instead
 
         # -- the bar: state, Save, Revert, Open data folder, and an edit on disk offered as a reload
@@ -309,6 +321,7 @@ class CharacterPane(Pane):
     async def load(self) -> bool:
         view = await self.facade.character.load()
         catalog = await self.facade.character.channels(view.draft.home_channels)
+        self._last_move = None
         self._fill(view, catalog)
         return True
 
@@ -479,7 +492,7 @@ class CharacterPane(Pane):
             self.state_label.setText("● Unsaved changes")
             self.state_label.setStyleSheet(text_colour_style(AMBER))
         else:
-            self.state_label.setText("Saved: in use from the next reply")
+            self.state_label.setText(MOVED_WORDS.get(self._last_move or "", ""))
             self.state_label.setStyleSheet(text_colour_style(OK_GREEN))
 
     # -- actions -------------------------------------------------------------------------------------
@@ -510,8 +523,9 @@ class CharacterPane(Pane):
             self._offer_reload(one_line(outcome.error))
         self._sync_bar()
 
-    def _moved(self, view: CharacterView) -> None:
+    def _moved(self, view: CharacterView, saved: bool) -> None:
         """A save, or its undo or redo, changed the files: show them as they are now."""
+        self._last_move = "saved" if saved else "undone"
         if self.catalog is None:
             return
         home = set(view.draft.home_channels)

@@ -61,6 +61,7 @@ class DashboardPane(Pane):
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
         self._connection = ConnectionState.STOPPED
+        self._reported: str | None = None  # the runtime's last failure, as the banner was last given it
         self.ops.busy_changed.connect(self._update_buttons)
 
         self.guilds_model = GuildsModel(self)
@@ -163,10 +164,13 @@ class DashboardPane(Pane):
         self._set_guilds(status.guilds)
         self.latency_label.setText(latency_text(status.latency_ms))
         if status.last_error:
-            self.error_banner.show_message(single_line(status.last_error))
+            self._show_failure(status.last_error)
+        elif self._reported is not None and self.error_banner.text() == single_line(self._reported):
+            self.error_banner.clear_message()  # the runtime withdrew it: what it lacked is set now
+            self._reported = None
         if status.lore_problem:
             self.lore_banner.show_message(single_line(status.lore_problem))
-        self._set_state(status.state)
+        self._set_state(status.state, status.state_detail)
 
     def _set_state(self, state: ConnectionState, detail: str = "") -> None:
         self._connection = state
@@ -190,12 +194,16 @@ class DashboardPane(Pane):
     @async_slot()
     async def _on_start_clicked(self) -> None:
         await self.ops.run("start", self.facade.start, clear=not self.ops.busy)
-        self._set_state(self.facade.get_status().state)
+        self._show_status_state()
 
     @async_slot()
     async def _on_stop_clicked(self) -> None:
         await self.ops.run("stop", self.facade.stop, clear=False)
-        self._set_state(self.facade.get_status().state)
+        self._show_status_state()
+
+    def _show_status_state(self) -> None:
+        status = self.facade.get_status()
+        self._set_state(status.state, status.state_detail)
 
     def _on_bridge_connection_changed(self, event: ConnectionChanged) -> None:
         self._set_state(event.state, event.detail)
@@ -231,6 +239,10 @@ class DashboardPane(Pane):
         menu.popup(self.activity_view.viewport().mapToGlobal(position))
 
     def _on_bridge_failure(self, message: str) -> None:
+        self._show_failure(message)
+
+    def _show_failure(self, message: str) -> None:
+        self._reported = message
         self.error_banner.show_message(single_line(message))
 
     def _on_bridge_lorebook_status(self, status: LorebookStatus) -> None:

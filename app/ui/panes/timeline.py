@@ -507,6 +507,8 @@ class TimelinePane(Pane):
         self.summary.setText(self._summary_text(sliced.total))
         self.view.set_placeholder(self._empty_slice_text())
         row = self.model.row_of(keep) if keep is not None else None
+        if row is None and keep is not None:
+            row = self._row_of_version(keep)  # corrected since: the selection follows it to its version here
         if row is not None:
             self.view.set_current_row(row)
             record = self.model.record(row)
@@ -522,6 +524,27 @@ class TimelinePane(Pane):
             self.view.set_current_row(sliced.offset)
             await self._show_detail(sliced.rows[0])
             self._detail_debounce.stop()  # shown just now
+        elif keep is not None:
+            self._clear_selection()  # the fact shown is not among these rows: the panel does not go on showing it
+
+    def _row_of_version(self, fact_id: int) -> int | None:
+        """The row of the newest version, among the rows loaded, of the fact the side panel shows (`fact_id`)."""
+        detail = self.panel.detail
+        if detail is None or all(version.id != fact_id for version in detail.versions):
+            return None
+        for version in reversed(detail.versions):
+            row = self.model.row_of(version.id)
+            if row is not None:
+                return row
+        return None
+
+    def _clear_selection(self) -> None:
+        """No fact chosen: no row marked, and the side panel says so (rather than showing one that has gone)."""
+        self._detail_debounce.stop()
+        self._selected = None
+        self._change = None
+        self.view.set_current_row(-1)
+        self.panel.show_nothing()
 
     def _summary_text(self, total: int) -> str:
         world = "now" if self._world is None else f"on {when(self._world)}"
@@ -733,6 +756,8 @@ class TimelinePane(Pane):
         )
         if diff.changes:
             self.diff_view.selectRow(0)
+        elif self._selected is not None:
+            self._clear_selection()  # nothing changed between the two times: no change to show
 
     def _on_diff_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         row = current.row()

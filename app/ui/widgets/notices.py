@@ -1,7 +1,7 @@
 """Notices: small dark boxes stacked at the bottom right of the window, each with an optional action
 button ("Undo") and a close button, each going away by itself after its duration. A notice can be told
 again (`NoticeArea.retell`): new words and a new duration in the same box, so a run of actions shows one
-notice, not a stack that shifts at every key.
+notice, not a stack that shifts at every key; its action button can be hidden meanwhile (and shown again).
 
 `NoticeArea` overlays its parent (the window's central widget) and follows its size; it lets clicks
 through everywhere but on the notices themselves.
@@ -65,10 +65,18 @@ class Notice(QFrame):
     def text(self) -> str:
         return self.label.text()
 
-    def retell(self, text: str, duration_ms: int) -> None:
-        """New words and a new duration, from now (see NoticeArea.retell)."""
+    def retell(self, text: str, duration_ms: int, *, offer: bool | None = None) -> None:
+        """New words and a new duration, from now (see NoticeArea.retell); `offer` shows or hides its action
+        button (None: as it is)."""
         self.label.setText(single_line(text))
         self._timer.start(duration_ms)
+        if offer is not None and self.action_button is not None:
+            self.action_button.setVisible(offer)
+
+    @property
+    def offers_action(self) -> bool:
+        """It has an action button, shown."""
+        return self.action_button is not None and not self.action_button.isHidden()
 
     @property
     def remaining_ms(self) -> int:
@@ -144,9 +152,10 @@ class NoticeArea(QWidget):
         self._place()
         return notice
 
-    def retell(self, notice: Notice, text: str, duration_ms: int) -> None:
-        """Say `text` in `notice` (still showing), for `duration_ms` from now; it stays where it is."""
-        notice.retell(text, duration_ms)
+    def retell(self, notice: Notice, text: str, duration_ms: int, *, offer: bool | None = None) -> None:
+        """Say `text` in `notice` (still showing), for `duration_ms` from now; it stays where it is. `offer`:
+        show or hide its action button (an Undo that would do nothing any more is hidden)."""
+        notice.retell(text, duration_ms, offer=offer)
         height = _height(notice)
         if self._heights.get(notice) != height:
             self._heights[notice] = height
