@@ -59,7 +59,7 @@ def test_enter_sends_and_the_reply_appears(qtbot: QtBot, facade: FakeFacade) -> 
     settle(qtbot)
 
     assert texts(pane) == ["You: hello wisp", "Wisp: Hello! I remember you from the Lantern Club."]
-    assert facade.calls[-1].kwargs == {"text": "hello wisp"}
+    assert facade.calls[-1].kwargs == {"text": "hello wisp", "greeting": None}
     assert pane.input.text() == ""
     assert pane.input.isEnabled()
 
