@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QApplication, QMessageBox
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QColor, QContextMenuEvent
+from PySide6.QtWidgets import QApplication, QMenu, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from app.runtime.events import SettingsReloaded
@@ -381,3 +382,23 @@ def run_undo(qtbot: QtBot, pane: ChatPane) -> bool:
     qtbot.waitUntil(undone.done, timeout=WAIT_MS)
     settle(qtbot)
     return undone.result()
+
+
+@pytest.mark.qt_log_ignore(  # the offscreen plugin, as the window shows and a menu pops up
+    r"This plugin does not support (propagateSizeHints|raise)\(\)",
+    r"This plugin does not support grabbing the keyboard",
+)
+def test_a_right_click_on_a_message_opens_its_menu(qtbot: QtBot, facade: FakeFacade) -> None:
+    facade.history = [facade.line("You", "hi", from_familiar=False), facade.line("Wisp", "Hello.", from_familiar=True)]
+    pane = make_pane(qtbot, facade)
+    body = message(pane, 1).body  # on the text too: the label's own menu gives way to the message's
+    at = QPoint(4, 4)
+    QApplication.sendEvent(body, QContextMenuEvent(QContextMenuEvent.Reason.Mouse, at, body.mapToGlobal(at)))
+
+    def opened() -> list[QMenu]:
+        return [w for w in QApplication.topLevelWidgets() if isinstance(w, QMenu) and w.isVisible()]
+
+    qtbot.waitUntil(lambda: bool(opened()), timeout=WAIT_MS)
+    (menu,) = opened()
+    assert [a.text() for a in menu.actions()] == ["Copy", "Why did it say that?\tCtrl+I", "Regenerate\tCtrl+R"]
+    menu.close()
