@@ -402,3 +402,12 @@ def test_a_right_click_on_a_message_opens_its_menu(qtbot: QtBot, facade: FakeFac
     (menu,) = opened()
     assert [a.text() for a in menu.actions()] == ["Copy", "Why did it say that?\tCtrl+I", "Regenerate\tCtrl+R"]
     menu.close()
+
+
+def test_a_card_s_name_that_looks_like_html_shows_as_text(qtbot: QtBot) -> None:
+    facade = FakeFacade(name="default", display_name="<b>Moth</b>")
+    facade.history = [facade.line("<b>Moth</b>", "hello", from_familiar=True)]
+    pane = make_pane(qtbot, facade)
+    for label in (pane.intro, pane.waiting_label, message(pane, 0).author):
+        assert label.textFormat() == Qt.TextFormat.PlainText
+    assert "<b>Moth</b>" in pane.intro.text()

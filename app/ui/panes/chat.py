@@ -82,6 +82,7 @@ class ChatPane(Pane):
         self.addAction(self.regenerate_action)
 
         self.intro = small_label("")
+        self.intro.setTextFormat(Qt.TextFormat.PlainText)  # the name is a card's: never markup
         self.clear_button = QPushButton(CLEAR)
         self.clear_button.setToolTip(CLEAR_TIP)
         self.clear_button.clicked.connect(self._on_clear_clicked)
@@ -98,6 +99,7 @@ class ChatPane(Pane):
         self.input.returnPressed.connect(self._on_send_triggered)
         self.send_button.clicked.connect(self._on_send_triggered)
         self.waiting_label = QLabel()
+        self.waiting_label.setTextFormat(Qt.TextFormat.PlainText)
         self.waiting_label.setVisible(False)
         input_row = QHBoxLayout()
         input_row.setSpacing(SPACE_SM)
@@ -122,10 +124,6 @@ class ChatPane(Pane):
         context.bridge.settings_reloaded.connect(self._on_bridge_settings_reloaded)
 
     # -- the name it goes by -----------------------------------------------------------------------------
-    @property
-    def familiar_display_name(self) -> str:
-        return self._name
-
     def _show_name(self, name: str) -> None:
         self._name = name
         self.intro.setText(f"Talk to {name} here. Nothing you type in this pane is sent to Discord.")

@@ -27,7 +27,14 @@ from PySide6.QtWidgets import (
 
 from app.runtime.facade import ChatLine
 from app.ui.discord_markdown import SPOILER_LINK, MarkdownColours, render
-from app.ui.models.chat_model import ChatGreeting, ChatNotice, ChatTranscriptModel, TranscriptEntry, entry_time
+from app.ui.models.chat_model import (
+    ChatGreeting,
+    ChatNotice,
+    ChatTranscriptModel,
+    TranscriptEntry,
+    entry_text,
+    entry_time,
+)
 from app.ui.theme import SMALL_SCALE, SPACE_S, SPACE_SM, SPACE_XS, Palette, colours, scaled_font
 from app.ui.time_text import when
 
@@ -146,20 +153,10 @@ class MessageWidget(QFrame):
     def entry(self) -> TranscriptEntry:
         return self._entry
 
-    @property
-    def offered(self) -> frozenset[ChatAction]:
-        """The actions its buttons offer now."""
-        return self._actions
-
-    @property
-    def revealed(self) -> frozenset[int]:
-        """The spoilers shown (clicked), by number."""
-        return frozenset(self._revealed)
-
     def set_entry(self, entry: TranscriptEntry) -> None:
         if entry != self._entry:
-            if entry_time(entry) != entry_time(self._entry) or not isinstance(entry, type(self._entry)):
-                self._revealed.clear()  # another message in this row
+            if entry_text(entry) != entry_text(self._entry):
+                self._revealed.clear()  # other words in this row (a regenerated reply, another greeting)
             self._entry = entry
             self._show()
 
@@ -263,6 +260,7 @@ class ChatView(QScrollArea):
         self._layout.setSpacing(SPACE_S)
         self._layout.addStretch(1)  # above the messages: they sit at the bottom
         self.empty_label = QLabel(empty_text)
+        self.empty_label.setTextFormat(Qt.TextFormat.PlainText)
         self.empty_label.setObjectName("messageTime")
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
