@@ -299,7 +299,9 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
             prefs = UiPreferencesFile(ui_file())
             theme = ThemeController(app, _theme_choice(prefs.prefs.theme))
             facade = DeferredFacade(paths.name, paths.folder)
-            window = MainWindow(facade, pane=pane, prefs=prefs, theme=theme, tray=TrayIcon(paths.name), root=paths.root)
+            window = MainWindow(
+                facade, pane=pane, prefs=prefs, theme=theme, tray=TrayIcon(facade.display_name), root=paths.root
+            )
             instance.activated.connect(lambda asked: window.bring_forward(asked or None))
             window.destroyed.connect(stop.set)
             window.closed.connect(stop.set)  # a close to the tray is no close: the familiar keeps running

@@ -6,25 +6,32 @@ pause and a lorebook. Everything goes through the store's own rules (no SQL), wi
 timeline has something to show.
 
     python -m tests.demo_familiar --home /tmp/demo      # then: FAMILIAR_HOME=/tmp/demo familiar screenshot ...
+    python -m tests.demo_familiar --home /tmp/demo --local-chat   # also a window's chat (the Chat screenshot)
 
 In tests: `paths = await make_demo_familiar(tmp_path / "home")` (returns the FamiliarPaths), or
-`facts = await seed_demo(familiar)` on a familiar already open.
+`facts = await seed_demo(familiar)` on a familiar already open. `local_chat=True` adds a chat in the window
+(opened with a card-style greeting, with Discord Markdown in its replies) and the greetings to the settings;
+it is left out by default, so the owner ("You") is not among the People of the other panes' screenshots.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from app.config.editing import set_values
 from app.config.paths import FamiliarPaths, create_familiar
 from app.config.secrets import SecretStore
 from app.memory.catalog import Catalog
 from app.memory.facts import NewFact
-from app.memory.records import NewTurn
+from app.memory.records import OWNER_KEY, NewTurn
 from app.runtime.context.layers import DEFAULT_ORDER
+from app.runtime.local_chat import GREETING_MODE
+from app.runtime.names import LOCAL_PLACE
 from app.runtime.service import Familiar
 
 GUILD = 500
@@ -120,7 +127,7 @@ def _key(user: int) -> str:
     return f"discord:{user}"
 
 
-async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoFacts:
+async def seed_demo(familiar: Familiar, *, now: datetime | None = None, local_chat: bool = False) -> DemoFacts:
     """Fill an empty, open familiar with the demo world (see the module docstring)."""
     now = now or datetime.now(UTC)
     history = familiar.history
@@ -353,7 +360,67 @@ async def seed_demo(familiar: Familiar, *, now: datetime | None = None) -> DemoF
     await familiar.controls.pause("learning", HOME_PLACE)
     familiar.home.joinpath("lorebook.toml").write_text(LORE, encoding="utf-8")
     await history.catch_up()
+    if local_chat:  # before the explained replies: theirs stay the newest explanations
+        made.turns.update(await _local_chat(familiar, now))
     made.turns.update(await _explained_replies(familiar, now))
+    return made
+
+
+# The window's chat: (minutes ago, the owner's words, or None for the familiar), opened with the greeting.
+GREETING = "*The lantern on the shelf flickers awake.* Oh! It's you. Come in, and mind the **wax** on the floor."
+ALTERNATE_GREETINGS = ("*A moth circles the lamp.* Late again? The kettle is still warm.",)
+LOCAL_CHAT: tuple[tuple[float, str | None, str], ...] = (
+    (42.0, None, GREETING),
+    (41.0, "You", "Evening, Wisp. Anything happen at the club today?"),
+    (
+        40.8,
+        None,
+        "Plenty! Bob's cat **Pepper** knocked the lantern off the shelf *again*. And carol said of the lighthouse:\n"
+        "> the lamp room is still locked, and nobody knows who has the key\n"
+        "About the 14th: ||it's a surprise party for carol, so not a word||.",
+    ),
+    (39.0, "You", "Ha. Can you write the lantern walk as a reminder I can paste?"),
+    (
+        38.7,
+        None,
+        'Here you go:\n```\n/remind #familiar-home "Lantern walk" on the 21st at 19:00\n```\n'
+        "Paste it in `#familiar-home` and I will do the rest. __Bring a spare candle__, the wind on ~~Gull Point~~"
+        " the pier is wicked.",
+    ),
+)
+
+
+async def _local_chat(familiar: Familiar, now: datetime) -> dict[str, int]:
+    """The window's chat of LOCAL_CHAT, each reply with the explanation a real assembly recorded for it; the
+    greetings in character.toml and card.json, as a card would have brought them."""
+    set_values(familiar.paths.character_toml, {"familiar.greeting": GREETING})
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Wisp", "first_mes": GREETING}}
+    card["data"]["alternate_greetings"] = list(ALTERNATE_GREETINGS)
+    familiar.home.joinpath("card.json").write_text(json.dumps(card, indent=4) + "\n", encoding="utf-8")
+    await familiar.reconfigure()
+    answering = None
+    made: dict[str, int] = {}
+    for minutes, owner, text in LOCAL_CHAT:
+        turn = await familiar.history.append_turn(
+            NewTurn(
+                platform="local",
+                place=LOCAL_PLACE,
+                channel_id=0,
+                author_key=OWNER_KEY if owner else SELF,
+                author_name=owner or "Wisp",
+                content=text,
+                created_at=now - timedelta(minutes=minutes),
+                mode=GREETING_MODE if text == GREETING else "text",
+            )
+        )
+        assert turn is not None
+        if owner is not None or text == GREETING:
+            answering = turn if owner is not None else None
+            continue
+        assert answering is not None
+        assembly = await familiar.replies.assemble(LOCAL_PLACE, answering)
+        await familiar.explanations.save(LOCAL_PLACE, assembly.explanation, [turn.id])
+        made["local_reply"] = turn.id
     return made
 
 
@@ -401,13 +468,13 @@ async def _explained_replies(familiar: Familiar, now: datetime) -> dict[str, int
     return made
 
 
-async def make_demo_familiar(home: Path, name: str = "default") -> FamiliarPaths:
+async def make_demo_familiar(home: Path, name: str = "default", *, local_chat: bool = False) -> FamiliarPaths:
     """A demo familiar on disk under `home` (FAMILIAR_HOME); returns its paths."""
     paths = FamiliarPaths(root=home, name=name)
     create_familiar(paths)
     familiar = await Familiar.open(paths, SecretStore(name, paths.secrets_file, use_keyring=False), env={})
     try:
-        await seed_demo(familiar)
+        await seed_demo(familiar, local_chat=local_chat)
     finally:
         await familiar.close()
     return paths
@@ -417,8 +484,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Create the demo familiar (for screenshots) under --home.")
     parser.add_argument("--home", type=Path, required=True, help="the data root (FAMILIAR_HOME) to create it in")
     parser.add_argument("--name", default="default")
+    parser.add_argument("--local-chat", action="store_true", help="with a chat in the window (the Chat screenshot)")
     args = parser.parse_args()
-    paths = asyncio.run(make_demo_familiar(args.home, args.name))
+    paths = asyncio.run(make_demo_familiar(args.home, args.name, local_chat=args.local_chat))
     print(f"demo familiar in {paths.folder}: FAMILIAR_HOME={args.home} familiar --pane pending")  # noqa: T201
 
 

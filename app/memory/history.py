@@ -281,6 +281,15 @@ class History:
             await self.corrections.retire_edited(before.id, turn.id)
         return turn
 
+    async def revise_turn(self, turn_id: int, content: str, revised_at: datetime) -> Turn | None:
+        """A new revision of the turn `turn_id` (as an edit makes: facts derived from the old one are
+        retired and the new one queued); None when it is not the latest revision or is unchanged."""
+        turn = await self.store.revise_turn(turn_id, content, revised_at)
+        self.turns_index.notify()
+        if turn is not None:
+            await self.corrections.retire_edited(turn_id, turn.id)
+        return turn
+
     async def redact_message(self, platform: str, message_id: int, deleted_at: datetime) -> list[int]:
         """A deleted message: its turns are redacted, facts that came only from it are tombstoned and
         queued work on it is cancelled. The deletion marker keeps a later backfill out."""

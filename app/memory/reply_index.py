@@ -28,10 +28,12 @@ class ReplyIndex:
         return None if row is None or row[0] is None else int(row[0])
 
     async def previous_reply(self, turn_id: int) -> int | None:
-        """The first turn of the explained reply before the one `turn_id` belongs to, in the same place."""
+        """The first turn of the explained reply before the one `turn_id` belongs to, in the same place; a
+        reply replaced by a newer revision (regenerated in the window's chat) is not one before it."""
         row = await self._store.read_one(
             "SELECT MIN(x.turn_id) FROM explanation_turns x WHERE x.explanation_id = ("
             " SELECT MAX(p.id) FROM explanations p JOIN explanation_turns px ON px.explanation_id = p.id"
+            " JOIN turns pt ON pt.id = px.turn_id AND pt.superseded = 0"
             " JOIN explanation_turns t ON t.turn_id = ? JOIN explanations e ON e.id = t.explanation_id"
             " WHERE p.place = e.place AND p.id < e.id)",
             (turn_id,),

@@ -33,6 +33,9 @@ _TURN_COLUMNS = (
     " created_at, revision, redacted, reply_to"
 )
 MAX_CONTENT_CHARS = 100_000
+CONVERSATION_START = "conversation_start:"
+"""store_meta key prefix (+ a place): the turn (its first revision's id) after which the place's conversation
+runs now (app.memory.conversations); recent_turns leaves out what came before."""
 _PLACE_CACHE_SIZE = 100_000  # turn places remembered (about 10 MB at most); the cache starts over past it
 
 
@@ -250,12 +253,23 @@ class Store:
 
     async def edit_message(self, platform: str, message_id: int, content: str, edited_at: datetime) -> Turn | None:
         """Add a revision for an edited message. Returns the new turn, or None if unknown/deleted/unchanged."""
+        return await self._add_revision(
+            "platform = ? AND message_id = ? AND superseded = 0", (platform, message_id), content, edited_at
+        )
+
+    async def revise_turn(self, turn_id: int, content: str, revised_at: datetime) -> Turn | None:
+        """Add a revision of the turn `turn_id` (its latest revision, which need not carry a message id: a
+        regenerated reply of the window's chat). Returns the new turn, or None when `turn_id` is not the
+        latest revision, is redacted, or already says `content`."""
+        return await self._add_revision("id = ? AND superseded = 0", (turn_id,), content, revised_at)
+
+    async def _add_revision(self, where: str, params: Sequence[Any], content: str, at: datetime) -> Turn | None:
+        """A new row for the latest revision matching `where` (the old one is kept, marked superseded, and
+        leaves the search index): turns are never updated in place."""
         content = _clean_text(content, "message content")
         async with self._tx():
             async with self._writer.execute(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE platform = ? AND message_id = ? AND superseded = 0"
-                " ORDER BY revision DESC LIMIT 1",
-                (platform, message_id),
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} ORDER BY revision DESC LIMIT 1", params
             ) as cursor:
                 row = await cursor.fetchone()
             if row is None:
@@ -272,12 +286,12 @@ class Store:
                     current.place,
                     current.guild_id,
                     current.channel_id,
-                    message_id,
+                    current.message_id,
                     current.author_key,
                     current.author_name,
                     content,
                     current.mode,
-                    _iso(edited_at),
+                    _iso(at),
                     current.revision + 1,
                     current.reply_to,
                     current.id,
@@ -337,25 +351,31 @@ class Store:
         return self._seen([found[i] for i in ids if i in found])
 
     async def recent_turns(self, place: str, limit: int, *, ending_at: int | None = None) -> list[Turn]:
-        """The latest revision of the newest `limit` turns of a place, oldest first; redacted ones left out.
+        """The latest revision of the newest `limit` turns of a place, oldest first; redacted ones left out,
+        and those from before the place's conversation start (app.memory.conversations: a cleared chat).
 
         `ending_at` (a turn id, any revision of its message) ends the window at that message: what
         was said after it is left out, so a reply is built for the message it answers.
         """
         if limit <= 0:
             return []
+        live = (
+            "place = ? AND superseded = 0 AND redacted = 0 AND COALESCE(origin_id, id) >"
+            " (SELECT COALESCE(MAX(CAST(value AS INTEGER)), 0) FROM store_meta WHERE key = ?)"
+        )
+        start = CONVERSATION_START + place
         if ending_at is None:
             rows = await self.read_all(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE {live}"
                 " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",  # an edited message keeps its place
-                (place, limit),
+                (place, start, limit),
             )
         else:
             rows = await self.read_all(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE place = ? AND superseded = 0 AND redacted = 0"
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE {live}"
                 " AND COALESCE(origin_id, id) <= (SELECT COALESCE(origin_id, id) FROM turns WHERE id = ?)"
                 " ORDER BY COALESCE(origin_id, id) DESC LIMIT ?",
-                (place, ending_at, limit),
+                (place, start, ending_at, limit),
             )
         return self._seen([_turn(r) for r in reversed(rows)])
 

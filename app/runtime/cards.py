@@ -611,6 +611,24 @@ def _write_atomically(target: Path, payload: bytes) -> None:
         raise CardError(f"{target}: cannot be written: {exc.strerror or exc}") from None
 
 
+# -- the card's greetings ------------------------------------------------------------------------------
+def alternate_greetings(folder: Path) -> list[str]:
+    """The alternate greetings of the card the familiar in `folder` came from (card.json's
+    `data.alternate_greetings`, the texts as the card has them, blank ones left out): [] when it came from
+    none, or the card cannot be read (logged). The first greeting is character.toml's `familiar.greeting`.
+    Blocking file I/O."""
+    try:
+        card = _kept(folder / CARD_FILE)
+    except CardError as exc:
+        _log.warning("alternate greetings not read: %s", exc)
+        return []
+    data = card.get("data") if card is not None else None
+    found = data.get("alternate_greetings") if isinstance(data, dict) else None
+    if not isinstance(found, list):
+        return []
+    return [_clean(text) for text in found if isinstance(text, str) and text.strip()]
+
+
 # -- a card into the familiar that is open ---------------------------------------------------------------
 def preview_card(path: Path) -> CardPreview:
     """What the card at `path` would bring, read but not applied. Raises CardError. Blocking."""
@@ -690,6 +708,7 @@ __all__ = [
     "CardExport",
     "CardImport",
     "CardNameError",
+    "alternate_greetings",
     "apply_card_to_familiar",
     "card_display_name",
     "check_card",

@@ -24,6 +24,7 @@ from app.runtime.errors import FamiliarError
 from app.runtime.events import ConnectionChanged, ConnectionState, RuntimeEvent
 from app.runtime.facade import (
     CharacterApi,
+    ChatCleared,
     ChatLine,
     ControlsApi,
     FamiliarFacade,
@@ -44,9 +45,12 @@ STARTING_SECRETS = "(known once the familiar has opened)"
 class DeferredFacade:
     """A FamiliarFacade standing in for one that is still opening (see the module doc)."""
 
-    def __init__(self, name: str, home: Path) -> None:
+    def __init__(self, name: str, home: Path, display_name: str | None = None) -> None:
+        """`display_name`: what the familiar goes by until it is live (None: read from its character.toml now,
+        else its folder name)."""
         self._name = name
         self._home = home
+        self._display_name = display_name or _peek_display_name(home / "character.toml") or name
         self._live: FamiliarFacade | None = None
         self._failure: str | None = None
         self._settled = asyncio.Event()
@@ -99,6 +103,10 @@ class DeferredFacade:
     @property
     def familiar_name(self) -> str:
         return self._name
+
+    @property
+    def display_name(self) -> str:
+        return self._live.display_name if self._live is not None else self._display_name
 
     @property
     def home(self) -> Path:
@@ -179,11 +187,23 @@ class DeferredFacade:
         if self._live is not None:  # nothing runs before it is live: nothing to stop
             await self._live.stop()
 
-    async def chat_local(self, text: str) -> ChatLine:
-        return cast(ChatLine, await self._call("chat_local")(text))
+    async def chat_local(self, text: str, *, greeting: str | None = None) -> ChatLine:
+        return cast(ChatLine, await self._call("chat_local")(text, greeting=greeting))
 
     async def load_local_history(self, limit: int = 50) -> list[ChatLine]:
         return cast(list[ChatLine], await self._call("load_local_history")(limit))
+
+    async def local_greetings(self) -> list[str]:
+        return cast(list[str], await self._call("local_greetings")())
+
+    async def regenerate_local(self, turn_id: int) -> ChatLine:
+        return cast(ChatLine, await self._call("regenerate_local")(turn_id))
+
+    async def clear_local(self) -> ChatCleared:
+        return cast(ChatCleared, await self._call("clear_local")())
+
+    async def restore_local(self, cleared: ChatCleared) -> int:
+        return cast(int, await self._call("restore_local")(cleared))
 
     async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:
         return cast(list[TurnHit], await self._call("search_turns")(query, limit))
@@ -200,6 +220,19 @@ class DeferredFacade:
 
     async def diagnostics(self, extra_versions: Mapping[str, str] | None = None) -> str:
         return cast(str, await self._call("diagnostics")(extra_versions))
+
+
+def _peek_display_name(character_toml: Path) -> str | None:
+    """The display name character.toml gives, read without the settings' loader (None: no file, or it does
+    not read: the familiar's opening will say why)."""
+    import tomllib
+
+    try:
+        table = tomllib.loads(character_toml.read_text(encoding="utf-8")).get("familiar")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    name = table.get("display_name") if isinstance(table, dict) else None
+    return (name.strip() or None) if isinstance(name, str) else None
 
 
 class _DeferredApi:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from app.runtime.facade import ChatLine
     from app.runtime.views import FactView
 
 
@@ -28,3 +29,15 @@ class StaleRevisionError(FamiliarError):
 class CharacterChangedError(FamiliarError):
     """A save (or an undo of one) carried a revision of character.toml / character.md that is no longer
     what is on disk: someone edited them meanwhile. Reload them first; nothing was written."""
+
+
+class ReplyFailedError(FamiliarError):
+    """The local chat's message was stored but its reply failed (the endpoint timed out, refused...).
+
+    `said` is the owner's message as stored (`regenerate_local(said.turn_id)` answers it), `greeting` the
+    greeting stored before it when the chat opened with one."""
+
+    def __init__(self, message: str, said: ChatLine, greeting: ChatLine | None = None) -> None:
+        super().__init__(message)
+        self.said = said
+        self.greeting = greeting

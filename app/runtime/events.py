@@ -166,6 +166,15 @@ class LorebookStatus:
         return ""
 
 
+@dataclass(frozen=True, slots=True)
+class SettingsReloaded:
+    """The familiar's settings were read again and are in force (a save in Settings or the Character pane):
+    what the window shows of them, such as the name it goes by, may have changed."""
+
+    display_name: str
+    at: datetime = field(default_factory=_now)
+
+
 RuntimeEvent = (
     ConnectionChanged
     | GuildsChanged
@@ -175,4 +184,5 @@ RuntimeEvent = (
     | IndexHealthReport
     | MemoryChanged
     | LorebookStatus
+    | SettingsReloaded
 )

@@ -103,6 +103,18 @@ class ChatLine:
     content: str
     from_familiar: bool
     created_at: datetime
+    greeting: bool = False  # the familiar's greeting the chat opened with (no reply: nothing to explain)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCleared:
+    """The local chat started afresh (`clear_local`): `messages` left it. Nothing was deleted; `restore_local`
+    with this record brings them back. `before` / `after`: where the chat started, and starts now (turn
+    anchors, for the restore)."""
+
+    messages: int
+    before: int
+    after: int
 
 
 class MemoryApi(Protocol):
@@ -397,7 +409,15 @@ class FamiliarFacade(Protocol):
     """Everything a pane or a CLI command can do. All I/O is async; `get_*` never does I/O."""
 
     @property
-    def familiar_name(self) -> str: ...
+    def familiar_name(self) -> str:
+        """The familiar's folder name (`--familiar NAME`): where a folder is meant."""
+        ...
+
+    @property
+    def display_name(self) -> str:
+        """The name the familiar goes by, as its settings say now (character.toml `familiar.display_name`,
+        the Character pane's Name): what the window calls it. A settings save publishes SettingsReloaded."""
+        ...
 
     @property
     def home(self) -> Path: ...
@@ -453,11 +473,49 @@ class FamiliarFacade(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def chat_local(self, text: str) -> ChatLine:
-        """Send `text` in the window's local chat; returns the familiar's reply line."""
+    async def chat_local(self, text: str, *, greeting: str | None = None) -> ChatLine:
+        """Send `text` in the window's local chat; returns the familiar's reply line.
+
+        `greeting`: the greeting the chat was opened with (one of `local_greetings()`, as shown), stored as
+        the familiar's first message before `text` when the chat is still empty (ignored when it is not).
+        A reply that fails once `text` is stored raises ReplyFailedError, which carries the stored lines
+        (`regenerate_local` on `said` answers it); a failure before (no endpoint yet, too long) is a plain
+        FamiliarError and nothing is stored."""
         ...
 
-    async def load_local_history(self, limit: int = 50) -> list[ChatLine]: ...
+    async def load_local_history(self, limit: int = 50) -> list[ChatLine]:
+        """The local chat's last `limit` lines, oldest first (since it was last cleared)."""
+        ...
+
+    async def local_greetings(self) -> list[str]:
+        """What an empty local chat opens with, as in SillyTavern: the greeting (character.toml
+        `familiar.greeting`, a card's first message), then the card's alternate greetings (card.json), name
+        macros expanded ({{char}}: the display name; {{user}}: "You"); [] when there is none."""
+        ...
+
+    async def regenerate_local(self, turn_id: int) -> ChatLine:
+        """Answer the local chat's last message again; `turn_id` is the chat's last line, and the result the
+        line that now stands for it.
+
+        - The familiar's reply (regenerate): a new reply to the message it answered, stored as a new revision
+          of it. Turns stay append-only: the replaced one is kept, marked superseded (out of the chat, of
+          replies' context and of search; facts drawn from it are retired, as for an edited message), and
+          the explanation ("Why did it say that") is the new reply's.
+        - The owner's message whose reply failed (retry): its reply, as `chat_local` would have given it.
+
+        FamiliarError when `turn_id` is no longer the chat's last line, or is the greeting."""
+        ...
+
+    async def clear_local(self) -> ChatCleared:
+        """Start the local chat afresh: what was said leaves the chat and the familiar's recent conversation
+        there. Nothing is deleted: the turns stay in its history (searchable) and in what it learned from
+        them; Discord history and memory are untouched. `restore_local` undoes it."""
+        ...
+
+    async def restore_local(self, cleared: ChatCleared) -> int:
+        """Undo `clear_local`: the messages it cleared are back in the chat (returns how many). FamiliarError,
+        nothing changed, when the chat was cleared again since."""
+        ...
 
     async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]: ...
 

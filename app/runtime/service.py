@@ -43,9 +43,16 @@ from app.runtime.controls_api import ControlsService
 from app.runtime.conversation import Conversation
 from app.runtime.errors import FamiliarError
 from app.runtime.event_hub import EventHub
-from app.runtime.events import ConnectionChanged, ConnectionState, FailureReported, IndexHealthReport, RuntimeEvent
+from app.runtime.events import (
+    ConnectionChanged,
+    ConnectionState,
+    FailureReported,
+    IndexHealthReport,
+    RuntimeEvent,
+    SettingsReloaded,
+)
 from app.runtime.explain import explain
-from app.runtime.facade import ChatLine, StatusSnapshot, TurnHit
+from app.runtime.facade import ChatCleared, ChatLine, StatusSnapshot, TurnHit
 from app.runtime.indexes_api import IndexesService
 from app.runtime.local_chat import LocalChat
 from app.runtime.lore_api import LoreDeps, LoreService
@@ -120,6 +127,8 @@ class Familiar:
             self.explanations,
             display_name=self._display_name,
             missing=lambda: self._parts.reply_llm.endpoint.missing(),
+            greeting=lambda: self._parts.settings.familiar.greeting,
+            folder=loaded.paths.folder,
         )
         # The facade's typed sub-APIs, shared by the window and the CLI.
         self._names = Names(catalog, self._display_name)
@@ -225,6 +234,7 @@ class Familiar:
             self._refused = None
             self._events.withdraw_error(refused)
         _log.info("settings reloaded from %s", self._paths.folder)
+        self.publish(SettingsReloaded(display_name=self._display_name()))
 
     @classmethod
     async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
@@ -356,6 +366,10 @@ class Familiar:
         return self._paths.name
 
     @property
+    def display_name(self) -> str:
+        return self._display_name()
+
+    @property
     def paths(self) -> FamiliarPaths:
         return self._paths
 
@@ -455,11 +469,23 @@ class Familiar:
         return await adapter.wait_closed()
 
     # -- facade: local chat --------------------------------------------------------------------
-    async def chat_local(self, text: str) -> ChatLine:
-        return await self.local_chat.send(text)
+    async def chat_local(self, text: str, *, greeting: str | None = None) -> ChatLine:
+        return await self.local_chat.send(text, greeting=greeting)
 
     async def load_local_history(self, limit: int = 50) -> list[ChatLine]:
         return await self.local_chat.recent(limit)
+
+    async def local_greetings(self) -> list[str]:
+        return await self.local_chat.greetings()
+
+    async def regenerate_local(self, turn_id: int) -> ChatLine:
+        return await self.local_chat.regenerate(turn_id)
+
+    async def clear_local(self) -> ChatCleared:
+        return await self.local_chat.clear()
+
+    async def restore_local(self, cleared: ChatCleared) -> int:
+        return await self.local_chat.restore(cleared)
 
     # -- facade: memory --------------------------------------------------------------------------
     async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:

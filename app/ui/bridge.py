@@ -14,7 +14,8 @@ Signals:
 - `failure(str)`: a one-line failure message;
 - `index_health(IndexHealthReport)`: one index's commit health (throttled);
 - `memory_changed(MemoryChanged)`: what changed in memory and who initiated it (coalesced);
-- `lorebook_status(LorebookStatus)`: lorebook.toml read again: what is wrong with it, or that it reads.
+- `lorebook_status(LorebookStatus)`: lorebook.toml read again: what is wrong with it, or that it reads;
+- `settings_reloaded(SettingsReloaded)`: the settings were saved and are in force (the name it goes by...).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from app.runtime.events import (
     LorebookStatus,
     MemoryChanged,
     RuntimeEvent,
+    SettingsReloaded,
 )
 from app.runtime.facade import FamiliarFacade
 
@@ -54,6 +56,7 @@ class RuntimeBridge(QObject):
     index_health = Signal(object)
     memory_changed = Signal(object)
     lorebook_status = Signal(object)
+    settings_reloaded = Signal(object)
 
     def __init__(
         self, facade: FamiliarFacade, parent: QObject | None = None, *, throttle_ms: int = THROTTLE_MS
@@ -102,6 +105,8 @@ class RuntimeBridge(QObject):
                 self._on_memory_changed(event)
             case LorebookStatus():
                 self.lorebook_status.emit(event)
+            case SettingsReloaded():
+                self.settings_reloaded.emit(event)
             case _:
                 assert_never(event)
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 from app.config.logs import log_folder
 from app.config.ui_prefs import UiPreferencesFile
 from app.runtime.errors import FamiliarError
-from app.runtime.events import ChangeKind, ConnectionChanged, MemoryChanged
+from app.runtime.events import ChangeKind, ConnectionChanged, MemoryChanged, SettingsReloaded
 from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot
 from app.ui.ops import Operations, Succeeded
@@ -44,6 +44,11 @@ TRAY_NOTICE_TITLE = "Familiar is still running"
 TRAY_NOTICE = "Closing the window keeps your familiar online here in the tray. Quit it from the tray's menu."
 NOTICE_MS = 12_000
 PENDING_PANE = "pending"  # the pane the notification opens, once it exists; else the dashboard
+
+
+def window_title(display_name: str) -> str:
+    """The window's title (and the tray's and notifications' name for it): the name the familiar goes by."""
+    return f"Familiar — {display_name}"
 
 
 class Desktop(QObject):
@@ -75,6 +80,7 @@ class Desktop(QObject):
         self.notifier.notify.connect(self._on_notifier_notify)
         window.bridge.connection_changed.connect(self._on_bridge_connection_changed)
         window.bridge.memory_changed.connect(self._on_bridge_memory_changed)
+        window.bridge.settings_reloaded.connect(self._on_bridge_settings_reloaded)
         if tray is not None:
             tray.show_requested.connect(lambda: self.bring_forward())
             tray.start_requested.connect(self._on_tray_start)
@@ -177,9 +183,20 @@ class Desktop(QObject):
         geometry = base64.b64encode(bytes(self._window.saveGeometry().data())).decode("ascii")
         self.prefs.update(geometry=geometry, last_pane=self._window.current_pane.name)
 
+    # -- the name it goes by --------------------------------------------------------------------------
+    def show_name(self, display_name: str) -> None:
+        """Call the familiar `display_name` in the window's title and the tray."""
+        self._window.setWindowTitle(window_title(display_name))
+        if self.tray is not None and shiboken6.isValid(self.tray):
+            self.tray.set_name(display_name)
+
+    def _on_bridge_settings_reloaded(self, event: SettingsReloaded) -> None:
+        self.show_name(event.display_name)
+
     # -- once the familiar is live -------------------------------------------------------------------
     @async_slot()
     async def familiar_ready(self) -> None:
+        self.show_name(self._facade.display_name)  # as its settings say, now they are read
         await self.notifier.prime()
         await self._refresh_pause()
 
@@ -209,7 +226,7 @@ class Desktop(QObject):
         window = self._window
         if window.isVisible() and window.isActiveWindow():
             return  # the owner is looking at the window already
-        title = f"Familiar — {self._facade.familiar_name}"
+        title = window_title(self._facade.display_name)
         if self.tray is None or not self.tray.notify(title, text):
             window.notices.show_notice(text, action=self.open_pending, action_text="Show", duration_ms=NOTICE_MS)
 
@@ -245,7 +262,7 @@ class Desktop(QObject):
             await self._refresh_pause()  # show the switch as it really is
 
     def _show_error(self, message: str) -> None:
-        if self.tray is None or not self.tray.notify(f"Familiar — {self._facade.familiar_name}", message):
+        if self.tray is None or not self.tray.notify(window_title(self._facade.display_name), message):
             self._window.notices.show_message(message)
 
     # -- File and Help -------------------------------------------------------------------------------

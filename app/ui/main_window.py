@@ -38,7 +38,7 @@ from app.runtime.events import ConnectionChanged, ConnectionState
 from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot, cancel_running_slots
 from app.ui.bridge import RuntimeBridge
-from app.ui.desktop import Desktop
+from app.ui.desktop import Desktop, window_title
 from app.ui.dialogs.modal import ask_buttons
 from app.ui.dialogs.window_prefs import WindowPreferencesBox
 from app.ui.icons import app_icon
@@ -175,7 +175,7 @@ class MainWindow(QMainWindow):
         self._shown_once = False
         self._discard_question: asyncio.Task[None] | None = None
         self._discard_confirmed = False  # the owner said Discard: the next close goes through
-        self.setWindowTitle(f"Familiar — {facade.familiar_name}")
+        self.setWindowTitle(window_title(facade.display_name))
         self.setWindowIcon(app_icon())
         self.resize(DEFAULT_SIZE)
         self.setMinimumSize(QSize(760, 480))

@@ -69,6 +69,11 @@ class Palette:
     hint_background: str
     hint_border: str
     familiar_line_background: str
+    # a chat message's Markdown (app/ui/discord_markdown.py)
+    code_background: str
+    spoiler: str
+    spoiler_revealed: str
+    quote_bar: str
     error_background: str
     error_border: str
     notice_background: str
@@ -130,6 +135,10 @@ LIGHT = Palette(
     hint_background="#fff4d6",
     hint_border="#e0b84d",
     familiar_line_background="#eef3fb",
+    code_background="#e0e4ea",
+    spoiler="#2b2d31",
+    spoiler_revealed="#dfe2e7",
+    quote_bar="#a9b0ba",
     error_background="#fdecea",
     error_border="#f5c2c0",
     notice_background="#323232",
@@ -173,6 +182,10 @@ DARK = Palette(
     hint_background="#3b331c",
     hint_border="#8c7325",
     familiar_line_background="#243047",
+    code_background="#1a1b1e",
+    spoiler="#0e0f11",
+    spoiler_revealed="#3c3f45",
+    quote_bar="#5d6068",
     error_background="#3d2422",
     error_border="#7a3a36",
     notice_background="#e3e3e6",

@@ -162,6 +162,11 @@ class TrayIcon(QObject):
                 words.append("recall paused")
         return f"Familiar — {self._name}: {', '.join(words)}"
 
+    def set_name(self, name: str) -> None:
+        """The name the familiar goes by now (its settings were saved)."""
+        self._name = name
+        self._refresh()
+
     def set_connection(self, state: ConnectionState) -> None:
         self._connection = state
         self._refresh()

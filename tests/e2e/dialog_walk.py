@@ -229,6 +229,12 @@ class Walk:
 
         await self.rebuild_and_cancel()
 
+        chat = await self.pane("chat")
+        await self.until(lambda: chat.clear_button.isEnabled(), "Clear in the chat")
+        await self.dialog("the chat's Clear question", QMessageBox, chat.clear_button.click)
+        if not chat.transcript_model.rowCount():
+            raise AssertionError("Cancel on the Clear question cleared the chat")
+
         lore.select_positions([0, 1])
         for title in ("Set a field…", "Add a key…", "Remove a key…"):
             picked = await self.item("the Selected menu", lore.bulk_button, title)

@@ -41,7 +41,7 @@ WORDS = ("lantern", "harbour", "market", "kettle", "wisp", "tide", "rope", "gull
 
 
 async def _demo_with_history(home: Path) -> None:
-    paths = await make_demo_familiar(home)
+    paths = await make_demo_familiar(home, local_chat=True)  # with a chat to (not) clear
     familiar = await Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False), env={})
     try:
         start = datetime(2025, 1, 1, tzinfo=UTC)

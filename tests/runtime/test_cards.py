@@ -35,6 +35,7 @@ from app.runtime.cards import (
     SECTIONS,
     CardError,
     CardNameError,
+    alternate_greetings,
     create_familiar_from_card,
     familiar_card,
     familiar_name_for,
@@ -301,6 +302,18 @@ def test_the_card_becomes_persona_greeting_settings_and_lorebook(tmp_path: Path)
     assert [m.entry.content.strip() for m in fired] == ["On stormy nights the lighthouse lamp turns green."]
     assert json.loads((paths.folder / CARD_FILE).read_text(encoding="utf-8")) == sample("wisp_v2.json")
     assert not (paths.folder / IMAGE_FILE).exists()
+
+
+def test_the_card_s_alternate_greetings_are_kept_to_open_the_chat_with(tmp_path: Path) -> None:
+    made = create_familiar_from_card(SAMPLES / "wisp_v2.json", tmp_path / "home")
+    assert alternate_greetings(made.folder) == ["*A lantern sways in the wind.* Stormy night, isn't it?"]
+    assert alternate_greetings(tmp_path) == []  # not made from a card
+    (tmp_path / CARD_FILE).write_text("{not json", encoding="utf-8")
+    assert alternate_greetings(tmp_path) == []  # a damaged card.json costs the alternates only
+    card = sample("rook_v3.json")
+    card["data"]["alternate_greetings"] = ["", "  ", 7, "Ahoy."]
+    (tmp_path / CARD_FILE).write_text(json.dumps(card), encoding="utf-8")
+    assert alternate_greetings(tmp_path) == ["Ahoy."]
 
 
 def test_a_card_without_a_book_gets_an_empty_lorebook_and_exports_none(tmp_path: Path) -> None:

@@ -163,3 +163,24 @@ async def test_the_lore_and_the_character_load_once_the_familiar_is_live_and_cou
     view = await asyncio.wait_for(character, 10)
     assert deferred.character.check(view.draft) == opened.character.check(view.draft)
     assert deferred.character.count_tokens("hello there") == opened.character.count_tokens("hello there")
+
+
+async def test_the_name_it_goes_by_is_read_from_character_toml_until_it_is_live(
+    opened: Familiar, tmp_path: Path
+) -> None:
+    """The window's title says the familiar's name from the first paint, not its folder's (issue 18 item 6)."""
+    opened.paths.character_toml.write_text('[familiar]\ndisplay_name = "Moth"\n', encoding="utf-8")
+    deferred = DeferredFacade("default", opened.home)
+    assert (deferred.familiar_name, deferred.display_name) == ("default", "Moth")
+    assert DeferredFacade("default", tmp_path / "nowhere").display_name == "default"  # unreadable: the folder's
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "character.toml").write_text("[familiar\n", encoding="utf-8")
+    assert DeferredFacade("default", broken).display_name == "default"
+    await opened.reconfigure()
+    deferred.go_live(opened)
+    assert deferred.display_name == opened.display_name == "Moth"
+    greetings = asyncio.ensure_future(DeferredFacade("default", opened.home).local_greetings())
+    await asyncio.sleep(0.05)
+    assert not greetings.done(), "a call made before the familiar is live waits for it"
+    greetings.cancel()

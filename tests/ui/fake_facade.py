@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import FamiliarError, ReplyFailedError
 from app.runtime.events import (
     Activity,
     ActivityKind,
@@ -31,9 +31,11 @@ from app.runtime.events import (
     LorebookStatus,
     MemoryChanged,
     RuntimeEvent,
+    SettingsReloaded,
 )
 from app.runtime.facade import (
     CharacterApi,
+    ChatCleared,
     ChatLine,
     ControlsApi,
     FamiliarFacade,
@@ -90,15 +92,22 @@ class FakeFacade:
 
     - `start()` publishes CONNECTING, then CONNECTED plus `guilds_on_start` and `latency_on_start`;
       with `start_error` set it publishes FAILED and FailureReported, then raises FamiliarError.
-    - `chat_local()` answers from `replies` in order (then echoes); `chat_error` makes it raise.
-    - `gate`: when set, start / chat_local / save_credentials / test_llm_endpoint wait for it first,
-      so a test can look at the window while a call is in flight.
+    - The local chat is `history` (what `load_local_history` gives): `chat_local()` adds the greeting it
+      opened with (when the chat is empty), the message and the reply, which comes from `replies` in order
+      (then echoes). `chat_error` makes the reply fail once the message is stored (ReplyFailedError, as an
+      endpoint that times out), `chat_refused` refuse it before (FamiliarError, nothing stored).
+      `regenerate_local()` replaces the last reply with the next of `replies` (or answers the last message);
+      `regenerate_error` makes it raise. `clear_local()` empties `history` and `restore_local()` puts it back.
+      `greetings` is what `local_greetings()` gives.
+    - `gate`: when set, start / chat_local / regenerate_local / save_credentials / test_llm_endpoint wait
+      for it first, so a test can look at the window while a call is in flight.
     """
 
     def __init__(
         self,
         *,
         name: str = "Wisp",
+        display_name: str | None = None,
         configured: bool = True,
         missing: tuple[str, ...] = (),
         guilds_on_start: tuple[GuildInfo, ...] = (),
@@ -106,6 +115,7 @@ class FakeFacade:
         backing: Familiar | None = None,
     ) -> None:
         self._name = name
+        self._display_name = display_name or name
         self._backing = backing
         if backing is not None:
             backing.subscribe(self._from_backing)
@@ -125,12 +135,16 @@ class FakeFacade:
         self.start_error: str | None = None
         self.stop_error: str | None = None
         self.chat_error: str | None = None
+        self.chat_refused: str | None = None
+        self.regenerate_error: str | None = None
         self.history_error: str | None = None
         self.save_error: str | None = None
         self.endpoint_result = "OK: tiny-model answered in 0.2 s"
         self.endpoint_error: str | None = None
         self.replies: list[str] = []
         self.history: list[ChatLine] = []
+        self.greetings: list[str] = []
+        self._clears: list[tuple[ChatCleared, list[ChatLine]]] = []
         self.saved: dict[str, str | None] = {}
         self.gate: asyncio.Event | None = None
         self.fake_controls = FakeControls(self.publish)
@@ -157,6 +171,8 @@ class FakeFacade:
                 self.status = replace(self.status, last_error=message)
             case LorebookStatus(problem=problem):
                 self.status = replace(self.status, lore_problem=problem)
+            case SettingsReloaded(display_name=display_name):
+                self._display_name = display_name
             case Activity() | IndexHealthReport() | MemoryChanged():
                 pass
         for callback in list(self._subscribers):
@@ -165,14 +181,21 @@ class FakeFacade:
     def publish_activity(self, kind: ActivityKind, where: str, summary: str) -> None:
         self.publish(Activity(kind=kind, where=where, summary=summary))
 
-    def line(self, author: str, content: str, *, from_familiar: bool) -> ChatLine:
+    def line(self, author: str, content: str, *, from_familiar: bool, greeting: bool = False) -> ChatLine:
         return ChatLine(
             turn_id=next(self._turn_ids),
             author=author,
             content=content,
             from_familiar=from_familiar,
             created_at=datetime.now(UTC),
+            greeting=greeting,
         )
+
+    def _reply_to(self, text: str) -> ChatLine:
+        reply = self.replies.pop(0) if self.replies else f"You said: {text}"
+        line = self.line(self._display_name, reply, from_familiar=True)
+        self.history.append(line)
+        return line
 
     def _from_backing(self, event: RuntimeEvent) -> None:
         if isinstance(event, MemoryChanged | IndexHealthReport):
@@ -192,6 +215,10 @@ class FakeFacade:
     @property
     def familiar_name(self) -> str:
         return self._name
+
+    @property
+    def display_name(self) -> str:
+        return self._display_name
 
     @property
     def home(self) -> Path:
@@ -277,14 +304,21 @@ class FakeFacade:
         self.publish(ConnectionChanged(ConnectionState.STOPPED))
         self.publish(GuildsChanged(()))
 
-    async def chat_local(self, text: str) -> ChatLine:
-        self.calls.append(Call("chat_local", {"text": text}))
+    async def chat_local(self, text: str, *, greeting: str | None = None) -> ChatLine:
+        self.calls.append(Call("chat_local", {"text": text, "greeting": greeting}))
         await self._pass_gate()
         await asyncio.sleep(0)
+        if self.chat_refused is not None:
+            raise FamiliarError(self.chat_refused)
+        opened = None
+        if greeting and not self.history:
+            opened = self.line(self._display_name, greeting, from_familiar=True, greeting=True)
+            self.history.append(opened)
+        said = self.line("You", text, from_familiar=False)
+        self.history.append(said)
         if self.chat_error is not None:
-            raise FamiliarError(self.chat_error)
-        reply = self.replies.pop(0) if self.replies else f"You said: {text}"
-        return self.line(self._name, reply, from_familiar=True)
+            raise ReplyFailedError(self.chat_error, said=said, greeting=opened)
+        return self._reply_to(text)
 
     async def load_local_history(self, limit: int = 50) -> list[ChatLine]:
         self.calls.append(Call("load_local_history", {"limit": limit}))
@@ -292,6 +326,42 @@ class FakeFacade:
         if self.history_error is not None:
             raise FamiliarError(self.history_error)
         return self.history[-limit:]
+
+    async def local_greetings(self) -> list[str]:
+        self.calls.append(Call("local_greetings"))
+        await asyncio.sleep(0)
+        return list(self.greetings)
+
+    async def regenerate_local(self, turn_id: int) -> ChatLine:
+        self.calls.append(Call("regenerate_local", {"turn_id": turn_id}))
+        await self._pass_gate()
+        await asyncio.sleep(0)
+        if not self.history or self.history[-1].turn_id != turn_id:
+            raise FamiliarError("That is no longer the chat's last message.")
+        if self.regenerate_error is not None:
+            raise FamiliarError(self.regenerate_error)
+        last = self.history[-1]
+        if not last.from_familiar:
+            return self._reply_to(last.content)
+        self.history.pop()
+        return self._reply_to(self.history[-1].content if self.history else "")
+
+    async def clear_local(self) -> ChatCleared:
+        self.calls.append(Call("clear_local"))
+        await asyncio.sleep(0)
+        cleared = ChatCleared(messages=len(self.history), before=len(self._clears), after=len(self._clears) + 1)
+        self._clears.append((cleared, self.history))
+        self.history = []
+        return cleared
+
+    async def restore_local(self, cleared: ChatCleared) -> int:
+        self.calls.append(Call("restore_local", {"cleared": cleared}))
+        await asyncio.sleep(0)
+        if not self._clears or self._clears[-1][0] != cleared:
+            raise FamiliarError("The local chat was cleared again since.")
+        _cleared, lines = self._clears.pop()
+        self.history = lines + self.history
+        return cleared.messages
 
     async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:
         self.calls.append(Call("search_turns", {"query": query, "limit": limit}))

@@ -20,6 +20,7 @@ from app.runtime.events import (
     LorebookStatus,
     MemoryChanged,
     RuntimeEvent,
+    SettingsReloaded,
 )
 from app.ui.bridge import RuntimeBridge
 from tests.ui.fake_facade import FakeFacade
@@ -93,6 +94,7 @@ def _one_of_each() -> list[RuntimeEvent]:
         _health("turns", 1),
         MemoryChanged(frozenset({ChangeKind.FACTS})),
         LorebookStatus("lorebook.toml", "lorebook.toml, line 3: not valid TOML", 3),
+        SettingsReloaded("Moth"),
     ]
 
 
@@ -111,6 +113,7 @@ def test_every_runtime_event_type_has_a_signal(qtbot: QtBot, facade: FakeFacade)
         bridge.index_health,
         bridge.memory_changed,
         bridge.lorebook_status,
+        bridge.settings_reloaded,
     ):
         signal.connect(emitted.append)
     for event in events:

@@ -130,11 +130,13 @@ def test_a_chat_reply_opened_from_its_menu_shows_what_went_into_it(qtbot: QtBot,
     say(qtbot, window, llm, "good morning", "Morning! The club is quiet today.")
     say(qtbot, window, llm, "is the kettle on for tea?", "It is, and it sings in D minor.")
     rows = window.chat.transcript_model.rowCount()
-    assert window.chat.reply_menu(rows - 2) is None  # the owner's own line has no "why"
-    menu = window.chat.reply_menu(rows - 1)
+    own = window.chat.message_menu(rows - 2)
+    assert own is not None
+    assert [a.text() for a in own.actions()] == ["Copy"]  # the owner's own line has no "why"
+    menu = window.chat.message_menu(rows - 1)
     assert isinstance(menu, QMenu)
-    assert [a.text() for a in menu.actions()] == [f"{WHY}\tCtrl+I"]
-    menu.actions()[0].trigger()
+    assert [a.text() for a in menu.actions()] == ["Copy", f"{WHY}\tCtrl+I", "Regenerate\tCtrl+R"]
+    menu.actions()[1].trigger()
 
     pane = explain_pane(window)
     assert window.current_pane is pane

@@ -10,10 +10,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from app.runtime.events import ConnectionChanged, ConnectionState, LatencyMeasured
+from app.runtime.events import ConnectionChanged, ConnectionState, LatencyMeasured, SettingsReloaded
 from app.runtime.service import Familiar
 from app.ui.async_slot import running_slots
 from app.ui.main_window import PANES, MainWindow
+from app.ui.tray import TrayIcon
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import QT_STRICT, WAIT_MS, Run, settle
 
@@ -46,6 +47,34 @@ def test_title_and_navigation(qtbot: QtBot, facade: FakeFacade) -> None:
 
     window.show_pane("Dashboard")
     assert window.stack.currentWidget() is window.dashboard
+
+
+def test_the_title_and_the_tray_say_the_name_it_goes_by_and_follow_a_settings_save(qtbot: QtBot) -> None:
+    """The familiar's display name, not its folder's ("default"), as the Character pane shows it (issue 18 item 6)."""
+    facade = FakeFacade(name="default", display_name="Moth")
+    tray = TrayIcon(facade.display_name, available=True)
+    window = MainWindow(facade, tray=tray)
+    qtbot.addWidget(window)
+    window.show()
+    settle(qtbot)
+    assert window.windowTitle() == "Familiar — Moth"
+    assert tray.tooltip() == "Familiar — Moth: Stopped"
+
+    facade.publish(SettingsReloaded(display_name="Ember"))
+
+    assert window.windowTitle() == "Familiar — Ember"
+    assert tray.tooltip() == "Familiar — Ember: Stopped"
+
+
+def test_the_title_follows_the_real_familiar_s_character_save(
+    qtbot: QtBot, real_familiar: Familiar, run: Run[Any]
+) -> None:
+    window = MainWindow(real_familiar)
+    qtbot.addWidget(window)
+    assert (real_familiar.familiar_name, window.windowTitle()) == ("default", "Familiar — Wisp")
+    view = run(real_familiar.character.load())
+    run(real_familiar.character.save(replace(view.draft, display_name="Moth"), view.revision))
+    qtbot.waitUntil(lambda: window.windowTitle() == "Familiar — Moth", timeout=WAIT_MS)
 
 
 def test_panes_are_built_when_first_shown_and_each_registry_entry_names_its_class(

@@ -15,7 +15,7 @@ from app.runtime.events import Activity, ActivityKind, GuildInfo
 from app.runtime.facade import ChatLine
 from app.ui.models import activity_model, guilds_model
 from app.ui.models.activity_model import ActivityLogModel
-from app.ui.models.chat_model import ChatNotice, ChatTranscriptModel
+from app.ui.models.chat_model import ChatGreeting, ChatNotice, ChatTranscriptModel, entry_text
 from app.ui.models.guilds_model import GuildsModel
 from app.ui.models.roles import RecordRole
 from app.ui.theme import ERROR_RED
@@ -152,6 +152,31 @@ def test_chat_model_appends_prepends_and_replaces(qtmodeltester: ModelTester) ->
     assert model.rowCount() == 1
     model.replace([])
     assert model.rowCount() == 0
+
+
+def test_chat_model_holds_the_greeting_and_changes_rows_in_place(qtmodeltester: ModelTester) -> None:
+    model = ChatTranscriptModel()
+    model.append(ChatNotice("Could not load earlier messages: locked."))
+    greeting = ChatGreeting("Wisp", ("Welcome!", "Stormy night?"))
+    model.insert_entry(0, greeting)
+    qtmodeltester.check(model)
+    assert model.index(0, 0).data(DISPLAY) == "Wisp: Welcome!"
+    assert model.index(0, 0).data(Qt.ItemDataRole.BackgroundRole) is not None
+
+    model.set_entry(0, greeting.moved(1))
+    assert model.index(0, 0).data(DISPLAY) == "Wisp: Stormy night?"
+    assert greeting.moved(-1).content == "Stormy night?"  # round the ends
+    model.set_entry(0, greeting.line())
+    sent = model.index(0, 0).data(RecordRole)
+    assert isinstance(sent, ChatLine)
+    assert sent.greeting
+    assert sent.from_familiar
+    assert entry_text(sent) == "Welcome!"
+    model.remove_entry(1)
+    assert model.rowCount() == 1
+    with pytest.raises(IndexError):
+        model.set_entry(3, greeting)
+    qtmodeltester.check(model)
 
 
 # -- PySide6 6.12 regression: returning None from data() must not leak a reference to None --------

@@ -7,12 +7,15 @@ publishes, and the Chat pane talks to the real familiar.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 from pytestqt.qtbot import QtBot
 
 from app.config.paths import FamiliarPaths
@@ -23,7 +26,7 @@ from app.ui.main_window import MainWindow
 from tests.conftest import ALICE, GENERAL, GUILD_ID, HOME, TOKEN, write_character_toml
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLM
-from tests.ui.support import QT_STRICT, Run, settle
+from tests.ui.support import QT_STRICT, Run, open_dialog, press, settle
 
 pytestmark = [*QT_STRICT[1:], pytest.mark.timeout(60)]
 
@@ -123,3 +126,56 @@ def test_the_chat_pane_talks_to_the_real_familiar(
     # The request carried the persona from character.md, and the exchange is in the store's local channel.
     assert "You are Wisp" in llm.requests[0].messages[0]["content"]
     assert familiar.get_status().state is ConnectionState.STOPPED  # no Discord needed for this
+
+
+def test_the_chat_greets_regenerates_and_clears_on_the_real_familiar(
+    qtbot: QtBot, run: Run[Any], live: tuple[MainWindow, Familiar, FakeDiscord, FakeLLM]
+) -> None:
+    """Issue 18 items 6 and 7 end to end: a card's greetings open the chat, the chosen one is stored with the
+    first message, the last reply is regenerated in place, and Clear (after asking) empties the chat and
+    Undo brings it back, against the real runtime and store."""
+    window, familiar, _discord, llm = live
+    view = run(familiar.character.load())
+    run(familiar.character.save(replace(view.draft, display_name="Moth", greeting="*{{char}} lands.*"), view.revision))
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Moth", "first_mes": "*Moth lands.*"}}
+    card["data"]["alternate_greetings"] = ["||Psst.|| Over **here**, {{user}}."]
+    familiar.home.joinpath("card.json").write_text(json.dumps(card), encoding="utf-8")
+    assert window.windowTitle() == "Familiar — Moth"
+
+    chat = window.chat
+    window.show_pane("Chat")
+    qtbot.waitUntil(lambda: chat.greeting is not None, timeout=LIVE_WAIT_MS)
+    settle(qtbot)
+    assert chat.greeting is not None
+    assert chat.greeting.choices == ("*Moth lands.*", "||Psst.|| Over **here**, You.")
+    assert chat.swipe_greeting(1)
+    llm.script("Hello there.", "Hello again, better this time.")
+    qtbot.keyClicks(chat.input, "hi Moth")
+    qtbot.keyClick(chat.input, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: chat.transcript_model.rowCount() == 3 and not chat.is_waiting, timeout=LIVE_WAIT_MS)
+    settle(qtbot)
+    stored = run(familiar.load_local_history())
+    assert [(line.content, line.greeting) for line in stored] == [
+        ("||Psst.|| Over **here**, You.", True),
+        ("hi Moth", False),
+        ("Hello there.", False),
+    ]
+    assert "Psst." not in chat.chat_view.message(0).body.text()  # a spoiler, hidden until clicked
+
+    chat.regenerate_action.trigger()
+    qtbot.waitUntil(lambda: "better this time" in str(chat.transcript_model.entries[-1]), timeout=LIVE_WAIT_MS)
+    settle(qtbot)
+    assert chat.transcript_model.rowCount() == 3
+    assert [line.content for line in run(familiar.load_local_history())][-1] == "Hello again, better this time."
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert window.grab().save(str(ARTIFACTS / "chat_live.png"))  # for a human to look at
+
+    qtbot.mouseClick(chat.clear_button, Qt.MouseButton.LeftButton)
+    press(open_dialog(qtbot, QMessageBox), QMessageBox.StandardButton.Ok)
+    qtbot.waitUntil(lambda: chat.greeting is not None and chat.transcript_model.rowCount() == 1, timeout=LIVE_WAIT_MS)
+    settle(qtbot)
+    assert run(familiar.load_local_history()) == []
+    window.undo.undo_action.trigger()
+    qtbot.waitUntil(lambda: chat.transcript_model.rowCount() == 3, timeout=LIVE_WAIT_MS)
+    settle(qtbot)
+    assert len(run(familiar.load_local_history())) == 3

@@ -10,7 +10,7 @@ window opens through one of these instead: `open()`, then wait for `finished`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -105,10 +105,17 @@ async def ask_buttons(
     text: str,
     buttons: QMessageBox.StandardButton,
     default: QMessageBox.StandardButton,
+    *,
+    labels: Mapping[QMessageBox.StandardButton, str] | None = None,
 ) -> QMessageBox.StandardButton:
-    """The button the user pressed in a message box (Escape or closing it: the box's escape button)."""
+    """The button the user pressed in a message box (Escape or closing it: the box's escape button).
+    `labels` gives some buttons words of their own ("Clear local chat" rather than "OK")."""
     box = QMessageBox(icon, title, text, buttons, parent)
     box.setDefaultButton(default)
+    for button, label in (labels or {}).items():
+        shown = box.button(button)
+        if shown is not None:
+            shown.setText(label)
     box.setTextFormat(Qt.TextFormat.PlainText)
     await window_modal(box)
     clicked = box.clickedButton()
