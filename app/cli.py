@@ -103,47 +103,62 @@ def _moment(text: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+_FAMILIAR_HELP = "which familiar (default: default); it must exist"
+
+
+def _takes_familiar(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--familiar NAME` here too, after the command's words (`familiar facts list --familiar wisp`). Its
+    default is SUPPRESS: a command's parser leaves the name alone unless given there, so one given
+    before the command (`familiar --familiar wisp facts list`) stands."""
+    parser.add_argument("--familiar", metavar="NAME", default=argparse.SUPPRESS, help=_FAMILIAR_HELP)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="familiar", description="An AI character for your Discord server, with a window onto its memory."
     )
     parser.add_argument("--version", action="version", version=f"familiar {__version__}")
-    parser.add_argument("--familiar", metavar="NAME", help="which familiar (default: default); it must exist")
+    parser.add_argument("--familiar", metavar="NAME", help=_FAMILIAR_HELP)
     parser.add_argument(
         "--self-test", action="store_true", help="check this installation offscreen in a temporary familiar, then exit"
     )
     parser.add_argument("--pane", metavar="NAME", help="open the window on this pane (dashboard, chat, ...)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def sub(group: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    def sub(group: Any, name: str, help_text: str, *, of_a_familiar: bool = True) -> argparse.ArgumentParser:
         command: argparse.ArgumentParser = group.add_parser(name, help=help_text)
         command.add_argument("--json", action="store_true", help="print one JSON document")
-        return command
+        return _takes_familiar(command) if of_a_familiar else command
 
-    new = sub(commands, "new", "create a familiar from the template")
+    def actions(name: str, help_text: str, dest: str) -> Any:
+        """A command of several actions (`familiar facts ACTION`); `--familiar` may follow its name too."""
+        parent = _takes_familiar(commands.add_parser(name, help=help_text))
+        return parent.add_subparsers(dest=dest, metavar="ACTION", required=True)
+
+    # Creating a familiar names it itself (NAME, --as NAME): no --familiar after those.
+    new = sub(commands, "new", "create a familiar from the template", of_a_familiar=False)
     new.add_argument("name", metavar="NAME")
     card = commands.add_parser("card", help="character cards (Character Card V2 / V3, PNG or JSON)").add_subparsers(
         dest="card_command", metavar="ACTION", required=True
     )
-    card_import = sub(card, "import", "create a familiar from a Character Card V2 or V3 (PNG or JSON)")
+    card_import = sub(
+        card, "import", "create a familiar from a Character Card V2 or V3 (PNG or JSON)", of_a_familiar=False
+    )
     card_import.add_argument("file", type=Path)
     card_import.add_argument("--as", dest="name", metavar="NAME", help="its name (default: from the card's name)")
     card_export = sub(card, "export", "write the familiar as a Character Card V3 (PNG if FILE ends in .png)")
     card_export.add_argument("file", type=Path)
 
-    run = commands.add_parser("run", help="run the familiar")
+    run = _takes_familiar(commands.add_parser("run", help="run the familiar"))
     run.add_argument("--headless", action="store_true", help="without a window (SIGTERM or Ctrl-C stops it)")
 
-    turns = commands.add_parser("turns", help="the conversation history").add_subparsers(
-        dest="turns_command", metavar="ACTION", required=True
-    )
+    turns = actions("turns", "the conversation history", "turns_command")
     search = sub(turns, "search", "full-text search over every turn")
     search.add_argument("query")
     search.add_argument("--limit", type=_positive, default=20)
 
-    facts = commands.add_parser("facts", help="what the familiar knows").add_subparsers(
-        dest="facts_command", metavar="ACTION", required=True
-    )
+    facts = actions("facts", "what the familiar knows", "facts_command")
     listing = sub(facts, "list", "current facts, or the slice as of a world / recorded time")
     listing.add_argument("--status", choices=("pending", "active", "rejected", "archived", "all"), default="active")
     listing.add_argument("--subject", metavar="KEY")
@@ -184,9 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("--revision", type=_revision)
     forget.add_argument("--redact-sources", action="store_true", help="also erase the messages it came from")
 
-    tombstones = commands.add_parser("tombstones", help="what may not be learned again").add_subparsers(
-        dest="tombstones_command", metavar="ACTION", required=True
-    )
+    tombstones = actions("tombstones", "what may not be learned again", "tombstones_command")
     sub(tombstones, "list", "tombstones in force")
     lift = sub(tombstones, "lift", "allow a forgotten fact to be learned again")
     lift.add_argument("id", type=_identifier("tombstone id"))
@@ -202,14 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
         switch = sub(commands, name, f"{help_text}, everywhere or in one place (kept across restarts)")
         switch.add_argument("kind", choices=("learning", "recall"))
         switch.add_argument("--where", default="*", metavar="WHERE", help="a place (default: everywhere)")
-    memory = commands.add_parser("memory", help="the background memory workers").add_subparsers(
-        dest="memory_command", metavar="ACTION", required=True
-    )
+    memory = actions("memory", "the background memory workers", "memory_command")
     sub(memory, "status", "which workers run, what is paused, queued and failed work")
 
-    index = commands.add_parser("index", help="the search indexes").add_subparsers(
-        dest="index_command", metavar="ACTION", required=True
-    )
+    index = actions("index", "the search indexes", "index_command")
     sub(index, "status", "commit health, lag and pending documents of each index")
     sub(index, "rebuild", "rebuild the indexes from the store, with progress (--json: JSON lines)")
     sub(index, "reembed", "compute every fact's embedding again with the active model, with progress")
@@ -225,14 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
     imported = sub(commands, "import", "read an export into an empty familiar")
     imported.add_argument("file", type=Path)
 
-    shot = commands.add_parser("screenshot", help="render the window offscreen on one pane, over this familiar's data")
+    shot = _takes_familiar(
+        commands.add_parser("screenshot", help="render the window offscreen on one pane, over this familiar's data")
+    )
     shot.add_argument("--pane", required=True, metavar="NAME", help="the pane to show (dashboard, chat, ...)")
     shot.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
     shot.add_argument("--size", type=_size, default=DEFAULT_SCREENSHOT_SIZE, metavar="WxH", help="default 1100x700")
 
-    lore = commands.add_parser("lore", help="the lorebook (lorebook.toml)").add_subparsers(
-        dest="lore_command", metavar="ACTION", required=True
-    )
+    lore = actions("lore", "the lorebook (lorebook.toml)", "lore_command")
     lore_import = sub(
         lore, "import", "add the entries of SillyTavern World Info or a V2/V3 card's lorebook (JSON or PNG)"
     )
