@@ -358,7 +358,8 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def _fact_dict(fact: FactView) -> dict[str, Any]:
-    """A fact as the memory commands print it (keys, not names: scripts match on them)."""
+    """A fact as the memory commands print it: keys, which scripts match on (and the place's name beside its
+    key, as the readable lines show it)."""
     return {
         "id": fact.id,
         "content": fact.content,
@@ -368,6 +369,7 @@ def _fact_dict(fact: FactView) -> dict[str, Any]:
         "subjects": [s.key for s in fact.subjects],
         "speaker": fact.speaker.key if fact.speaker is not None else None,
         "scope": fact.scope.key,
+        "scope_name": fact.scope.name,
         "status": fact.status,
         "revision": fact.revision,
         "origin": fact.origin,
@@ -391,7 +393,7 @@ def _fact_line(fact: FactView) -> str:
     retired = " (superseded)" if fact.superseded_at else ""
     if fact.snoozed(datetime.now(UTC)) and fact.snoozed_until is not None:
         retired += f" (snoozed until {fact.snoozed_until.isoformat()})"
-    head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope.key:<20}"
+    head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope.name}:"
     return escape(f"{head} {fact.content}{time_axis}{retired}")
 
 
@@ -405,6 +407,7 @@ async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[A
             {
                 "turn_id": h.turn_id,
                 "where": h.where,
+                "where_name": h.place.name,
                 "author": h.author,
                 "content": h.content,
                 "created_at": h.created_at.isoformat(),
@@ -413,7 +416,7 @@ async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[A
             for h in hits
         ],
     }
-    lines = [f"#{h.turn_id} {h.created_at:%Y-%m-%d %H:%M} {h.where} {h.author}: {h.content}" for h in hits]
+    lines = [f"#{h.turn_id} {h.created_at:%Y-%m-%d %H:%M} {h.place.name}, {h.author}: {h.content}" for h in hits]
     return document, _lines(lines) if lines else "no turns found"
 
 
@@ -459,6 +462,7 @@ async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
             {
                 "turn_id": t.turn_id,
                 "where": t.place.key,
+                "where_name": t.place.name,
                 "author": t.author.name,
                 "content": t.content,
                 "redacted": t.redacted,
@@ -470,7 +474,9 @@ async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
         ],
     }
     lines = [_fact_line(f) for f in detail.versions]
-    lines += [f"  source #{t.turn_id} {t.author.name}: {t.content or '(redacted)'}" for t in detail.sources]
+    lines += [
+        f"  source #{t.turn_id} {t.place.name}, {t.author.name}: {t.content or '(redacted)'}" for t in detail.sources
+    ]
     lines += [
         f"  {'would duplicate' if r.relation == 'duplicates' else 'could replace'} ({r.reason}): {_fact_line(r.fact)}"
         for r in detail.related
@@ -576,17 +582,28 @@ def _tombstone_dict(stone: TombstoneView) -> dict[str, Any]:
     }
 
 
-def _recall_paused_text(where: str, source: str | None) -> str:
-    """Why recall answers nothing at `where`, and the command that resumes it."""
+async def _place_names(familiar: Familiar, keys: Iterable[str]) -> dict[str, str]:
+    """Each place key by the name the window shows ("Lantern Club #general"); "*" is everywhere."""
+    wanted = sorted({key for key in keys if key != "*"})
+    named = {ref.key: ref.name for ref in await familiar.memory.places(wanted)} if wanted else {}
+    return named | {"*": "everywhere"}
+
+
+def _switches_text(chosen: Sequence[str], names: dict[str, str]) -> str:
+    return ", ".join(names.get(key, key) for key in chosen) or "nowhere"
+
+
+def _recall_paused_text(where: str, source: str | None, names: dict[str, str]) -> str:
+    """Why recall answers nothing at `where` (by name), and the command that resumes it (by key)."""
     if source == "everywhere":
-        return f"recall is paused everywhere: nothing is recalled in {where} (familiar resume recall)"
+        return f"recall is paused everywhere: nothing is recalled in {names[where]} (familiar resume recall)"
     if source == "server":
         server = where.split("/", 1)[0]
         return (
-            f"recall is paused in {where} by its server's switch ({server}): nothing is recalled there"
-            f" (familiar resume recall --where {server})"
+            f"recall is paused in {names[where]} by its server's switch ({names[server]}): nothing is recalled"
+            f" there (familiar resume recall --where {server})"
         )
-    return f"recall is paused in {where}: nothing is recalled there (familiar resume recall --where {where})"
+    return f"recall is paused in {names[where]}: nothing is recalled there (familiar resume recall --where {where})"
 
 
 async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -608,13 +625,14 @@ async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
         ],
     }
     if switch.paused:
-        return document, escape(_recall_paused_text(args.where, switch.source))
+        names = await _place_names(familiar, (args.where, args.where.split("/", 1)[0]))
+        return document, escape(_recall_paused_text(args.where, switch.source, names))
     return document, _lines(f"{s.score:.3f} {_fact_line(s.fact)}" for s in scored) or "nothing to recall"
 
 
 async def _explain(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     found = await familiar.explain(args.turn_id)
-    lines = [f"reply turn {args.turn_id} in {found.place.key} ({found.tier} budgets)"]
+    lines = [f"reply turn {args.turn_id} in {found.place.name} ({found.tier} budgets)"]
     for layer in found.layers:
         cached = " (cached)" if layer.cached else ""
         note = f" - {layer.note}" if layer.note else ""
@@ -641,6 +659,7 @@ def _explanation_dict(found: Explanation) -> dict[str, Any]:
         "turn_id": found.turn_id,
         "explanation_id": found.explanation_id,
         "place": found.place.key,
+        "place_name": found.place.name,
         "created_at": found.created_at.isoformat(),
         "tier": found.tier,
         "recall_paused": found.recall_paused,
@@ -682,10 +701,11 @@ def _pause_action(paused: bool) -> Handler:
         switch = familiar.controls.pause if paused else familiar.controls.resume
         state = await switch(args.kind, args.where)
         document = {"learning": list(state.learning), "recall": list(state.recall)}
+        names = await _place_names(familiar, (args.where, *state.learning, *state.recall))
         verb = "paused" if paused else "resumed"
-        where = "everywhere" if args.where == "*" else f"in {args.where}"
-        text = f"{args.kind} {verb} {where}. Paused now: learning {list(state.learning) or 'nowhere'},"
-        return document, f"{text} recall {list(state.recall) or 'nowhere'}"
+        where = "everywhere" if args.where == "*" else f"in {names[args.where]}"
+        text = f"{args.kind} {verb} {where}. Paused now: learning {_switches_text(state.learning, names)};"
+        return document, f"{text} recall {_switches_text(state.recall, names)}"
 
     return handler
 
@@ -693,6 +713,7 @@ def _pause_action(paused: bool) -> Handler:
 async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
     workers = await familiar.controls.workers()
     state, failed = workers.pause, workers.failed
+    names = await _place_names(familiar, (*state.learning, *state.recall, *(w.place for w in failed if w.place)))
     document = {
         "projectors": list(workers.projectors),
         "paused": {"learning": list(state.learning), "recall": list(state.recall)},
@@ -703,6 +724,7 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
                 "kind": w.kind,
                 "turn_id": w.turn_id,
                 "place": w.place,
+                "place_name": names.get(w.place) if w.place else None,
                 "attempts": w.attempts,
                 "last_error": w.last_error,
             }
@@ -711,11 +733,12 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
     }
     lines = [
         f"memory workers: {', '.join(workers.projectors) or 'none'}",
-        f"learning paused: {', '.join(state.learning) or 'nowhere'};"
-        f" recall paused: {', '.join(state.recall) or 'nowhere'}",
+        f"learning paused: {_switches_text(state.learning, names)};"
+        f" recall paused: {_switches_text(state.recall, names)}",
         f"queued work: {workers.queued}; failed work: {len(failed)}",
         *(
-            f"  failed {w.kind} of T#{w.turn_id} in {w.place} after {w.attempts} attempts: {w.last_error}"
+            f"  failed {w.kind} of T#{w.turn_id} in {names.get(w.place or '', w.place)} after {w.attempts} attempts:"
+            f" {w.last_error}"
             for w in failed
         ),
     ]

@@ -18,6 +18,7 @@ import pytest
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.memory.catalog import Catalog
 from app.memory.facts import NewFact
 from app.memory.fts import FACTS, TURNS, FtsIndex
 from app.memory.records import NewTurn
@@ -143,7 +144,8 @@ def test_recall_honours_a_recall_pause_the_way_replies_do(cli: Cli) -> None:
     assert (paused["recall_paused"], paused["paused_by"]) == (True, "server")
     code, out, _err = cli.run("recall", "dragon", "--where", WHERE)
     assert code == 0
-    assert "recall is paused in guild:500/501 by its server's switch (guild:500)" in out
+    assert "recall is paused in server 500 #501 by its server's switch (server 500)" in out  # never seen: by id
+    assert "(familiar resume recall --where guild:500)" in out
     assert "Ember" not in out
     assert cli.json("recall", "dragon", "--where", "guild:500")["paused_by"] == "here"
     cli.json("resume", "recall", "--where", "guild:500")
@@ -165,6 +167,81 @@ def test_recall_honours_a_recall_pause_the_way_replies_do(cli: Cli) -> None:
     code, _out, err = cli.run("recall", "dragon", "--where", "the-moon")  # a bad place is still an error
     assert code == 1
     assert "the-moon" in err
+
+
+def test_places_read_by_name_and_the_json_keeps_their_keys(cli: Cli, tmp_path: Path) -> None:
+    """Issue 18 item 15: the readable lines name places as the window does ("Lantern Club #general",
+    "DM with bob"), where they printed guild:500/501; the JSON keeps the keys and adds the names beside them."""
+
+    async def seen(familiar: Familiar) -> tuple[int, int]:
+        await Catalog(familiar.history.store).name_places({"guild:500": "Lantern Club", WHERE: "general"})
+        said = [
+            (WHERE, "discord:7001", "alice", "the lantern is lit", 500),
+            ("dm:7002", "discord:7002", "bob", "my lantern is blue", None),
+        ]
+        ids = []
+        for n, (place, author, name, content, guild) in enumerate(said):
+            turn = await familiar.history.append_turn(
+                NewTurn(
+                    platform="discord", place=place, guild_id=guild, channel_id=501 + n, message_id=9400 + n,
+                    author_key=author, author_name=name, content=content, created_at=datetime.now(UTC),
+                )
+            )  # fmt: skip
+            assert turn is not None
+            ids.append(turn.id)
+        outcome = await familiar.history.insert_fact(
+            NewFact(
+                "Bob's lantern is blue", "semantic", 6, 0.9, ("discord:7002",), "dm:7002", source_turn_ids=(ids[1],)
+            )
+        )
+        assert outcome.fact is not None
+        await familiar.history.catch_up()
+        return outcome.fact.id, ids[1]
+
+    bobs, bobs_turn = _in_familiar(tmp_path / "home", seen)
+    made = cli.json("facts", "remember", "The lantern hangs by the door", "--where", WHERE)["fact"]
+
+    code, out, _err = cli.run("facts", "list", "--status", "all")
+    assert code == 0
+    assert f"#{made['id']} r0 active   semantic   Lantern Club #general: The lantern hangs by the door" in out
+    assert f"#{bobs} r0 pending  semantic   DM with bob: Bob's lantern is blue" in out
+    assert "guild:" not in out
+    assert "dm:" not in out
+    listed = {f["id"]: (f["scope"], f["scope_name"]) for f in cli.json("facts", "list", "--status", "all")["facts"]}
+    assert listed == {made["id"]: (WHERE, "Lantern Club #general"), bobs: ("dm:7002", "DM with bob")}
+
+    code, out, _err = cli.run("facts", "show", str(bobs))
+    assert f"  source #{bobs_turn} DM with bob, bob: my lantern is blue" in out
+    (source,) = cli.json("facts", "show", str(bobs))["sources"]
+    assert (source["where"], source["where_name"]) == ("dm:7002", "DM with bob")
+
+    code, out, _err = cli.run("turns", "search", "lantern")
+    assert code == 0
+    assert " Lantern Club #general, alice: the lantern is lit" in out
+    assert " DM with bob, bob: my lantern is blue" in out
+    assert "guild:" not in out
+    hits = cli.json("turns", "search", "lantern")["hits"]
+    assert sorted((h["where"], h["where_name"]) for h in hits) == [
+        ("dm:7002", "DM with bob"),
+        (WHERE, "Lantern Club #general"),
+    ]
+
+    code, out, _err = cli.run("pause", "learning", "--where", WHERE)
+    assert out == (
+        "learning paused in Lantern Club #general. Paused now: learning Lantern Club #general; recall nowhere\n"
+    )
+    code, out, _err = cli.run("pause", "recall", "--where", "guild:500")
+    assert "Paused now: learning Lantern Club #general; recall Lantern Club" in out
+    assert cli.json("memory", "status")["paused"] == {"learning": [WHERE], "recall": ["guild:500"]}
+    code, out, _err = cli.run("memory", "status")
+    assert "learning paused: Lantern Club #general; recall paused: Lantern Club" in out
+    code, out, _err = cli.run("recall", "lantern", "--where", WHERE)
+    assert out == (
+        "recall is paused in Lantern Club #general by its server's switch (Lantern Club): nothing is recalled"
+        " there (familiar resume recall --where guild:500)\n"
+    )
+    code, out, _err = cli.run("resume", "recall")  # the key a command needs stays in the command only
+    assert out == "recall resumed everywhere. Paused now: learning Lantern Club #general; recall Lantern Club\n"
 
 
 def test_export_then_import_reproduces_the_as_of_answers(
