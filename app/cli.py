@@ -170,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show = sub(facts, "show", "a fact's supersede chain, sources and revision")
     show.add_argument("id", type=_fact_id)
+    show.add_argument(
+        "--recorded-at", type=_moment, metavar="T", help="the chain as recorded by then, each version as it stood"
+    )
     remember = sub(facts, "remember", "the owner's explicit path: remember a fact (active at once)")
     remember.add_argument("text")
     remember.add_argument("--where", required=True, metavar="WHERE")
@@ -390,7 +393,11 @@ def _fact_line(fact: FactView) -> str:
         start = fact.valid_from.date().isoformat() if fact.valid_from else "…"
         end = fact.valid_to.date().isoformat() if fact.valid_to else "…"
         time_axis = f" [{start} → {end}]"
-    retired = " (superseded)" if fact.superseded_at else ""
+    retired = ""  # as of a recorded time, a version superseded only later reads as not superseded
+    if fact.superseded_at is not None and fact.superseded_by is not None:
+        retired = f" (superseded at {fact.superseded_at.isoformat()} by #{fact.superseded_by})"
+    elif fact.superseded_at is not None:
+        retired = f" (set aside at {fact.superseded_at.isoformat()}: the message it came from was edited)"
     if fact.snoozed(datetime.now(UTC)) and fact.snoozed_until is not None:
         retired += f" (snoozed until {fact.snoozed_until.isoformat()})"
     head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope.name}:"
@@ -451,9 +458,10 @@ async def _facts_list(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
 
 
 async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    detail = await familiar.memory.fact(args.id)
+    detail = await familiar.memory.fact(args.id, recorded_at=args.recorded_at)
     fact = detail.fact
     document = {
+        "recorded_at": args.recorded_at,
         "fact": _fact_dict(fact),
         "revision": fact.revision,
         "head_id": detail.head_id,

@@ -115,7 +115,9 @@ class MemoryApi(Protocol):
         self, *, include_snoozed: bool = False, subject: str | None = None, limit: int = 200, with_related: bool = True
     ) -> PendingQueue: ...
 
-    async def fact(self, fact_id: int) -> FactDetail: ...
+    async def fact(self, fact_id: int, *, recorded_at: datetime | None = None) -> FactDetail:
+        """The chain now, or (`recorded_at`) as it was recorded by then, each version as it stood then."""
+        ...
 
     async def list_facts(
         self,

@@ -1007,3 +1007,85 @@ def test_facts_list_recorded_at_shows_a_fact_accepted_later_as_pending_then(cli:
     assert " pending " in out
     assert " active " not in out
     assert [f["status"] for f in cli.json("facts", "list", "--status", "all")["facts"]] == ["active"]
+
+
+def test_an_old_version_reads_as_it_stood_then_and_as_superseded_now(cli: Cli) -> None:
+    """Issue 18 item 15: as of a recorded time T before an edit, the first version was the current head: it
+    printed "active ... (superseded)" and its JSON said superseded. Now it reads as it stood at T (as the
+    timeline's slice computes it); `facts show` without T gives the chain as it is now, each superseded
+    version saying when and by which version."""
+    first = cli.json("facts", "remember", "Alice likes green tea", "--where", WHERE)["fact"]
+    second = cli.json(
+        "facts", "edit", str(first["id"]), "--revision", str(first["revision"]), "--text", "Alice likes mint tea"
+    )["fact"]
+    third = cli.json(
+        "facts", "edit", str(second["id"]), "--revision", str(second["revision"]), "--text", "Alice likes no tea"
+    )["fact"]
+    old, newer, head = first["id"], second["id"], third["id"]
+    then = first["created_at"]  # recorded, not yet corrected
+    between = second["created_at"]  # the second version recorded, not yet corrected
+    now = cli.json("facts", "show", str(old))
+    replaced = {f["id"]: (f["superseded_at"], f["superseded_by"]) for f in now["chain"]}
+    assert replaced[old][1] == newer
+    assert replaced[newer][1] == head
+    assert replaced[head] == (None, None)
+
+    # facts list as of T: the version current then, not superseded then, in the lines and in the JSON.
+    listed = cli.json("facts", "list", "--status", "all", "--recorded-at", then)["facts"]
+    assert [(f["id"], f["status"], f["superseded_at"], f["superseded_by"]) for f in listed] == [
+        (old, "active", None, None)
+    ]
+    code, out, _err = cli.run("facts", "list", "--status", "all", "--recorded-at", then)
+    assert code == 0
+    assert out == f"#{old} r1 active   semantic   server 500 #501: Alice likes green tea\n"
+    listed = cli.json("facts", "list", "--recorded-at", between)["facts"]
+    assert [(f["id"], f["superseded_by"]) for f in listed] == [(newer, None)]
+    code, out, _err = cli.run("facts", "list", "--recorded-at", between)
+    assert "superseded" not in out
+
+    # facts show as of T: the versions recorded by then, each as it stood.
+    at_between = cli.json("facts", "show", str(old), "--recorded-at", between)
+    assert at_between["recorded_at"] == between
+    assert at_between["head_id"] == newer
+    assert [(f["id"], f["superseded_by"]) for f in at_between["chain"]] == [(old, newer), (newer, None)]
+    assert at_between["chain"][0]["superseded_at"] == replaced[old][0]
+    code, out, _err = cli.run("facts", "show", str(newer), "--recorded-at", between)
+    assert out.splitlines() == [
+        f"#{old} r1 active   semantic   server 500 #501: Alice likes green tea"
+        f" (superseded at {replaced[old][0]} by #{newer})",
+        f"#{newer} r1 active   semantic   server 500 #501: Alice likes mint tea",
+    ]
+    code, out, err = cli.run("facts", "show", str(head), "--recorded-at", between)
+    assert (code, out) == (1, "")
+    assert err == f"error: fact {head} was not recorded yet at {between} (it was recorded at {third['created_at']})\n"
+
+    # facts show without T: the chain now, each line truthful.
+    code, out, _err = cli.run("facts", "show", str(old))
+    assert out.splitlines() == [
+        f"#{old} r1 active   semantic   server 500 #501: Alice likes green tea"
+        f" (superseded at {replaced[old][0]} by #{newer})",
+        f"#{newer} r1 active   semantic   server 500 #501: Alice likes mint tea"
+        f" (superseded at {replaced[newer][0]} by #{head})",
+        f"#{head} r0 active   semantic   server 500 #501: Alice likes no tea",
+    ]
+
+
+def test_a_version_set_aside_by_an_edited_message_says_so(cli: Cli, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ((fact_id, _turn),) = _propose(home, "Alice keeps a kestrel")
+    before = cli.json("facts", "show", str(fact_id))["fact"]
+
+    async def edit(familiar: Familiar) -> None:
+        edited = await familiar.history.edit_message("discord", 9000, "Alice keeps a kettle", datetime.now(UTC))
+        assert edited is not None
+
+    _in_familiar(home, edit)
+    retired = cli.json("facts", "show", str(fact_id))["fact"]
+    assert (retired["superseded_by"], retired["superseded_at"] is not None) == (None, True)
+    code, out, _err = cli.run("facts", "show", str(fact_id))
+    assert code == 0
+    assert out.splitlines()[0].endswith(
+        f"Alice keeps a kestrel (set aside at {retired['superseded_at']}: the message it came from was edited)"
+    )
+    code, out, _err = cli.run("facts", "show", str(fact_id), "--recorded-at", before["created_at"])
+    assert out.splitlines()[0] == f"#{fact_id} r1 pending  semantic   server 500: Alice keeps a kestrel"
