@@ -55,6 +55,8 @@ def _head_then(fact_id: int, then: Sequence[Fact], now: Sequence[Fact], recorded
     by_id = {f.id: f for f in then}
     if fact_id not in by_id:
         made = next(f.created_at for f in now if f.id == fact_id)
+        if made <= recorded_at:  # the timeline holds out a fact whose forget can still be undone, as every read
+            raise FamiliarError(f"fact {fact_id} is waiting to be forgotten: no slice of the timeline shows it")
         raise FamiliarError(
             f"fact {fact_id} was not recorded yet at {recorded_at.isoformat()} (it was recorded at {made.isoformat()})"
         )
