@@ -7,12 +7,13 @@ line (what importing the `familiar` command costs before any store is opened); t
 `python -c pass`. The runs alternate, so all see the same machine load. Time is process wall time from
 spawn to exit; the CPU time each child used (user + system) is printed too, as a steadier figure on a busy
 machine. Python bytecode is cached (in the run's temporary folder) as in an installed copy, even where
-PYTHONDONTWRITEBYTECODE is set.
+PYTHONDONTWRITEBYTECODE is set; `--no-bytecode` runs from source instead, as a checkout does where
+PYTHONDONTWRITEBYTECODE is set (every module of app/ compiled again at each start).
 
 Target (issue 18, item 15): `familiar facts list` on an empty familiar within 0.3 s. Also printed: the
 heavy libraries the command loaded (it needs none of them) and its slowest imports (python -X importtime).
 
-    python -m bench.bench_cli_startup [--runs N]
+    python -m bench.bench_cli_startup [--runs N] [--no-bytecode]
 """
 
 from __future__ import annotations
@@ -48,17 +49,22 @@ class Run:
     cpu_s: float
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, bytecode: bool) -> dict[str, str]:
     skip = ("FAMILIAR_", "DISCORD_", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
     env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
-    env.update({"FAMILIAR_HOME": str(home), "PYTHONPYCACHEPREFIX": str(home / "pycache"), "PYTHONPATH": str(REPO)})
+    env.update({"FAMILIAR_HOME": str(home), "PYTHONPATH": str(REPO)})
+    if bytecode:
+        env["PYTHONPYCACHEPREFIX"] = str(home / "pycache")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
-def one_run(argv: list[str], home: Path) -> Run:
+def one_run(argv: list[str], home: Path, bytecode: bool) -> Run:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(argv, env=_env(home), capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+    env = _env(home, bytecode)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -67,9 +73,9 @@ def one_run(argv: list[str], home: Path) -> Run:
     return Run(wall, cpu)
 
 
-def _slowest_imports(argv: list[str], home: Path, count: int = 8) -> list[tuple[float, str]]:
+def _slowest_imports(argv: list[str], home: Path, bytecode: bool, count: int = 8) -> list[tuple[float, str]]:
     done = subprocess.run(
-        [argv[0], "-X", "importtime", *argv[1:]], env=_env(home), capture_output=True, text=True, timeout=120,
+        [argv[0], "-X", "importtime", *argv[1:]], env=_env(home, bytecode), capture_output=True, text=True, timeout=120,
         cwd=REPO, check=True,
     )  # fmt: skip
     found: list[tuple[float, str]] = []
@@ -83,7 +89,9 @@ def _slowest_imports(argv: list[str], home: Path, count: int = 8) -> list[tuple[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--no-bytecode", action="store_true", help="run from source, no bytecode cache")
     args = parser.parse_args()
+    bytecode = not args.no_bytecode
     python = sys.executable
     programs = {
         "python -c pass": [python, "-c", "pass"],
@@ -96,21 +104,22 @@ def main() -> None:
     runs: dict[str, list[Run]] = {name: [] for name in programs}
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        one_run([python, "-m", "app", "new", "default"], home)
+        one_run([python, "-m", "app", "new", "default"], home, bytecode)
         for argv in programs.values():  # writes the bytecode cache, and warms the OS file cache
-            one_run(argv, home)
+            one_run(argv, home, bytecode)
         for _ in range(args.runs):
             for name, argv in programs.items():
-                runs[name].append(one_run(argv, home))
+                runs[name].append(one_run(argv, home, bytecode))
         loaded = subprocess.run(
-            [python, "-c", LOADED, "facts", "list"], env=_env(home), capture_output=True, text=True, timeout=120,
-            cwd=REPO, check=True,
+            [python, "-c", LOADED, "facts", "list"], env=_env(home, bytecode), capture_output=True, text=True,
+            timeout=120, cwd=REPO, check=True,
         ).stderr.strip().splitlines()[-1:]  # fmt: skip
-        slowest = _slowest_imports(programs["familiar facts list"], home)
+        slowest = _slowest_imports(programs["familiar facts list"], home, bytecode)
 
     base_wall = statistics.median(r.wall_s for r in runs["python -c pass"])
     base_cpu = statistics.median(r.cpu_s for r in runs["python -c pass"])
-    print(f"runs: {args.runs} each, alternating; medians of process wall time from spawn to exit (and CPU time)")
+    cache = "bytecode cached" if bytecode else "no bytecode cache (compiled from source at each start)"
+    print(f"runs: {args.runs} each, alternating, {cache}; medians of wall time from spawn to exit (and CPU time)")
     for name, measured in runs.items():
         wall = statistics.median(r.wall_s for r in measured)
         cpu = statistics.median(r.cpu_s for r in measured)
