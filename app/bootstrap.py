@@ -380,8 +380,10 @@ def _peak_memory_mb() -> float:
 async def _open_behind_window(paths: FamiliarPaths) -> Familiar:
     """Open the familiar for the window and start its background work; the window is already shown."""
     # The runtime's imports (store, index, clients) take most of a cold start: on a worker thread, the
-    # window keeps painting meanwhile.
-    await asyncio.to_thread(importlib.import_module, "app.runtime.service")
+    # window keeps painting meanwhile. The timeline book (numpy) too: a command loads it only for an
+    # as-of read, the window's Facts timeline would otherwise import it on the loop at its first slice.
+    for module in ("app.runtime.service", "app.memory.timeline"):
+        await asyncio.to_thread(importlib.import_module, module)
     familiar = await _open(paths)
     familiar.subscribe(EventLog())  # the same event lines as headless mode, in the log file
     try:
