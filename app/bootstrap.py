@@ -351,7 +351,9 @@ def _theme_choice(value: str) -> Literal["system", "light", "dark"]:
 
 
 def _warm_imports() -> None:
-    for module in ("openai", "app.runtime.discord_client"):
+    # Start and the first reply (openai, discord); saving character.toml or the lorebook, importing lore or a
+    # card (tomlkit and the formats), regex keys (regex, re2): commands import these only when they use them.
+    for module in ("openai", "app.runtime.discord_client", "app.config.editing", "app.runtime.cards", "regex", "re2"):
         try:
             importlib.import_module(module)
         except ImportError:  # pragma: no cover - an installation problem: the first use will say it
