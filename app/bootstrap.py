@@ -353,7 +353,9 @@ def _theme_choice(value: str) -> Literal["system", "light", "dark"]:
 
 
 def _warm_imports() -> None:
-    for module in ("openai", "app.runtime.discord_client"):
+    # Start and the first reply (openai, discord); saving character.toml or the lorebook, importing lore or a
+    # card (tomlkit and the formats), regex keys (regex, re2): commands import these only when they use them.
+    for module in ("openai", "app.runtime.discord_client", "app.config.editing", "app.runtime.cards", "regex", "re2"):
         try:
             importlib.import_module(module)
         except ImportError:  # pragma: no cover - an installation problem: the first use will say it
@@ -382,8 +384,10 @@ def _peak_memory_mb() -> float:
 async def _open_behind_window(paths: FamiliarPaths) -> Familiar:
     """Open the familiar for the window and start its background work; the window is already shown."""
     # The runtime's imports (store, index, clients) take most of a cold start: on a worker thread, the
-    # window keeps painting meanwhile.
-    await asyncio.to_thread(importlib.import_module, "app.runtime.service")
+    # window keeps painting meanwhile. The timeline book (numpy) too: a command loads it only for an
+    # as-of read, the window's Facts timeline would otherwise import it on the loop at its first slice.
+    for module in ("app.runtime.service", "app.memory.timeline"):
+        await asyncio.to_thread(importlib.import_module, module)
     familiar = await _open(paths)
     familiar.subscribe(EventLog())  # the same event lines as headless mode, in the log file
     try:

@@ -103,47 +103,62 @@ def _moment(text: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+_FAMILIAR_HELP = "which familiar (default: default); it must exist"
+
+
+def _takes_familiar(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--familiar NAME` here too, after the command's words (`familiar facts list --familiar wisp`). Its
+    default is SUPPRESS: a command's parser leaves the name alone unless given there, so one given
+    before the command (`familiar --familiar wisp facts list`) stands."""
+    parser.add_argument("--familiar", metavar="NAME", default=argparse.SUPPRESS, help=_FAMILIAR_HELP)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="familiar", description="An AI character for your Discord server, with a window onto its memory."
     )
     parser.add_argument("--version", action="version", version=f"familiar {__version__}")
-    parser.add_argument("--familiar", metavar="NAME", help="which familiar (default: default); it must exist")
+    parser.add_argument("--familiar", metavar="NAME", help=_FAMILIAR_HELP)
     parser.add_argument(
         "--self-test", action="store_true", help="check this installation offscreen in a temporary familiar, then exit"
     )
     parser.add_argument("--pane", metavar="NAME", help="open the window on this pane (dashboard, chat, ...)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def sub(group: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    def sub(group: Any, name: str, help_text: str, *, of_a_familiar: bool = True) -> argparse.ArgumentParser:
         command: argparse.ArgumentParser = group.add_parser(name, help=help_text)
         command.add_argument("--json", action="store_true", help="print one JSON document")
-        return command
+        return _takes_familiar(command) if of_a_familiar else command
 
-    new = sub(commands, "new", "create a familiar from the template")
+    def actions(name: str, help_text: str, dest: str) -> Any:
+        """A command of several actions (`familiar facts ACTION`); `--familiar` may follow its name too."""
+        parent = _takes_familiar(commands.add_parser(name, help=help_text))
+        return parent.add_subparsers(dest=dest, metavar="ACTION", required=True)
+
+    # Creating a familiar names it itself (NAME, --as NAME): no --familiar after those.
+    new = sub(commands, "new", "create a familiar from the template", of_a_familiar=False)
     new.add_argument("name", metavar="NAME")
     card = commands.add_parser("card", help="character cards (Character Card V2 / V3, PNG or JSON)").add_subparsers(
         dest="card_command", metavar="ACTION", required=True
     )
-    card_import = sub(card, "import", "create a familiar from a Character Card V2 or V3 (PNG or JSON)")
+    card_import = sub(
+        card, "import", "create a familiar from a Character Card V2 or V3 (PNG or JSON)", of_a_familiar=False
+    )
     card_import.add_argument("file", type=Path)
     card_import.add_argument("--as", dest="name", metavar="NAME", help="its name (default: from the card's name)")
     card_export = sub(card, "export", "write the familiar as a Character Card V3 (PNG if FILE ends in .png)")
     card_export.add_argument("file", type=Path)
 
-    run = commands.add_parser("run", help="run the familiar")
+    run = _takes_familiar(commands.add_parser("run", help="run the familiar"))
     run.add_argument("--headless", action="store_true", help="without a window (SIGTERM or Ctrl-C stops it)")
 
-    turns = commands.add_parser("turns", help="the conversation history").add_subparsers(
-        dest="turns_command", metavar="ACTION", required=True
-    )
+    turns = actions("turns", "the conversation history", "turns_command")
     search = sub(turns, "search", "full-text search over every turn")
     search.add_argument("query")
     search.add_argument("--limit", type=_positive, default=20)
 
-    facts = commands.add_parser("facts", help="what the familiar knows").add_subparsers(
-        dest="facts_command", metavar="ACTION", required=True
-    )
+    facts = actions("facts", "what the familiar knows", "facts_command")
     listing = sub(facts, "list", "current facts, or the slice as of a world / recorded time")
     listing.add_argument("--status", choices=("pending", "active", "rejected", "archived", "all"), default="active")
     listing.add_argument("--subject", metavar="KEY")
@@ -155,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show = sub(facts, "show", "a fact's supersede chain, sources and revision")
     show.add_argument("id", type=_fact_id)
+    show.add_argument(
+        "--recorded-at", type=_moment, metavar="T", help="the chain as recorded by then, each version as it stood"
+    )
     remember = sub(facts, "remember", "the owner's explicit path: remember a fact (active at once)")
     remember.add_argument("text")
     remember.add_argument("--where", required=True, metavar="WHERE")
@@ -184,9 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("--revision", type=_revision)
     forget.add_argument("--redact-sources", action="store_true", help="also erase the messages it came from")
 
-    tombstones = commands.add_parser("tombstones", help="what may not be learned again").add_subparsers(
-        dest="tombstones_command", metavar="ACTION", required=True
-    )
+    tombstones = actions("tombstones", "what may not be learned again", "tombstones_command")
     sub(tombstones, "list", "tombstones in force")
     lift = sub(tombstones, "lift", "allow a forgotten fact to be learned again")
     lift.add_argument("id", type=_identifier("tombstone id"))
@@ -202,14 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
         switch = sub(commands, name, f"{help_text}, everywhere or in one place (kept across restarts)")
         switch.add_argument("kind", choices=("learning", "recall"))
         switch.add_argument("--where", default="*", metavar="WHERE", help="a place (default: everywhere)")
-    memory = commands.add_parser("memory", help="the background memory workers").add_subparsers(
-        dest="memory_command", metavar="ACTION", required=True
-    )
+    memory = actions("memory", "the background memory workers", "memory_command")
     sub(memory, "status", "which workers run, what is paused, queued and failed work")
 
-    index = commands.add_parser("index", help="the search indexes").add_subparsers(
-        dest="index_command", metavar="ACTION", required=True
-    )
+    index = actions("index", "the search indexes", "index_command")
     sub(index, "status", "commit health, lag and pending documents of each index")
     sub(index, "rebuild", "rebuild the indexes from the store, with progress (--json: JSON lines)")
     sub(index, "reembed", "compute every fact's embedding again with the active model, with progress")
@@ -225,14 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     imported = sub(commands, "import", "read an export into an empty familiar")
     imported.add_argument("file", type=Path)
 
-    shot = commands.add_parser("screenshot", help="render the window offscreen on one pane, over this familiar's data")
+    shot = _takes_familiar(
+        commands.add_parser("screenshot", help="render the window offscreen on one pane, over this familiar's data")
+    )
     shot.add_argument("--pane", required=True, metavar="NAME", help="the pane to show (dashboard, chat, ...)")
     shot.add_argument("--out", required=True, type=Path, metavar="FILE.png", help="where to write the PNG")
     shot.add_argument("--size", type=_size, default=DEFAULT_SCREENSHOT_SIZE, metavar="WxH", help="default 1100x700")
 
-    lore = commands.add_parser("lore", help="the lorebook (lorebook.toml)").add_subparsers(
-        dest="lore_command", metavar="ACTION", required=True
-    )
+    lore = actions("lore", "the lorebook (lorebook.toml)", "lore_command")
     lore_import = sub(
         lore, "import", "add the entries of SillyTavern World Info or a V2/V3 card's lorebook (JSON or PNG)"
     )
@@ -349,7 +361,8 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def _fact_dict(fact: FactView) -> dict[str, Any]:
-    """A fact as the memory commands print it (keys, not names: scripts match on them)."""
+    """A fact as the memory commands print it: keys, which scripts match on (and the place's name beside its
+    key, as the readable lines show it)."""
     return {
         "id": fact.id,
         "content": fact.content,
@@ -359,6 +372,7 @@ def _fact_dict(fact: FactView) -> dict[str, Any]:
         "subjects": [s.key for s in fact.subjects],
         "speaker": fact.speaker.key if fact.speaker is not None else None,
         "scope": fact.scope.key,
+        "scope_name": fact.scope.name,
         "status": fact.status,
         "revision": fact.revision,
         "origin": fact.origin,
@@ -379,10 +393,14 @@ def _fact_line(fact: FactView) -> str:
         start = fact.valid_from.date().isoformat() if fact.valid_from else "…"
         end = fact.valid_to.date().isoformat() if fact.valid_to else "…"
         time_axis = f" [{start} → {end}]"
-    retired = " (superseded)" if fact.superseded_at else ""
+    retired = ""  # as of a recorded time, a version superseded only later reads as not superseded
+    if fact.superseded_at is not None and fact.superseded_by is not None:
+        retired = f" (superseded at {fact.superseded_at.isoformat()} by #{fact.superseded_by})"
+    elif fact.superseded_at is not None:
+        retired = f" (set aside at {fact.superseded_at.isoformat()}: the message it came from was edited)"
     if fact.snoozed(datetime.now(UTC)) and fact.snoozed_until is not None:
         retired += f" (snoozed until {fact.snoozed_until.isoformat()})"
-    head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope.key:<20}"
+    head = f"#{fact.id} r{fact.revision} {fact.status:<8} {fact.type:<10} {fact.scope.name}:"
     return escape(f"{head} {fact.content}{time_axis}{retired}")
 
 
@@ -396,6 +414,7 @@ async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[A
             {
                 "turn_id": h.turn_id,
                 "where": h.where,
+                "where_name": h.place.name,
                 "author": h.author,
                 "content": h.content,
                 "created_at": h.created_at.isoformat(),
@@ -404,7 +423,7 @@ async def _turns_search(familiar: Familiar, args: argparse.Namespace) -> tuple[A
             for h in hits
         ],
     }
-    lines = [f"#{h.turn_id} {h.created_at:%Y-%m-%d %H:%M} {h.where} {h.author}: {h.content}" for h in hits]
+    lines = [f"#{h.turn_id} {h.created_at:%Y-%m-%d %H:%M} {h.place.name}, {h.author}: {h.content}" for h in hits]
     return document, _lines(lines) if lines else "no turns found"
 
 
@@ -439,9 +458,10 @@ async def _facts_list(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
 
 
 async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
-    detail = await familiar.memory.fact(args.id)
+    detail = await familiar.memory.fact(args.id, recorded_at=args.recorded_at)
     fact = detail.fact
     document = {
+        "recorded_at": args.recorded_at,
         "fact": _fact_dict(fact),
         "revision": fact.revision,
         "head_id": detail.head_id,
@@ -450,6 +470,7 @@ async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
             {
                 "turn_id": t.turn_id,
                 "where": t.place.key,
+                "where_name": t.place.name,
                 "author": t.author.name,
                 "content": t.content,
                 "redacted": t.redacted,
@@ -461,7 +482,9 @@ async def _facts_show(familiar: Familiar, args: argparse.Namespace) -> tuple[Any
         ],
     }
     lines = [_fact_line(f) for f in detail.versions]
-    lines += [f"  source #{t.turn_id} {t.author.name}: {t.content or '(redacted)'}" for t in detail.sources]
+    lines += [
+        f"  source #{t.turn_id} {t.place.name}, {t.author.name}: {t.content or '(redacted)'}" for t in detail.sources
+    ]
     lines += [
         f"  {'would duplicate' if r.relation == 'duplicates' else 'could replace'} ({r.reason}): {_fact_line(r.fact)}"
         for r in detail.related
@@ -567,17 +590,28 @@ def _tombstone_dict(stone: TombstoneView) -> dict[str, Any]:
     }
 
 
-def _recall_paused_text(where: str, source: str | None) -> str:
-    """Why recall answers nothing at `where`, and the command that resumes it."""
+async def _place_names(familiar: Familiar, keys: Iterable[str]) -> dict[str, str]:
+    """Each place key by the name the window shows ("Lantern Club #general"); "*" is everywhere."""
+    wanted = sorted({key for key in keys if key != "*"})
+    named = {ref.key: ref.name for ref in await familiar.memory.places(wanted)} if wanted else {}
+    return named | {"*": "everywhere"}
+
+
+def _switches_text(chosen: Sequence[str], names: dict[str, str]) -> str:
+    return ", ".join(names.get(key, key) for key in chosen) or "nowhere"
+
+
+def _recall_paused_text(where: str, source: str | None, names: dict[str, str]) -> str:
+    """Why recall answers nothing at `where` (by name), and the command that resumes it (by key)."""
     if source == "everywhere":
-        return f"recall is paused everywhere: nothing is recalled in {where} (familiar resume recall)"
+        return f"recall is paused everywhere: nothing is recalled in {names[where]} (familiar resume recall)"
     if source == "server":
         server = where.split("/", 1)[0]
         return (
-            f"recall is paused in {where} by its server's switch ({server}): nothing is recalled there"
-            f" (familiar resume recall --where {server})"
+            f"recall is paused in {names[where]} by its server's switch ({names[server]}): nothing is recalled"
+            f" there (familiar resume recall --where {server})"
         )
-    return f"recall is paused in {where}: nothing is recalled there (familiar resume recall --where {where})"
+    return f"recall is paused in {names[where]}: nothing is recalled there (familiar resume recall --where {where})"
 
 
 async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
@@ -599,13 +633,14 @@ async def _recall(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, st
         ],
     }
     if switch.paused:
-        return document, escape(_recall_paused_text(args.where, switch.source))
+        names = await _place_names(familiar, (args.where, args.where.split("/", 1)[0]))
+        return document, escape(_recall_paused_text(args.where, switch.source, names))
     return document, _lines(f"{s.score:.3f} {_fact_line(s.fact)}" for s in scored) or "nothing to recall"
 
 
 async def _explain(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     found = await familiar.explain(args.turn_id)
-    lines = [f"reply turn {args.turn_id} in {found.place.key} ({found.tier} budgets)"]
+    lines = [f"reply turn {args.turn_id} in {found.place.name} ({found.tier} budgets)"]
     for layer in found.layers:
         cached = " (cached)" if layer.cached else ""
         note = f" - {layer.note}" if layer.note else ""
@@ -632,6 +667,7 @@ def _explanation_dict(found: Explanation) -> dict[str, Any]:
         "turn_id": found.turn_id,
         "explanation_id": found.explanation_id,
         "place": found.place.key,
+        "place_name": found.place.name,
         "created_at": found.created_at.isoformat(),
         "tier": found.tier,
         "recall_paused": found.recall_paused,
@@ -673,10 +709,11 @@ def _pause_action(paused: bool) -> Handler:
         switch = familiar.controls.pause if paused else familiar.controls.resume
         state = await switch(args.kind, args.where)
         document = {"learning": list(state.learning), "recall": list(state.recall)}
+        names = await _place_names(familiar, (args.where, *state.learning, *state.recall))
         verb = "paused" if paused else "resumed"
-        where = "everywhere" if args.where == "*" else f"in {args.where}"
-        text = f"{args.kind} {verb} {where}. Paused now: learning {list(state.learning) or 'nowhere'},"
-        return document, f"{text} recall {list(state.recall) or 'nowhere'}"
+        where = "everywhere" if args.where == "*" else f"in {names[args.where]}"
+        text = f"{args.kind} {verb} {where}. Paused now: learning {_switches_text(state.learning, names)};"
+        return document, f"{text} recall {_switches_text(state.recall, names)}"
 
     return handler
 
@@ -684,6 +721,7 @@ def _pause_action(paused: bool) -> Handler:
 async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[Any, str]:
     workers = await familiar.controls.workers()
     state, failed = workers.pause, workers.failed
+    names = await _place_names(familiar, (*state.learning, *state.recall, *(w.place for w in failed if w.place)))
     document = {
         "projectors": list(workers.projectors),
         "paused": {"learning": list(state.learning), "recall": list(state.recall)},
@@ -694,6 +732,7 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
                 "kind": w.kind,
                 "turn_id": w.turn_id,
                 "place": w.place,
+                "place_name": names.get(w.place) if w.place else None,
                 "attempts": w.attempts,
                 "last_error": w.last_error,
             }
@@ -702,11 +741,12 @@ async def _memory_status(familiar: Familiar, _args: argparse.Namespace) -> tuple
     }
     lines = [
         f"memory workers: {', '.join(workers.projectors) or 'none'}",
-        f"learning paused: {', '.join(state.learning) or 'nowhere'};"
-        f" recall paused: {', '.join(state.recall) or 'nowhere'}",
+        f"learning paused: {_switches_text(state.learning, names)};"
+        f" recall paused: {_switches_text(state.recall, names)}",
         f"queued work: {workers.queued}; failed work: {len(failed)}",
         *(
-            f"  failed {w.kind} of T#{w.turn_id} in {w.place} after {w.attempts} attempts: {w.last_error}"
+            f"  failed {w.kind} of T#{w.turn_id} in {names.get(w.place or '', w.place)} after {w.attempts} attempts:"
+            f" {w.last_error}"
             for w in failed
         ),
     ]

@@ -15,8 +15,16 @@ import contextlib
 import logging
 import os
 import stat
+import sys
 import tomllib
 from pathlib import Path
+
+if sys.platform != "darwin":
+    # keyring imports every backend it ships to choose one, and the module of its macOS backend looks for
+    # the Security framework with ctypes.util.find_library, which off macOS runs ldconfig, gcc and ld for
+    # each of three frameworks only to fail: 30-45 ms of every command's start. Off macOS that backend is
+    # never chosen (its priority raises "macOS required"), so its module is marked absent and fails at once.
+    sys.modules.setdefault("keyring.backends.macOS.api", None)  # type: ignore[arg-type]  # None: "not importable"
 
 import keyring
 import keyring.errors

@@ -477,6 +477,15 @@ async def append_spans(store: Store, spans: Spans, moved: int) -> Spans | None:
     return await asyncio.to_thread(lambda: _assemble(_joined(_unsorted(spans), new)))
 
 
+def stood_at(fact: Fact, recorded: int) -> Fact:
+    """A row of the slice at recorded time `recorded` (microseconds) as it stood then: a version superseded
+    only after that time was then its chain's head, so it reads as not superseded (its status then is
+    the slice's, from `Spans.status_at`)."""
+    if fact.superseded_at is not None and micros(fact.superseded_at) > recorded:
+        return replace(fact, superseded_at=None, superseded_by=None)
+    return fact
+
+
 _MARKS = ("facts", "scheduled_forgets")  # what moves when a row or its holds change
 _MARK_COLUMNS = ", ".join(f"(SELECT value FROM change_counters WHERE name = '{name}')" for name in _MARKS)
 _FACT_COLUMNS = ", ".join(f"f.{c.strip()}" for c in COLUMNS.split(","))  # the facts row FactBook reads
@@ -539,6 +548,30 @@ class TimelineBook:
             spans = await self.spans()
         facts, forgotten = await self._with_statuses(spans, page, statuses, found)
         return TimelinePage(total=len(rows), offset=offset, facts=facts, forgotten=forgotten)
+
+    async def as_recorded(
+        self, point: Point, where: TimelineFilter, *, limit: int = 200, now: datetime | None = None
+    ) -> tuple[Fact, ...]:
+        """The facts of the slice at `point` (in display order; no forgotten ones: their text is gone), each
+        as it stood at the slice's recorded time: the status it had then, and not superseded if it was
+        superseded only later (`stood_at`). What `familiar facts list --recorded-at T` prints."""
+        spans = await self.spans()
+        world, recorded = point.resolved(now or datetime.now(UTC))
+        statuses = spans.status_at(recorded)
+        mask = await self._mask(spans, world, recorded, statuses, where)
+        rows = np.flatnonzero(mask & (spans.status_now != FORGOTTEN))[: max(0, limit)]
+        facts, _forgotten = await self._rows(spans, rows, statuses)
+        return tuple(stood_at(f, recorded) for f in facts)
+
+    async def versions_at(self, ids: Sequence[int], recorded_at: datetime) -> tuple[Fact, ...]:
+        """These rows (a chain's versions, in the order given) as they stood at `recorded_at`: only those
+        recorded by then, each with the status it had then and not superseded if only superseded later."""
+        spans = await self.spans()
+        recorded = micros(recorded_at)
+        rows = spans.rows_of(ids)
+        rows = rows[spans.created[rows] <= recorded]
+        facts, _forgotten = await self._rows(spans, rows, spans.status_at(recorded))
+        return tuple(stood_at(f, recorded) for f in facts)
 
     async def diff(
         self, before: Point, after: Point, where: TimelineFilter, *, limit: int = 500, now: datetime | None = None

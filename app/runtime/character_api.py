@@ -30,9 +30,8 @@ import tomllib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
-from app.config.editing import TomlValue, edited_text
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
 from app.config.settings import Settings, parse_settings
@@ -53,6 +52,9 @@ from app.runtime.views import (
     ServerChoice,
     SettingOverride,
 )
+
+if TYPE_CHECKING:  # app.config.editing (tomlkit) loads when character.toml is written, not at every start
+    from app.config.editing import TomlValue
 
 _log = logging.getLogger(__name__)
 
@@ -214,6 +216,8 @@ class CharacterService:
                 where = self._paths.character_md if problem.field == "persona" else self._paths.character_toml
                 raise FamiliarError(f"{where}: {problem.message}; nothing was saved")
             before = CharacterFiles(toml=_text(disk.toml, "utf-8-sig"), persona=view.draft.persona)
+            from app.config.editing import edited_text  # tomlkit: for a save, not for every command's start
+
             changed: dict[str, TomlValue] = {}
             for name, key in FIELD_KEYS.items():
                 value = typed_value(key, getattr(draft, name))
@@ -424,6 +428,8 @@ def _same(value: object, current: object) -> bool:
 def check_draft(draft: CharacterDraft, path: Path) -> tuple[FieldProblem, ...]:
     """What is wrong with each field of a draft of the character.toml at `path`, in the settings loader's
     words (no I/O: each value is checked alone, so one field's problem never hides another's)."""
+    from app.config.editing import edited_text
+
     problems: list[FieldProblem] = []
     for name, key in FIELD_KEYS.items():
         value = typed_value(key, getattr(draft, name))

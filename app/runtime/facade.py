@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # records for annotations only: the window's path to its firs
         PendingQueue,
         PersonDossiers,
         PersonView,
+        PlaceRef,
         Progress,
         RecalledFact,
         RememberOutcome,
@@ -88,6 +89,7 @@ class StatusSnapshot:
 class TurnHit:
     turn_id: int
     where: str  # "guild:<id>/<channel id>", "dm:<user id>" or "local"
+    place: PlaceRef  # the same place, by name ("Lantern Club #general")
     author: str  # display name
     content: str
     created_at: datetime
@@ -126,7 +128,9 @@ class MemoryApi(Protocol):
         self, *, include_snoozed: bool = False, subject: str | None = None, limit: int = 200, with_related: bool = True
     ) -> PendingQueue: ...
 
-    async def fact(self, fact_id: int) -> FactDetail: ...
+    async def fact(self, fact_id: int, *, recorded_at: datetime | None = None) -> FactDetail:
+        """The chain now, or (`recorded_at`) as it was recorded by then, each version as it stood then."""
+        ...
 
     async def list_facts(
         self,
@@ -167,6 +171,10 @@ class MemoryApi(Protocol):
     async def sources(self, turn_ids: Sequence[int]) -> list[SourceMessage]: ...
 
     async def recall(self, query: str, where: str, limit: int = 10) -> list[RecalledFact]: ...
+
+    async def places(self, keys: Sequence[str]) -> list[PlaceRef]:
+        """These places by name, in this order (a place never seen by a readable form of its id)."""
+        ...
 
     async def people(self, limit: int = 1000) -> list[PersonView]: ...
 

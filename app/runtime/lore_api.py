@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from app.config.settings import BudgetTier
 from app.lore import lint as lore_lint
@@ -43,10 +43,7 @@ from app.lore.book import (
     rebuilt,
     validate_entry,
 )
-from app.lore.document import LorebookDocument
 from app.lore.errors import LoreError
-from app.lore.formats import FORMATS, ImportedLorebook, LorebookFormatError, export_file, import_lorebook
-from app.lore.formats import read_lorebook_file as read_lorebook_json
 from app.lore.keys import key_problem
 from app.lore.scanner import LoreScanner, ScannerCache, describe_disabled
 from app.memory.errors import StoreError
@@ -54,7 +51,6 @@ from app.memory.history import History
 from app.memory.lore_state import LoreState
 from app.memory.policy import place_problem
 from app.memory.records import SELF_KEY, Turn
-from app.runtime.cards import CardError, read_card
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.budget import count_tokens
 from app.runtime.context.lore_layer import (
@@ -82,6 +78,10 @@ from app.runtime.views import (
     LoreTrial,
     TimedEffectView,
 )
+
+if TYPE_CHECKING:  # the formats and the round-trip editor (tomlkit) load when lore is imported, exported or edited
+    from app.lore.document import LorebookDocument
+    from app.lore.formats import ImportedLorebook
 
 _log = logging.getLogger(__name__)
 
@@ -229,9 +229,22 @@ def _digest_part(revision: str) -> str | None:
 
 
 # -- import sources ----------------------------------------------------------------------------------------
+def _card_document(path: Path) -> dict[str, Any]:
+    """The card document of a PNG card; the card code (and tomlkit) load only when one is read."""
+    from app.runtime.cards import CardError, read_card
+
+    try:
+        return read_card(path).document
+    except CardError as exc:
+        raise FamiliarError(f"{path}: {exc}") from None
+
+
 def read_lore_source(path: Path) -> ImportedLorebook:
     """A foreign lorebook: World Info, a V2 / V3 card (JSON, or PNG with its `chara` / `ccv3` chunk), a bare
     character_book or a lorebook_v3 file. Raises FamiliarError in one line naming the file."""
+    from app.lore.formats import LorebookFormatError, import_lorebook
+    from app.lore.formats import read_lorebook_file as read_lorebook_json
+
     try:
         with path.open("rb") as handle:
             png = handle.read(len(PNG_MAGIC)) == PNG_MAGIC
@@ -240,10 +253,7 @@ def read_lore_source(path: Path) -> ImportedLorebook:
     try:
         if not png:
             return read_lorebook_json(path)
-        card = read_card(path)
-        return import_lorebook(card.document)
-    except CardError as exc:
-        raise FamiliarError(f"{path}: {exc}") from None
+        return import_lorebook(_card_document(path))
     except LorebookFormatError as exc:
         message = str(exc)
         raise FamiliarError(message if message.startswith(str(path)) else f"{path}: {message}") from None
@@ -397,6 +407,8 @@ def import_into(source: Path, lorebook: Path, *, replace: bool = False, update: 
     nothing); with `update`, the entries it has in another version are updated; with `replace`, the book's
     entries are replaced by the file's. Raises FamiliarError (the source) or LorebookError (lorebook.toml)
     before anything is written."""
+    from app.lore.document import LorebookDocument
+
     imported = read_lore_source(source)
     document = LorebookDocument.load(lorebook)
     if replace:
@@ -509,6 +521,8 @@ class LoreService:
             return self._view(opened, opened.document.book())
 
     def _load_sync(self, attempts: int = 3) -> _Open:
+        from app.lore.document import LorebookDocument  # tomlkit: when the lorebook is edited, not at start
+
         path = self._file.path
         digest, revision = _file_revision(path)
         try:
@@ -870,6 +884,8 @@ class LoreService:
 
     async def export(self, target: Path, fmt: str) -> int:
         """Write the book to `target` as st (World Info), ccv2 (a character_book) or ccv3 (lorebook_v3)."""
+        from app.lore.formats import FORMATS, export_file
+
         if fmt not in FORMATS:
             raise FamiliarError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
         try:

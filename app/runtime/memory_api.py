@@ -7,15 +7,24 @@ memory_base.py. The Protocol the UI depends on is `app.runtime.facade.MemoryApi`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from app.runtime.forgetting import ForgettingMixin
 from app.runtime.memory_facts import FactsMixin
 from app.runtime.people import PeopleMixin
 from app.runtime.timeline import TimelineMixin
+from app.runtime.views import PlaceRef
 
 
 class MemoryService(FactsMixin, ForgettingMixin, PeopleMixin, TimelineMixin):
+    async def places(self, keys: Sequence[str]) -> list[PlaceRef]:
+        """These places by name, in this order, as every view names them ("Lantern Club #general", "DM
+        with bob"); a place never seen by a readable form of its id ("server 500 #501")."""
+        async with self._explained():
+            names = await self._views.names.table(places=keys)
+        return [names.place(key) for key in keys]
+
     async def export(self, target: Path, *, with_tombstone_key: bool = False) -> dict[str, int]:
         """Write the whole memory (and the lorebook) as JSON lines; atomically replaces `target`. The
         tombstone key travels only `with_tombstone_key`."""

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.memory.catalog import Catalog
 from app.memory.derived import Projections
@@ -24,6 +25,9 @@ from app.runtime.memory_ops import MemoryOps
 from app.runtime.retrieval import Retriever
 from app.runtime.view_builder import ViewBuilder
 from app.runtime.views import FactView
+
+if TYPE_CHECKING:  # numpy loads with the timeline book, when a slice is first asked for: not for every command
+    from app.memory.timeline import TimelineBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,8 @@ class MemoryDeps:
 
 
 class MemoryBase:
+    _timeline_book: TimelineBook | None = None
+
     def __init__(self, deps: MemoryDeps) -> None:
         self._deps = deps
         self._history = deps.history
@@ -53,6 +59,14 @@ class MemoryBase:
         self._forget_lock = asyncio.Lock()  # one applier at a time (the timer, close, an explicit call)
         self._forget_wake = asyncio.Event()
         self._forget_task: asyncio.Task[None] | None = None
+
+    def _timeline(self) -> TimelineBook:
+        """The facts' bi-temporal slices (app/memory/timeline.py): every as-of read goes through it."""
+        if self._timeline_book is None:
+            from app.memory.timeline import TimelineBook
+
+            self._timeline_book = TimelineBook(self._history.store)
+        return self._timeline_book
 
     async def _wrote(self, initiator: object | None, *kinds: ChangeKind) -> None:
         await self._deps.changes.wrote(kinds, initiator)

@@ -17,6 +17,7 @@ from app.runtime.events import ChangeKind
 from app.runtime.memory_base import MemoryBase
 from app.runtime.names import NameTable
 from app.runtime.textdiff import relation, word_diff
+from app.runtime.timeline import point, slice_filter
 from app.runtime.view_builder import fact_view, source_message
 from app.runtime.views import (
     FactDetail,
@@ -32,6 +33,7 @@ from app.runtime.views import (
 )
 
 MAX_ROWS = 10_000
+_LISTED = ("pending", "active", "rejected", "archived", "all")  # what list_facts takes
 DEFAULT_SNOOZE = timedelta(days=1)
 
 
@@ -45,6 +47,25 @@ def _related(item: Fact, others: Sequence[Fact], names: NameTable) -> tuple[Rela
             kind, reason = found
             out.append(RelatedFact(fact_view(other, names), kind, word_diff(other.content, item.content), reason))
     return tuple(out)
+
+
+def _head_then(fact_id: int, then: Sequence[Fact], now: Sequence[Fact], recorded_at: datetime) -> int:
+    """The head of the chain at `recorded_at`, from the versions recorded by then: `fact_id`'s successors
+    while they were recorded by then. A fact not recorded yet then is an error."""
+    by_id = {f.id: f for f in then}
+    if fact_id not in by_id:
+        made = next(f.created_at for f in now if f.id == fact_id)
+        if made <= recorded_at:  # the timeline holds out a fact whose forget can still be undone, as every read
+            raise FamiliarError(f"fact {fact_id} is waiting to be forgotten: no slice of the timeline shows it")
+        raise FamiliarError(
+            f"fact {fact_id} was not recorded yet at {recorded_at.isoformat()} (it was recorded at {made.isoformat()})"
+        )
+    current = by_id[fact_id]
+    for _step in range(len(by_id)):  # the chain has no cycle (FactBook.chain checks): one step per version at most
+        if current.superseded_by is None or current.superseded_by not in by_id:
+            break
+        current = by_id[current.superseded_by]
+    return current.id
 
 
 class FactsMixin(MemoryBase):
@@ -82,25 +103,39 @@ class FactsMixin(MemoryBase):
         items = await asyncio.to_thread(build) if any(related.values()) else build()
         return PendingQueue(items=items, pending=waiting, snoozed=snoozed)
 
-    async def fact(self, fact_id: int) -> FactDetail:
+    async def fact(self, fact_id: int, *, recorded_at: datetime | None = None) -> FactDetail:
         """A fact with its whole version chain, the sources of every version, its status history, and
-        (when pending) the current facts it would duplicate or supersede."""
+        (when pending) the current facts it would duplicate or supersede.
+
+        With `recorded_at`, the chain as it was recorded by then: only the versions recorded by then, each
+        as the timeline's slice there shows it (the status it had then; not superseded if it was superseded
+        only later), the status history up to then, and nothing it would duplicate (that is about now)."""
         book = self._history.facts
         async with self._explained(fact_id):
             chain = await book.chain(fact_id)
-            target = next(f for f in chain.facts if f.id == fact_id)
-            related = await book.related_current(target) if target.status == "pending" else []
-            turns = await self._views.turns(sorted({t for f in chain.facts for t in f.source_turn_ids}))
-            log = await book.status_log([f.id for f in chain.facts])
-        names = await self._views.table_for([*chain.facts, *related], turns)
+            versions = chain.facts
+            head_id = chain.head_id
+            if recorded_at is not None:
+                versions = await self._timeline().versions_at([f.id for f in chain.facts], recorded_at)
+                head_id = _head_then(fact_id, versions, chain.facts, recorded_at)
+            target = next(f for f in versions if f.id == fact_id)
+            pending = target.status == "pending" and recorded_at is None
+            related = await book.related_current(target) if pending else []
+            turns = await self._views.turns(sorted({t for f in versions for t in f.source_turn_ids}))
+            log = await book.status_log([f.id for f in versions])
+        names = await self._views.table_for([*versions, *related], turns)
         return FactDetail(
             fact=fact_view(target, names),
-            versions=tuple(fact_view(f, names) for f in chain.facts),
-            head_id=chain.head_id,
+            versions=tuple(fact_view(f, names) for f in versions),
+            head_id=head_id,
             sources=tuple(source_message(t, names) for t in turns),
             related=_related(target, related, names),
             status_history={
-                fact_id: tuple(StatusChange(cast(FactStatus, status), at) for status, at in entries)
+                fact_id: tuple(
+                    StatusChange(cast(FactStatus, status), at)
+                    for status, at in entries
+                    if recorded_at is None or at <= recorded_at
+                )
                 for fact_id, entries in log.items()
             },
         )
@@ -114,12 +149,20 @@ class FactsMixin(MemoryBase):
         recorded_at: datetime | None = None,
         limit: int = 200,
     ) -> list[FactView]:
-        """Current truth, or (with world_at / recorded_at) the bi-temporal slice with each fact's status
-        at the recorded time. Newest first."""
+        """Current truth, newest first; or (with world_at / recorded_at) the bi-temporal slice, in the
+        timeline's order (latest start first), each fact as it stood at the recorded time: the status it
+        had then, and not superseded if it was superseded only later (the timeline book's reading)."""
+        if status not in _LISTED:
+            raise FamiliarError(f"status '{status}' is not {', '.join(_LISTED[:-1])} or {_LISTED[-1]}")
         async with self._explained():
-            facts = await self._history.facts.list_facts(
-                status=status, subject=subject, world_at=world_at, recorded_at=recorded_at, limit=limit
-            )
+            if world_at is None and recorded_at is None:
+                facts: Sequence[Fact] = await self._history.facts.list_facts(
+                    status=status, subject=subject, limit=limit
+                )
+            else:
+                where = slice_filter(None, status, subject)
+                page = max(1, min(limit, MAX_ROWS))
+                facts = await self._timeline().as_recorded(point(world_at, recorded_at), where, limit=page)
         return await self._views.facts(facts)
 
     async def sources(self, turn_ids: Sequence[int]) -> list[SourceMessage]:

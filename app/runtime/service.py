@@ -493,10 +493,12 @@ class Familiar:
             hits = await self.history.search_turns(query, limit)
         except ValueError as exc:
             raise FamiliarError(str(exc)) from exc
+        names = await self._names.table(places={h.turn.place for h in hits})
         return [
             TurnHit(
                 turn_id=h.turn.id,
                 where=h.turn.place,
+                place=names.place(h.turn.place),
                 author=h.turn.author_name,
                 content=h.turn.content,
                 created_at=h.turn.created_at,

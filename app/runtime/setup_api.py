@@ -19,7 +19,6 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
-from app.config.editing import set_values
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SECRET_ENVIRONMENT, SecretStore
@@ -31,7 +30,6 @@ from app.config.settings import (
     environment_override,
     keys_in_file,
 )
-from app.runtime.cards import CARD_FILE, CardError, apply_card_to_familiar, card_display_name, preview_card
 from app.runtime.errors import FamiliarError
 from app.runtime.llm import LLMClient, LLMEndpoint
 from app.runtime.setup_views import (
@@ -103,6 +101,8 @@ class SetupService:
 
     def _card_name(self) -> str:
         """The name of the card the familiar was made from (its card.json), "" if none or unreadable."""
+        from app.runtime.cards import CARD_FILE, CardError, card_display_name  # the card code: only when asked
+
         kept = self._paths.folder / CARD_FILE
         if not kept.is_file():
             return ""
@@ -205,6 +205,8 @@ class SetupService:
     async def save(self, update: SettingsUpdate) -> SettingsView:
         """Check every value, write character.toml and the secrets, then put them in force at once.
         A bad value raises FamiliarError before anything is written."""
+        from app.config.editing import set_values  # tomlkit: for a save, not for every command's start
+
         values, secrets = _checked(update)
         async with self._writing:
             if values:
@@ -227,11 +229,15 @@ class SetupService:
 
     async def preview_card(self, path: Path) -> CardPreview:
         """What a card file would bring; FamiliarError (one line) when it is not a card this reads."""
+        from app.runtime.cards import preview_card
+
         return await asyncio.to_thread(preview_card, path)
 
     async def apply_card(self, path: Path) -> CardApplied:
         """Make this familiar the card's character (persona, name, greeting, lorebook), then put it in
         force at once. The files it replaces are kept beside them (`CardApplied.kept`)."""
+        from app.runtime.cards import apply_card_to_familiar
+
         async with self._writing:
             try:
                 applied = await asyncio.to_thread(apply_card_to_familiar, path, self._paths)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from app.memory.facts import Fact
-from app.memory.timeline import ForgetInfo, Point, TimelineBook, TimelineFilter
 from app.runtime.memory_base import MemoryBase
 from app.runtime.names import NameTable
 from app.runtime.textdiff import word_diff
@@ -28,6 +27,9 @@ from app.runtime.views import (
     TimelineSlice,
 )
 
+if TYPE_CHECKING:  # the timeline book loads numpy: imported when a slice is first asked for (MemoryBase)
+    from app.memory.timeline import ForgetInfo, Point, TimelineFilter
+
 MAX_ROWS = 10_000
 MAX_DIFF_ROWS = 2_000
 NAMES_SECONDS = 5.0
@@ -35,7 +37,16 @@ NAMES_SECONDS = 5.0
 dozens of times a second, and a renamed channel may show its old name for a few seconds at most."""
 
 
-def _filter(filters: TimelineFilters | None, status: str, subject: str | None) -> TimelineFilter:
+def point(world_at: datetime | None, recorded_at: datetime | None) -> Point:
+    from app.memory.timeline import Point
+
+    return Point(world_at, recorded_at)
+
+
+def slice_filter(filters: TimelineFilters | None, status: str, subject: str | None) -> TimelineFilter:
+    """The book's filter for a slice: `filters`, and one status ("all": any) and one subject on top."""
+    from app.memory.timeline import TimelineFilter
+
     chosen = filters or TimelineFilters()
     statuses: tuple[str, ...] = chosen.statuses
     if status != "all":
@@ -77,7 +88,6 @@ class _NameCache:
 
 
 class TimelineMixin(MemoryBase):
-    _timeline_book: TimelineBook | None = None
     _timeline_names: _NameCache | None = None
 
     async def _names(self, people: set[str], places: set[str]) -> NameTable:
@@ -92,11 +102,6 @@ class TimelineMixin(MemoryBase):
             cache.at = cache.at if fresh else now
         assert cache.table is not None
         return cache.table
-
-    def _timeline(self) -> TimelineBook:
-        if self._timeline_book is None:
-            self._timeline_book = TimelineBook(self._history.store)
-        return self._timeline_book
 
     async def timeline(
         self,
@@ -114,9 +119,9 @@ class TimelineMixin(MemoryBase):
         as content-free markers in `rows`. A page of `limit` rows from `offset`, latest start first;
         `total` is the whole slice's size."""
         async with self._explained():
-            where = _filter(filters, status, subject)
+            where = slice_filter(filters, status, subject)
             page = await self._timeline().slice(
-                Point(world_at, recorded_at), where, offset=offset, limit=max(0, min(limit, MAX_ROWS))
+                point(world_at, recorded_at), where, offset=offset, limit=max(0, min(limit, MAX_ROWS))
             )
         rows = await self._timeline_rows(page.facts, page.forgotten)
         return TimelineSlice(
@@ -154,9 +159,9 @@ class TimelineMixin(MemoryBase):
         with a word diff of the text, or another status). At most `limit` of each kind are listed."""
         async with self._explained():
             found = await self._timeline().diff(
-                Point(before.world_at, before.recorded_at),
-                Point(after.world_at, after.recorded_at),
-                _filter(filters, "all", None),
+                point(before.world_at, before.recorded_at),
+                point(after.world_at, after.recorded_at),
+                slice_filter(filters, "all", None),
                 limit=max(1, min(limit, MAX_DIFF_ROWS)),
             )
         facts = [f for row in found.rows for f in (row.before, row.after) if f is not None]

@@ -89,6 +89,66 @@ def test_a_familiar_that_does_not_exist_is_an_error_listing_those_that_do(cli: C
     assert not (cli.home / "wsp.json").exists()
 
 
+def test_familiar_name_may_follow_the_command_at_any_level(cli: Cli, tmp_path: Path) -> None:
+    """Every command takes `--familiar NAME` (README): before the command, after its first word, or after
+    the whole command, with the same error listing the familiars there are for a name that does not exist."""
+    cli.run("new", "wisp")
+    cli.run("new", "Rook")
+    cli.json("facts", "remember", "The wisp glows blue", "--where", "guild:1", "--familiar", "wisp")
+    for argv in (
+        ("--familiar", "wisp", "facts", "list"),
+        ("facts", "--familiar", "wisp", "list"),
+        ("facts", "list", "--familiar", "wisp"),
+        ("facts", "list", "--json", "--familiar", "wisp", "--status", "all"),
+    ):
+        assert [f["content"] for f in cli.json(*argv)["facts"]] == ["The wisp glows blue"], argv
+    assert cli.json("facts", "list", "--familiar", "Rook")["facts"] == []
+    assert cli.json("--familiar", "wisp", "facts", "list", "--familiar", "Rook")["facts"] == []  # the last one
+    assert cli.json("index", "status", "--familiar", "Rook")["indexes"]
+    tried = cli.json("lore", "try", "hello", "--familiar", "wisp")
+    assert tried["texts"] == ["hello"]
+
+    listing = cli.home / "familiars"
+    expected = (
+        f"error: {listing}: no familiar named 'wsp' (the familiars here are: Rook, wisp); create it with "
+        "`familiar new wsp`, `familiar card import FILE`, or the window's New familiar\n"
+    )
+    for argv in (
+        ("facts", "list", "--familiar", "wsp"),
+        ("facts", "--familiar", "wsp", "list"),
+        ("facts", "remember", "x", "--where", "guild:1", "--familiar", "wsp"),
+        ("lore", "try", "hello", "--familiar", "wsp"),
+        ("card", "export", str(tmp_path / "wsp.json"), "--familiar", "wsp"),
+        ("run", "--headless", "--familiar", "wsp"),
+        ("screenshot", "--pane", "chat", "--out", str(tmp_path / "wsp.png"), "--familiar", "wsp"),
+    ):
+        assert cli.run(*argv) == (2, "", expected), argv
+    assert folders(cli) == ["Rook", "wisp"]
+    assert not (tmp_path / "wsp.json").exists()
+    assert not (tmp_path / "wsp.png").exists()
+
+
+def test_familiar_after_the_command_in_a_process_of_its_own(tmp_path: Path) -> None:
+    """The installed `familiar` command, as a script would call it."""
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAMILIAR_", "DISCORD_"))}
+    env.update({"FAMILIAR_HOME": str(home), "PYTHONPATH": str(REPO)})
+
+    def familiar(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "app", *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+
+    assert familiar("new", "wisp").returncode == 0
+    listed = familiar("facts", "list", "--familiar", "wisp", "--json")
+    assert (listed.returncode, listed.stderr) == (0, "")
+    assert json.loads(listed.stdout)["facts"] == []
+    missing = familiar("facts", "list", "--familiar", "wsp")
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert "no familiar named 'wsp' (the familiars here are: wisp)" in missing.stderr
+    assert missing.stderr.count("\n") == 1
+
+
 def test_card_import_and_export_from_the_terminal(cli: Cli, tmp_path: Path) -> None:
     code, out, err = cli.run("card", "import", str(CARDS / "rook_v3.json"))
     assert (code, err) == (0, "")

@@ -18,6 +18,7 @@ import pytest
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.memory.catalog import Catalog
 from app.memory.facts import NewFact
 from app.memory.fts import FACTS, TURNS, FtsIndex
 from app.memory.records import NewTurn
@@ -143,7 +144,8 @@ def test_recall_honours_a_recall_pause_the_way_replies_do(cli: Cli) -> None:
     assert (paused["recall_paused"], paused["paused_by"]) == (True, "server")
     code, out, _err = cli.run("recall", "dragon", "--where", WHERE)
     assert code == 0
-    assert "recall is paused in guild:500/501 by its server's switch (guild:500)" in out
+    assert "recall is paused in server 500 #501 by its server's switch (server 500)" in out  # never seen: by id
+    assert "(familiar resume recall --where guild:500)" in out
     assert "Ember" not in out
     assert cli.json("recall", "dragon", "--where", "guild:500")["paused_by"] == "here"
     cli.json("resume", "recall", "--where", "guild:500")
@@ -165,6 +167,81 @@ def test_recall_honours_a_recall_pause_the_way_replies_do(cli: Cli) -> None:
     code, _out, err = cli.run("recall", "dragon", "--where", "the-moon")  # a bad place is still an error
     assert code == 1
     assert "the-moon" in err
+
+
+def test_places_read_by_name_and_the_json_keeps_their_keys(cli: Cli, tmp_path: Path) -> None:
+    """Issue 18 item 15: the readable lines name places as the window does ("Lantern Club #general",
+    "DM with bob"), where they printed guild:500/501; the JSON keeps the keys and adds the names beside them."""
+
+    async def seen(familiar: Familiar) -> tuple[int, int]:
+        await Catalog(familiar.history.store).name_places({"guild:500": "Lantern Club", WHERE: "general"})
+        said = [
+            (WHERE, "discord:7001", "alice", "the lantern is lit", 500),
+            ("dm:7002", "discord:7002", "bob", "my lantern is blue", None),
+        ]
+        ids = []
+        for n, (place, author, name, content, guild) in enumerate(said):
+            turn = await familiar.history.append_turn(
+                NewTurn(
+                    platform="discord", place=place, guild_id=guild, channel_id=501 + n, message_id=9400 + n,
+                    author_key=author, author_name=name, content=content, created_at=datetime.now(UTC),
+                )
+            )  # fmt: skip
+            assert turn is not None
+            ids.append(turn.id)
+        outcome = await familiar.history.insert_fact(
+            NewFact(
+                "Bob's lantern is blue", "semantic", 6, 0.9, ("discord:7002",), "dm:7002", source_turn_ids=(ids[1],)
+            )
+        )
+        assert outcome.fact is not None
+        await familiar.history.catch_up()
+        return outcome.fact.id, ids[1]
+
+    bobs, bobs_turn = _in_familiar(tmp_path / "home", seen)
+    made = cli.json("facts", "remember", "The lantern hangs by the door", "--where", WHERE)["fact"]
+
+    code, out, _err = cli.run("facts", "list", "--status", "all")
+    assert code == 0
+    assert f"#{made['id']} r0 active   semantic   Lantern Club #general: The lantern hangs by the door" in out
+    assert f"#{bobs} r0 pending  semantic   DM with bob: Bob's lantern is blue" in out
+    assert "guild:" not in out
+    assert "dm:" not in out
+    listed = {f["id"]: (f["scope"], f["scope_name"]) for f in cli.json("facts", "list", "--status", "all")["facts"]}
+    assert listed == {made["id"]: (WHERE, "Lantern Club #general"), bobs: ("dm:7002", "DM with bob")}
+
+    code, out, _err = cli.run("facts", "show", str(bobs))
+    assert f"  source #{bobs_turn} DM with bob, bob: my lantern is blue" in out
+    (source,) = cli.json("facts", "show", str(bobs))["sources"]
+    assert (source["where"], source["where_name"]) == ("dm:7002", "DM with bob")
+
+    code, out, _err = cli.run("turns", "search", "lantern")
+    assert code == 0
+    assert " Lantern Club #general, alice: the lantern is lit" in out
+    assert " DM with bob, bob: my lantern is blue" in out
+    assert "guild:" not in out
+    hits = cli.json("turns", "search", "lantern")["hits"]
+    assert sorted((h["where"], h["where_name"]) for h in hits) == [
+        ("dm:7002", "DM with bob"),
+        (WHERE, "Lantern Club #general"),
+    ]
+
+    code, out, _err = cli.run("pause", "learning", "--where", WHERE)
+    assert out == (
+        "learning paused in Lantern Club #general. Paused now: learning Lantern Club #general; recall nowhere\n"
+    )
+    code, out, _err = cli.run("pause", "recall", "--where", "guild:500")
+    assert "Paused now: learning Lantern Club #general; recall Lantern Club" in out
+    assert cli.json("memory", "status")["paused"] == {"learning": [WHERE], "recall": ["guild:500"]}
+    code, out, _err = cli.run("memory", "status")
+    assert "learning paused: Lantern Club #general; recall paused: Lantern Club" in out
+    code, out, _err = cli.run("recall", "lantern", "--where", WHERE)
+    assert out == (
+        "recall is paused in Lantern Club #general by its server's switch (Lantern Club): nothing is recalled"
+        " there (familiar resume recall --where guild:500)\n"
+    )
+    code, out, _err = cli.run("resume", "recall")  # the key a command needs stays in the command only
+    assert out == "recall resumed everywhere. Paused now: learning Lantern Club #general; recall Lantern Club\n"
 
 
 def test_export_then_import_reproduces_the_as_of_answers(
@@ -930,3 +1007,85 @@ def test_facts_list_recorded_at_shows_a_fact_accepted_later_as_pending_then(cli:
     assert " pending " in out
     assert " active " not in out
     assert [f["status"] for f in cli.json("facts", "list", "--status", "all")["facts"]] == ["active"]
+
+
+def test_an_old_version_reads_as_it_stood_then_and_as_superseded_now(cli: Cli) -> None:
+    """Issue 18 item 15: as of a recorded time T before an edit, the first version was the current head: it
+    printed "active ... (superseded)" and its JSON said superseded. Now it reads as it stood at T (as the
+    timeline's slice computes it); `facts show` without T gives the chain as it is now, each superseded
+    version saying when and by which version."""
+    first = cli.json("facts", "remember", "Alice likes green tea", "--where", WHERE)["fact"]
+    second = cli.json(
+        "facts", "edit", str(first["id"]), "--revision", str(first["revision"]), "--text", "Alice likes mint tea"
+    )["fact"]
+    third = cli.json(
+        "facts", "edit", str(second["id"]), "--revision", str(second["revision"]), "--text", "Alice likes no tea"
+    )["fact"]
+    old, newer, head = first["id"], second["id"], third["id"]
+    then = first["created_at"]  # recorded, not yet corrected
+    between = second["created_at"]  # the second version recorded, not yet corrected
+    now = cli.json("facts", "show", str(old))
+    replaced = {f["id"]: (f["superseded_at"], f["superseded_by"]) for f in now["chain"]}
+    assert replaced[old][1] == newer
+    assert replaced[newer][1] == head
+    assert replaced[head] == (None, None)
+
+    # facts list as of T: the version current then, not superseded then, in the lines and in the JSON.
+    listed = cli.json("facts", "list", "--status", "all", "--recorded-at", then)["facts"]
+    assert [(f["id"], f["status"], f["superseded_at"], f["superseded_by"]) for f in listed] == [
+        (old, "active", None, None)
+    ]
+    code, out, _err = cli.run("facts", "list", "--status", "all", "--recorded-at", then)
+    assert code == 0
+    assert out == f"#{old} r1 active   semantic   server 500 #501: Alice likes green tea\n"
+    listed = cli.json("facts", "list", "--recorded-at", between)["facts"]
+    assert [(f["id"], f["superseded_by"]) for f in listed] == [(newer, None)]
+    code, out, _err = cli.run("facts", "list", "--recorded-at", between)
+    assert "superseded" not in out
+
+    # facts show as of T: the versions recorded by then, each as it stood.
+    at_between = cli.json("facts", "show", str(old), "--recorded-at", between)
+    assert at_between["recorded_at"] == between
+    assert at_between["head_id"] == newer
+    assert [(f["id"], f["superseded_by"]) for f in at_between["chain"]] == [(old, newer), (newer, None)]
+    assert at_between["chain"][0]["superseded_at"] == replaced[old][0]
+    code, out, _err = cli.run("facts", "show", str(newer), "--recorded-at", between)
+    assert out.splitlines() == [
+        f"#{old} r1 active   semantic   server 500 #501: Alice likes green tea"
+        f" (superseded at {replaced[old][0]} by #{newer})",
+        f"#{newer} r1 active   semantic   server 500 #501: Alice likes mint tea",
+    ]
+    code, out, err = cli.run("facts", "show", str(head), "--recorded-at", between)
+    assert (code, out) == (1, "")
+    assert err == f"error: fact {head} was not recorded yet at {between} (it was recorded at {third['created_at']})\n"
+
+    # facts show without T: the chain now, each line truthful.
+    code, out, _err = cli.run("facts", "show", str(old))
+    assert out.splitlines() == [
+        f"#{old} r1 active   semantic   server 500 #501: Alice likes green tea"
+        f" (superseded at {replaced[old][0]} by #{newer})",
+        f"#{newer} r1 active   semantic   server 500 #501: Alice likes mint tea"
+        f" (superseded at {replaced[newer][0]} by #{head})",
+        f"#{head} r0 active   semantic   server 500 #501: Alice likes no tea",
+    ]
+
+
+def test_a_version_set_aside_by_an_edited_message_says_so(cli: Cli, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ((fact_id, _turn),) = _propose(home, "Alice keeps a kestrel")
+    before = cli.json("facts", "show", str(fact_id))["fact"]
+
+    async def edit(familiar: Familiar) -> None:
+        edited = await familiar.history.edit_message("discord", 9000, "Alice keeps a kettle", datetime.now(UTC))
+        assert edited is not None
+
+    _in_familiar(home, edit)
+    retired = cli.json("facts", "show", str(fact_id))["fact"]
+    assert (retired["superseded_by"], retired["superseded_at"] is not None) == (None, True)
+    code, out, _err = cli.run("facts", "show", str(fact_id))
+    assert code == 0
+    assert out.splitlines()[0].endswith(
+        f"Alice keeps a kestrel (set aside at {retired['superseded_at']}: the message it came from was edited)"
+    )
+    code, out, _err = cli.run("facts", "show", str(fact_id), "--recorded-at", before["created_at"])
+    assert out.splitlines()[0] == f"#{fact_id} r1 pending  semantic   server 500: Alice keeps a kestrel"

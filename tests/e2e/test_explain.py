@@ -89,6 +89,11 @@ async def test_a_split_discord_reply_is_explained_from_each_of_its_messages(
         "character", "lorebook", "summary", "reflections", "dossiers", "memory", "history",
     }  # fmt: skip
     assert all(layer["tokens"] <= layer["budget"] for layer in document["layers"])
+    assert (document["place"], document["place_name"]) == (PLACE, "Lantern Club #general")  # the key stays
+    code = await asyncio.to_thread(main, ["explain", str(turns[1].id)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.startswith(f"reply turn {turns[1].id} in Lantern Club #general (")  # by name, not guild:500/501
     code = await asyncio.to_thread(main, ["explain", "999999"])
     out, err = capsys.readouterr()
     assert code == 1

@@ -126,6 +126,34 @@ async def test_a_corrected_fact_shows_the_version_believed_at_each_recorded_time
     assert (after.id, after.content, after.status) == (edited.id, "Bob's cat is called Salt", "active")
 
 
+async def test_as_recorded_reads_each_version_as_it_stood_then(history: History, book: TimelineBook) -> None:
+    """What `facts list --recorded-at` and `facts show --recorded-at` print: the slice's rows (the window's
+    slice keeps the later supersede, to draw the span), each with its status then and not superseded yet
+    if it was superseded only later; a version not recorded yet is left out."""
+    first = await insert(history, "Bob's cat is called Pepper", 1, subjects=(BOB,), type="semantic", origin="import")
+    edited, _changes = await history.corrections.edit(first.id, first.revision, "Bob's cat is called Salt", now=day(5))
+    await history.decisions.decide(edited.id, edited.revision, "archive", now=day(8))
+    forgotten = await insert(history, "Bob's cat bites", 2, subjects=(BOB,))
+    await history.erasure.forget(forgotten.id, now=day(9))
+
+    (then,) = await book.as_recorded(Point(day(10), day(3)), EVERYTHING)
+    assert (then.id, then.status, then.superseded_at, then.superseded_by) == (first.id, "active", None, None)
+    assert [f.id for f in await everything_at(book, 10, 3)] == [forgotten.id, first.id]  # a marker there, later
+    (later,) = await book.as_recorded(Point(day(10), day(7)), TimelineFilter(statuses=("active",)))
+    assert (later.id, later.superseded_by) == (edited.id, None)
+    assert await book.as_recorded(Point(day(10), day(7)), TimelineFilter(statuses=("archived",))) == ()
+
+    chain = [first.id, edited.id]
+    assert [(f.id, f.superseded_by) for f in await book.versions_at(chain, day(3))] == [(first.id, None)]
+    at_six = await book.versions_at(chain, day(6))
+    assert [(f.id, f.status, f.superseded_at, f.superseded_by) for f in at_six] == [
+        (first.id, "active", day(5), edited.id),
+        (edited.id, "active", None, None),
+    ]
+    assert [f.status for f in await book.versions_at(chain, day(9))] == ["active", "archived"]
+    assert await book.versions_at(chain, day(0.5)) == ()
+
+
 async def test_pages_follow_the_display_order_latest_start_first(history: History, book: TimelineBook) -> None:
     made = [await insert(history, f"Fact number {n}", n) for n in range(25)]
     dated = await insert(history, "Alice started a new job", 30, valid_from=day(12.5))

@@ -149,3 +149,20 @@ async def test_names_are_reused_for_a_few_seconds_then_looked_up_again(
     assert place_of(await familiar.memory.timeline()) == "Lantern Club"  # within NAMES_SECONDS: as shown
     monkeypatch.setattr(timeline_module, "NAMES_SECONDS", 0.0)
     assert place_of(await familiar.memory.timeline()) == "The Lantern Club"
+
+
+async def test_a_fact_as_recorded_then_is_refused_truthfully_when_no_slice_shows_it(
+    demo: tuple[Familiar, DemoFacts],
+) -> None:
+    """`memory.fact(id, recorded_at=T)`: a fact recorded after T was not recorded yet; one whose forget can
+    still be undone is held out of every slice (as from every read), and says so rather than "not yet"."""
+    familiar, _made = demo
+    made = await familiar.memory.remember("The lantern hangs by the door", "guild:500")
+    fact = made.fact
+    with pytest.raises(FamiliarError, match=rf"fact {fact.id} was not recorded yet at "):
+        await familiar.memory.fact(fact.id, recorded_at=fact.created_at - timedelta(seconds=1))
+    then = await familiar.memory.fact(fact.id, recorded_at=fact.created_at)
+    assert [v.id for v in then.versions] == [fact.id]
+    await familiar.memory.schedule_forget(fact.id, fact.revision, delay=600)
+    with pytest.raises(FamiliarError, match=rf"fact {fact.id} is waiting to be forgotten"):
+        await familiar.memory.fact(fact.id, recorded_at=fact.created_at)

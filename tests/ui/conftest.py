@@ -54,10 +54,12 @@ def qasync_loop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
 @pytest.fixture(scope="session", autouse=True)
 def _runtime_clients_loaded() -> None:
     """The window loads the LLM and Discord clients' packages behind itself once the familiar is open
-    (app/bootstrap.py `_warm_imports`); these tests open the familiar themselves, so they load them here,
-    rather than on the first reply, where importing them would eat the waits' time on a busy machine."""
+    (app/bootstrap.py `_warm_imports`), and the timeline book before it opens it (`_open_behind_window`);
+    these tests open the familiar themselves, so they load them here, rather than on the first reply or
+    slice, where importing them would eat the waits' time on a busy machine."""
     importlib.import_module("openai")
     importlib.import_module("app.runtime.discord_client")
+    importlib.import_module("app.memory.timeline")
 
 
 @pytest.fixture(autouse=True)
