@@ -21,7 +21,6 @@ from app.memory.errors import StoreError
 from app.memory.explanations import Explanations
 from app.memory.history import History
 from app.memory.records import OWNER_KEY, SELF_KEY, NewTurn, Turn
-from app.runtime.cards import alternate_greetings
 from app.runtime.errors import FamiliarError, ReplyFailedError
 from app.runtime.facade import ChatCleared, ChatLine
 from app.runtime.names import LOCAL_PLACE
@@ -83,6 +82,8 @@ class LocalChat:
 
     async def greetings(self) -> list[str]:
         """The greetings an empty chat opens with (see FamiliarFacade.local_greetings)."""
+        from app.runtime.cards import alternate_greetings  # the card code (tomlkit, lore formats): only when asked
+
         alternates = await asyncio.to_thread(alternate_greetings, self._folder) if self._folder is not None else []
         name = self._display_name()
         found: list[str] = []
