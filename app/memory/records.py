@@ -81,6 +81,8 @@ class IndexHealth:
     # how many tries it refused before one landed, and when that was.
     recovered_after: int = 0
     recovered_at: datetime | None = None
+    # The last try met a full disk (SQL keeps the documents; retried with backoff until one lands).
+    disk_full: bool = False
 
     def state_line(self) -> str:
         """The state in a few words, e.g. "locked, retrying (attempt 3), last error: ..."."""
@@ -88,4 +90,6 @@ class IndexHealth:
             return f"locked, retrying (attempt {self.locked_attempts}), last error: {self.last_error}"
         if self.state == "reader":
             return "written by another Familiar process (read here)"
+        if self.disk_full:
+            return f"{self.state}, but the disk is full: retrying, last error: {self.last_error}"
         return self.state

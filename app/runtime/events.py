@@ -110,6 +110,7 @@ class IndexHealthReport:
     backlog_since: datetime | None = None  # since when the index has lacked something SQL has (None: caught up)
     recovered_after: int = 0  # the last time refusals held commits up: how many tries they refused...
     recovered_at: datetime | None = None  # ...and when a commit landed again
+    disk_full: bool = False  # the last try met a full disk (SQL keeps the documents; retried until one lands)
     at: datetime = field(default_factory=_now)
 
 
