@@ -81,6 +81,7 @@ class StatusSnapshot:
     configured: bool  # a bot token and an LLM endpoint are both set
     missing: tuple[str, ...]  # what is still missing, in words ("bot token", "LLM endpoint")
     lore_problem: str | None = None  # why lorebook.toml is not in use (the last good book is), as last read
+    disk_full: str | None = None  # while the disk holding the familiar's files is full: what that means, one line
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,7 @@ from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
 from app.runtime.messages import ChatConnection
 from app.runtime.names import Names
+from app.runtime.outage import StorageOutage
 from app.runtime.places import PlaceNamer
 from app.runtime.projectors.base import ProjectorDeps
 from app.runtime.projectors.runner import ProjectorRunner
@@ -110,8 +111,10 @@ class Familiar:
             after_tick=self.changes.check,
         )
         self.replies = Replies(history, self.pauses, self.explanations, lambda: self._parts)
+        # A full disk: what could not be stored is fetched again (or done again) once there is room.
+        self.outage = StorageOutage(loaded.paths.folder, self.publish, history.store.probe_room)
         self.conversation = Conversation(
-            history, self.replies, self.explanations, self._place_namer, display_name=self._display_name
+            history, self.replies, self.explanations, self._place_namer, self.outage, display_name=self._display_name
         )
         self.local_chat = LocalChat(
             history,
@@ -270,6 +273,7 @@ class Familiar:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._client_loading
         await self.stop()
+        await self.outage.close()
         await self.learning.close()
         # The window closing ends the undo window of the forgets it scheduled: apply them now.
         await self.memory.close_forgets()
@@ -389,6 +393,7 @@ class Familiar:
             configured=not missing,
             missing=missing,
             lore_problem=self.lore.problem,
+            disk_full=self.outage.banner(),
         )
 
     # -- facade: Discord -----------------------------------------------------------------------
@@ -413,9 +418,11 @@ class Familiar:
             self._discord = None
             self.publish(FailureReported(message=str(exc)))
             raise
+        self.outage.attach(adapter.catch_up)  # what a full disk kept out is fetched again through it
 
     async def stop(self) -> None:
         adapter, self._discord = self._discord, None
+        self.outage.attach(None)
         if adapter is not None:
             await adapter.stop()
 
@@ -461,6 +468,7 @@ class Familiar:
 
     def _on_index_health(self, health: IndexHealth) -> None:
         self._index_health[health.name] = health
+        self.outage.index_health(health.name, health.disk_full, health.last_error)
         shared = {f.name for f in dataclasses.fields(IndexHealthReport)} - {"at"}
         self.publish(IndexHealthReport(**{name: getattr(health, name) for name in shared}))
 

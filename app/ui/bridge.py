@@ -14,7 +14,8 @@ Signals:
 - `failure(str)`: a one-line failure message;
 - `index_health(IndexHealthReport)`: one index's commit health (throttled);
 - `memory_changed(MemoryChanged)`: what changed in memory and who initiated it (coalesced);
-- `lorebook_status(LorebookStatus)`: lorebook.toml read again: what is wrong with it, or that it reads.
+- `lorebook_status(LorebookStatus)`: lorebook.toml read again: what is wrong with it, or that it reads;
+- `disk_full(DiskFullChanged)`: the disk holding the familiar's files is full (and what waits), or has room again.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from shiboken6 import isValid
 from app.runtime.events import (
     Activity,
     ConnectionChanged,
+    DiskFullChanged,
     FailureReported,
     GuildsChanged,
     IndexHealthReport,
@@ -54,6 +56,7 @@ class RuntimeBridge(QObject):
     index_health = Signal(object)
     memory_changed = Signal(object)
     lorebook_status = Signal(object)
+    disk_full = Signal(object)
 
     def __init__(
         self, facade: FamiliarFacade, parent: QObject | None = None, *, throttle_ms: int = THROTTLE_MS
@@ -102,6 +105,8 @@ class RuntimeBridge(QObject):
                 self._on_memory_changed(event)
             case LorebookStatus():
                 self.lorebook_status.emit(event)
+            case DiskFullChanged():
+                self.disk_full.emit(event)
             case _:
                 assert_never(event)
 

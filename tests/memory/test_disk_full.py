@@ -103,7 +103,14 @@ async def test_a_full_disk_refuses_writes_loses_nothing_and_writes_resume_once_t
         assert report.disk_full
         assert "disk is full" in report.state_line()
 
+        # The probe a waiting caller uses says the same, and leaves nothing behind once there is room.
+        with pytest.raises(sqlite3.OperationalError) as probed:
+            await history.store.probe_room()
+        assert is_disk_full(probed.value)
+
         small_disk.free()
+        await history.store.probe_room()
+        assert await history.store.read_all("SELECT key FROM store_meta WHERE key = 'room_probe'") == []
         after = await history.append_turn(turn("lantern after the disk was freed", message_id=99_999))
         assert after is not None
         await history.turns_index.flush(20)

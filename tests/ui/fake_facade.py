@@ -23,6 +23,7 @@ from app.runtime.events import (
     ChangeKind,
     ConnectionChanged,
     ConnectionState,
+    DiskFullChanged,
     FailureReported,
     GuildInfo,
     GuildsChanged,
@@ -157,6 +158,8 @@ class FakeFacade:
                 self.status = replace(self.status, last_error=message)
             case LorebookStatus(problem=problem):
                 self.status = replace(self.status, lore_problem=problem)
+            case DiskFullChanged():
+                self.status = replace(self.status, disk_full=event.banner or None)
             case Activity() | IndexHealthReport() | MemoryChanged():
                 pass
         for callback in list(self._subscribers):
