@@ -57,20 +57,28 @@ _SQLITE_FULL = 13
 def is_disk_full(error: BaseException) -> bool:
     """Whether `error`, or an error it was raised from, says the disk holding the files has no room
     left: a write to try again once there is, not a broken store."""
+    return disk_full_cause(error) is not None
+
+
+def disk_full_cause(error: BaseException) -> BaseException | None:
+    """The error in `error`'s chain (itself first, then what it was raised from) that says the disk
+    has no room left; None when none does."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, IndexDiskFullError):
-            return True
-        if isinstance(current, sqlite3.Error):
-            code = getattr(current, "sqlite_errorcode", None)
-            if (isinstance(code, int) and code & 0xFF == _SQLITE_FULL) or _NO_ROOM_TEXT.search(str(current)):
-                return True
-        elif isinstance(current, OSError):
-            if current.errno in _NO_ROOM_ERRNOS or getattr(current, "winerror", None) in _NO_ROOM_WINERRORS:
-                return True
-        elif isinstance(current, (ValueError, StoreError)) and _NO_ROOM_TEXT.search(str(current)):
-            return True
+        if _says_disk_full(current):
+            return current
         current = current.__cause__ or current.__context__
-    return False
+    return None
+
+
+def _says_disk_full(error: BaseException) -> bool:
+    if isinstance(error, IndexDiskFullError):
+        return True
+    if isinstance(error, sqlite3.Error):
+        code = getattr(error, "sqlite_errorcode", None)
+        return (isinstance(code, int) and code & 0xFF == _SQLITE_FULL) or bool(_NO_ROOM_TEXT.search(str(error)))
+    if isinstance(error, OSError):
+        return error.errno in _NO_ROOM_ERRNOS or getattr(error, "winerror", None) in _NO_ROOM_WINERRORS
+    return isinstance(error, (ValueError, StoreError)) and bool(_NO_ROOM_TEXT.search(str(error)))
