@@ -82,20 +82,16 @@ class Conversation:
             await self._place_namer.note(
                 {f"guild:{message.guild_id}": message.guild_name, message.place: message.channel_name}
             )
-        try:
-            with self._outage.writing():
-                await self._append(
-                    message,
-                    message_id=message.message_id,
-                    author_key=f"{message.platform}:{message.author_id}",
-                    author_name=message.author_name,
-                    content=message.content,
-                    created_at=message.created_at,
-                    reply_to=message.reply_to,
-                )
-        except DiskFullError:
-            self._outage.missed(message.place, message.channel_id, message.message_id)
-            raise
+        with self._outage.writing((message.place, message.channel_id, message.message_id)):
+            await self._append(
+                message,
+                message_id=message.message_id,
+                author_key=f"{message.platform}:{message.author_id}",
+                author_name=message.author_name,
+                content=message.content,
+                created_at=message.created_at,
+                reply_to=message.reply_to,
+            )
 
     async def reply_for(self, message: IncomingMessage) -> str | None:
         """The reply to one message, built from the channel's history up to that message.
@@ -117,7 +113,7 @@ class Conversation:
         """Store a piece of the familiar's reply; returns its turn id (None if it could not be stored:
         on a full disk it is fetched again later, as the familiar's reply, and the rest still goes out)."""
         try:
-            with self._outage.writing():
+            with self._outage.writing((message.place, message.channel_id, sent.message_id)):
                 turn = await self._append(
                     message,
                     message_id=sent.message_id,
@@ -128,7 +124,6 @@ class Conversation:
                     reply_to=message.message_id,
                 )
         except DiskFullError:
-            self._outage.missed(message.place, message.channel_id, sent.message_id)
             return None
         explanation_id = self._explained.get(message.message_id)
         if turn is None:  # already stored (its gateway echo came first): link the stored one

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.memory.errors import is_disk_full
+from app.memory.errors import disk_full_cause, is_disk_full
 from app.memory.waiting import wait_set
 from app.runtime.errors import DiskFullError
 from app.runtime.events import DiskFullChanged, RuntimeEvent
@@ -113,14 +113,17 @@ class StorageOutage:
 
     # -- what the writers tell ---------------------------------------------------------------------
     @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Around a write to the store: a refusal for want of room is noted and raised as DiskFullError
-        (the caller notes what to get back); a write that lands says there is room."""
+    def writing(self, message: tuple[str, int, int] | None = None) -> Iterator[None]:
+        """Around a write to the store: a refusal for want of room is noted and raised as DiskFullError;
+        a write that lands says there is room. `message` (place, channel id, message id): the message
+        the write stores, noted as missed when it is refused (other callers note what to do again)."""
         try:
             yield
         except Exception as exc:
             if not is_disk_full(exc):
                 raise
+            if message is not None:
+                self._note_missed(*message)
             self.refused(STORE, exc)
             raise self.error(exc) from exc
         self.wrote(STORE)
@@ -156,7 +159,7 @@ class StorageOutage:
         else:
             self.wrote(f"index {name}")
 
-    def missed(self, place: str, channel_id: int, message_id: int) -> None:
+    def _note_missed(self, place: str, channel_id: int, message_id: int) -> None:
         """A message said in `place` could not be stored: fetch it again once there is room."""
         before = message_id - 1
         missed = self._missed.get(place)
@@ -165,8 +168,6 @@ class StorageOutage:
         else:
             missed.after = min(missed.after, before)
             missed.count += 1
-        self._changed()
-        self._keep_trying()
 
     def later(self, what: str, redo: Callable[[], Awaitable[object]]) -> None:
         """A write the disk refused that no catch-up brings back (an edit, a deletion): do it once there is room."""
@@ -326,3 +327,12 @@ class StorageOutage:
 def _one_line(error: BaseException | str) -> str:
     text = " ".join(str(error).split())
     return text[:300] if text else type(error).__name__
+
+
+def disk_full_line(error: BaseException, folder: Path) -> str | None:
+    """One line a user can act on for a failure a full disk caused (None for any other failure):
+    what said so, and where to free space."""
+    cause = disk_full_cause(error)
+    if cause is None:
+        return None
+    return f"the disk holding {folder} is full ({_one_line(cause)}): free some space on it, then try again"
