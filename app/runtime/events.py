@@ -181,6 +181,7 @@ class DiskFullChanged:
     waiting: int = 0  # messages not stored yet, to fetch again from Discord
     places: int = 0  # in how many channels or DMs
     since: datetime | None = None  # when the disk first refused a write
+    index_only: bool = False  # only the search indexes are refused: messages are stored, not yet searchable
     at: datetime = field(default_factory=_now)
 
     @property
@@ -188,7 +189,9 @@ class DiskFullChanged:
         """What is wrong and what happens meanwhile, in one line ("" once there is room)."""
         if not self.full:
             return ""
-        if self.waiting:
+        if self.index_only:
+            held = "the search index cannot take new messages (they are stored, and searchable once there is room)"
+        elif self.waiting:
             where = "1 channel" if self.places == 1 else f"{self.places} channels"
             count = "1 message" if self.waiting == 1 else f"{self.waiting} messages"
             held = f"{count} in {where} not stored yet (Discord keeps them: fetched and stored once there is room)"

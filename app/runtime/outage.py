@@ -89,7 +89,8 @@ class StorageOutage:
         return sum(m.count for m in self._missed.values())
 
     def status(self) -> DiskFullChanged:
-        detail = next(reversed(self._refusing.values()), "")
+        # The store's own words first: what it refuses matters more than what the index lags behind.
+        detail = self._refusing.get(STORE) or next(reversed(self._refusing.values()), "")
         return DiskFullChanged(
             full=self.full,
             folder=str(self._folder),
@@ -97,6 +98,7 @@ class StorageOutage:
             waiting=self.waiting if self.full else 0,
             places=len(self._missed) if self.full else 0,
             since=self._since,
+            index_only=self.full and STORE not in self._refusing,
         )
 
     def banner(self) -> str | None:
@@ -311,11 +313,12 @@ class StorageOutage:
     def _changed(self) -> None:
         status = self.status()
         shown = self._shown
-        if shown is not None and (shown.full, shown.waiting, shown.places, shown.detail) == (
+        if shown is not None and (shown.full, shown.waiting, shown.places, shown.detail, shown.index_only) == (
             status.full,
             status.waiting,
             status.places,
             status.detail,
+            status.index_only,
         ):
             return
         if shown is None and not status.full:
