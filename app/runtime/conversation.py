@@ -165,8 +165,14 @@ class Conversation:
             )
             for m in messages
         ]
-        with self._outage.writing():  # DiskFullError: the place stays missed, for the next round
-            stored = len(await self._history.append_turns(turns)) if turns else 0
+        try:
+            with self._outage.writing():
+                stored = len(await self._history.append_turns(turns)) if turns else 0
+        except DiskFullError:
+            if messages and not self._outage.holds(place):  # the start-up catch-up: fetch them again later
+                first = min(messages, key=lambda m: m.message_id)
+                self._outage.missed(place, first.channel_id, first.message_id, len(messages))
+            raise  # a place that already missed some stays missed, for the next round
         self._outage.caught_up(place)
         return stored
 

@@ -161,15 +161,22 @@ class StorageOutage:
         else:
             self.wrote(f"index {name}")
 
-    def _note_missed(self, place: str, channel_id: int, message_id: int) -> None:
-        """A message said in `place` could not be stored: fetch it again once there is room."""
+    def missed(self, place: str, channel_id: int, first_id: int, count: int) -> None:
+        """`count` messages said in `place` from `first_id` on could not be stored (a catch-up the disk
+        refused): fetch them again once there is room."""
+        self._note_missed(place, channel_id, first_id, count)
+        self._changed()
+        self._keep_trying()
+
+    def _note_missed(self, place: str, channel_id: int, message_id: int, count: int = 1) -> None:
+        """Messages said in `place` from `message_id` on could not be stored: fetch them again later."""
         before = message_id - 1
         missed = self._missed.get(place)
         if missed is None:
-            self._missed[place] = _Missed(channel_id, before, 1)
+            self._missed[place] = _Missed(channel_id, before, count)
         else:
             missed.after = min(missed.after, before)
-            missed.count += 1
+            missed.count += count
 
     def later(self, what: str, redo: Callable[[], Awaitable[object]]) -> None:
         """A write the disk refused that no catch-up brings back (an edit, a deletion): do it once there is room."""

@@ -193,3 +193,35 @@ async def test_with_nothing_said_once_there_is_room_a_retry_stores_what_waited_a
     assert familiar.get_status().disk_full is None
     [(check,)] = await familiar.history.store.read_all("PRAGMA integrity_check")
     assert check == "ok"
+
+
+async def test_a_catch_up_at_start_that_the_full_disk_refuses_is_done_again_once_there_is_room(
+    on_small_disk: Familiar, small_disk: SmallDisk, fake_discord: FakeDiscord
+) -> None:
+    familiar = on_small_disk
+    events = Recorder()
+    familiar.subscribe(events)
+    await familiar.start()
+    await events.wait_for(
+        lambda: any(a.summary.startswith("caught up") for a in events.activity(ActivityKind.INFO)), "the first catch-up"
+    )
+    await familiar.stop()
+    for n in range(4):
+        await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content=f"offline {n}")
+
+    small_disk.fill()
+    await familiar.start()
+    await events.wait_for(
+        lambda: any(a.summary.startswith("catching up stopped") for a in events.activity(ActivityKind.INFO)),
+        "the refused catch-up",
+    )
+    await events.wait_for(lambda: any(e.full and e.waiting == 4 for e in _disk_events(events)), "4 messages waiting")
+
+    small_disk.free()
+    await events.wait_for(
+        lambda: any(a.summary == "backfilled 4 messages in #general" for a in events.activity(ActivityKind.INFO)),
+        "the catch-up done again",
+        timeout=30,
+    )
+    await events.wait_for(lambda: not _disk_events(events)[-1].full, "the disk-full state cleared", timeout=30)
+    assert await _contents(familiar) == [f"offline {n}" for n in range(4)]
