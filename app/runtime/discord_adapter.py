@@ -34,7 +34,7 @@ from app.runtime.discord_messages import (
 )
 from app.runtime.discord_state import DiscordState
 from app.runtime.discord_transport import DiscordTransport, explain_start_failure
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import DiskFullError, FamiliarError
 from app.runtime.events import ActivityKind, ChannelInfo, ConnectionState, GuildInfo, RuntimeEvent
 from app.runtime.messages import IncomingMessage, MessageSink, split_reply
 
@@ -224,7 +224,7 @@ class DiscordAdapter:
         try:
             await self._sink.on_message(said)
             ok = True
-        except FamiliarError as exc:  # not stored (a full disk: it is fetched again once there is room)
+        except DiskFullError as exc:  # not stored: it is fetched again once there is room
             problem = f"a message was not stored yet: {exc}; it is fetched again from Discord once there is room"
             self._state.activity(ActivityKind.ERROR, where, problem, said.message_id)
             return
@@ -243,7 +243,7 @@ class DiscordAdapter:
         content = searchable_text(payload.message)
         try:
             await self._sink.on_edit(PLATFORM, payload.message_id, content, edited_at)
-        except FamiliarError as exc:  # a full disk: the edit is stored once there is room
+        except DiskFullError as exc:  # the edit is stored once there is room
             where = self._where(payload.channel_id)
             self._state.activity(ActivityKind.ERROR, where, f"an edit was not stored yet: {exc}", payload.message_id)
             return
@@ -267,7 +267,7 @@ class DiscordAdapter:
     async def _delete(self, channel_id: int, message_id: int) -> bool:
         try:
             await self._sink.on_delete(PLATFORM, message_id)
-        except FamiliarError as exc:  # a full disk: the message is redacted once there is room
+        except DiskFullError as exc:  # the message is redacted once there is room
             self._state.activity(
                 ActivityKind.ERROR, self._where(channel_id), f"a deletion was not stored yet: {exc}", message_id
             )

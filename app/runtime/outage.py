@@ -6,7 +6,9 @@ missed begin, and once the store takes writes again (a write lands, or a retry w
 finds room) it runs the catch-up from Discord's history that start-up runs, for those channels only
 (`attach` gives it the connection's). An edit or a deletion the disk refused is done again first (a
 deletion redacts: it must reach the store). A live message in a channel that missed some waits for
-that catch-up, so the channel's messages are stored in the order they were said.
+that catch-up, so the channel's messages are stored in the order they were said. Only a probe write
+(one that needs room, as any write does) says the store takes writes again: a write that happened to
+need no new room (a message already stored, an edit of an unknown one) only brings the next round on.
 
 While the disk refuses writes, a DiskFullChanged says so (the window's banner and status bar,
 headless mode's log), and another says when writes land again. The search indexes report their own
@@ -72,7 +74,6 @@ class StorageOutage:
         self._redo: deque[tuple[str, Callable[[], Awaitable[object]]]] = deque()
         self._catch_up: CatchUp | None = None
         self._wake = asyncio.Event()
-        self._landed = False  # a write landed since the last round: no need to probe first
         self._round: asyncio.Future[None] | None = None  # resolved when the round under way (or next) ends
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -117,7 +118,7 @@ class StorageOutage:
     @contextlib.contextmanager
     def writing(self, message: tuple[str, int, int] | None = None) -> Iterator[None]:
         """Around a write to the store: a refusal for want of room is noted and raised as DiskFullError;
-        a write that lands says there is room. `message` (place, channel id, message id): the message
+        a write that lands brings the next retry on. `message` (place, channel id, message id): the message
         the write stores, noted as missed when it is refused (other callers note what to do again)."""
         try:
             yield
@@ -128,7 +129,9 @@ class StorageOutage:
                 self._note_missed(*message)
             self.refused(STORE, exc)
             raise self.error(exc) from exc
-        self.wrote(STORE)
+        if self._work():
+            self._keep_trying()
+            self._wake.set()
 
     def refused(self, source: str, error: BaseException | str) -> None:
         """A write by `source` ("store", "index turns") was refused for want of room."""
@@ -140,11 +143,8 @@ class StorageOutage:
         if source == STORE:
             self._keep_trying()
 
-    def wrote(self, source: str = STORE) -> None:
-        """A write by `source` landed: the disk has room for it again."""
-        if source == STORE and (self._missed or self._redo):
-            self._landed = True
-            self._wake.set()
+    def wrote(self, source: str) -> None:
+        """A write by `source` landed that needed room: the disk has room for it again."""
         if source not in self._refusing:
             return
         del self._refusing[source]
@@ -280,16 +280,14 @@ class StorageOutage:
 
     async def _try_once(self) -> bool:
         """One round: is there room, then what was refused. True when nothing is left to retry."""
-        landed, self._landed = self._landed, False
-        if not landed:
-            try:
-                await self._probe()
-            except Exception as exc:
-                if not is_disk_full(exc):
-                    raise
-                self.refused(STORE, exc)
-                return False
-            self.wrote(STORE)
+        try:
+            await self._probe()
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            self.refused(STORE, exc)
+            return False
+        self.wrote(STORE)
         while self._redo:
             what, redo = self._redo[0]
             try:
