@@ -296,7 +296,6 @@ class IndexCommitter:
         c = self._c
         c.disk_full = True
         c.full_attempts += 1
-        c.failures += 1
         c.live_attempt = 0
         c.last_error = one_line(exc)
         delay = min(self._locked_retry_max, self._locked_retry_first * 2 ** min(c.full_attempts - 1, 16))
@@ -669,6 +668,8 @@ class IndexCommitter:
                 continue
             except Exception as exc:  # noqa: BLE001 - keep the familiar running whatever the index does
                 if is_disk_full(exc):  # SQL's bookkeeping or the index files: no room for now
+                    if not isinstance(exc, IndexDiskFullError):  # a refused commit is counted already
+                        self._c.failures += 1
                     self._note_disk_full(exc)
                     self._needs_reconcile = True
                     self._wake.set()
@@ -820,8 +821,8 @@ class IndexCommitter:
                         await self._run_blocking(self.index.recover_writer)
                     except ValueError as again:  # still locked: the next attempt tries again
                         _log.info("index %s: no new writer yet: %s", self.index.spec.name, one_line(again))
-                if is_disk_full(exc):
-                    self._c.disk_full = True  # said once, by _note_disk_full: not an error per try
+                self._c.disk_full = is_disk_full(exc)  # what the last try met
+                if self._c.disk_full:  # said once, by _note_disk_full: not an error per try
                     break
                 if not is_transient(exc):
                     _log.error("index %s: commit failed: %s", self.index.spec.name, self._c.last_error)
