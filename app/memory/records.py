@@ -86,10 +86,10 @@ class IndexHealth:
 
     def state_line(self) -> str:
         """The state in a few words, e.g. "locked, retrying (attempt 3), last error: ..."."""
+        if self.disk_full:  # the cause, whatever it did to the index (a writer it killed reads as a lock)
+            return f"{self.state}, the disk is full: retrying, last error: {self.last_error}"
         if self.state == "locked":
             return f"locked, retrying (attempt {self.locked_attempts}), last error: {self.last_error}"
         if self.state == "reader":
             return "written by another Familiar process (read here)"
-        if self.disk_full:
-            return f"{self.state}, but the disk is full: retrying, last error: {self.last_error}"
         return self.state
