@@ -70,6 +70,19 @@ async def open_or_explain(paths: FamiliarPaths) -> Familiar | int:
     except FamiliarError as exc:
         error(str(exc))
         return EXIT_FAILURE
+    except Exception as exc:
+        if (full := disk_full_problem(exc, paths.folder)) is None:
+            raise
+        error(full)
+        return EXIT_FAILURE
+
+
+def disk_full_problem(exc: BaseException, folder: Path) -> str | None:
+    """The one line for a failure a full disk caused (None for any other): no traceback for it."""
+    # Imported only once something failed: the window's path to its first paint loads no store.
+    from app.runtime.outage import disk_full_line
+
+    return disk_full_line(exc, folder)
 
 
 # -- stopping on SIGTERM and Ctrl-C ---------------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from app import __version__
-from app.bootstrap import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, open_or_explain
+from app.bootstrap import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, disk_full_problem, open_or_explain
 from app.config.errors import ConfigError
 from app.config.paths import (
     FamiliarExistsError,
@@ -269,6 +269,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        return _main(args)
+    except Exception as exc:
+        # A full disk can refuse any write of any command (opening a familiar writes too): one line, no
+        # traceback, naming where to free space.
+        if (full := disk_full_problem(exc, _folder(args))) is None:
+            raise
+        error(full)
+        return EXIT_FAILURE
+
+
+def _folder(args: argparse.Namespace) -> Path:
+    """The folder of the familiar the command is about (the data folder when there is none)."""
+    if args.command != "new":
+        with contextlib.suppress(ConfigError):
+            return familiar_paths("default" if args.familiar is None else args.familiar).folder
+    return data_root()
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.self_test:
         from app.self_test import run_self_test
 

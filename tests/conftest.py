@@ -19,6 +19,7 @@ from app.runtime.service import Familiar
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.keyring_backend import MemoryKeyring
 from tests.fakes.llm_server import FakeLLM
+from tests.small_disk import SmallDisk, mounted
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -139,3 +140,10 @@ def memory_keyring() -> Iterator[MemoryKeyring]:
         yield backend
     finally:
         keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    """A 40 MB tmpfs under tmp_path, for a test to fill up and free (skipped where mounting is refused)."""
+    with mounted(tmp_path / "disk") as disk:
+        yield disk

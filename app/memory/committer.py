@@ -11,6 +11,10 @@ An index that stays locked (it cannot be opened, or refuses every commit) puts t
 heals by itself once the lock is gone. A rebuild (at start, for a damaged or outdated index, or when
 the owner asks) is built beside the live index, which answers until the swap; a cancel leaves it
 exactly as it was.
+
+A full disk is neither a lock nor damage: the commit is rolled back, SQL keeps the documents, and the
+index is tried again with the same growing pauses until there is room (`IndexHealth.disk_full` says so
+meanwhile), then catches up from its watermark.
 """
 
 from __future__ import annotations
@@ -29,7 +33,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from app.memory.errors import IndexLockedError, IndexUnavailableError, RebuildCancelledError
+from app.memory.errors import (
+    IndexDiskFullError,
+    IndexLockedError,
+    IndexUnavailableError,
+    RebuildCancelledError,
+    is_disk_full,
+)
 from app.memory.fts import (
     INLINE_SEARCH_LIMIT,
     WRITER_KILLED,
@@ -98,6 +108,8 @@ class _Counters:
     refused_in_a_row: int = 0  # tries a lock or a refused file turned down since the last landed commit
     recovered_after: int = 0
     recovered_at: datetime | None = None
+    disk_full: bool = False  # the last try met a full disk, and nothing has landed since
+    full_attempts: int = 0  # tries a full disk has refused in a row (for the backoff)
     waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
     purge_waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
@@ -278,6 +290,25 @@ class IndexCommitter:
             _log.info("index %s still locked (attempt %d): %s", self.index.spec.name, c.locked_attempts, c.last_error)
         self._set_state("locked")
         self._fail_waiters()
+
+    def _note_disk_full(self, exc: BaseException) -> None:
+        """A try met a full disk: say so once, keep SQL's documents for later, and back off."""
+        c = self._c
+        c.disk_full = True
+        c.full_attempts += 1
+        c.live_attempt = 0
+        c.last_error = one_line(exc)
+        delay = min(self._locked_retry_max, self._locked_retry_first * 2 ** min(c.full_attempts - 1, 16))
+        self._retry_after = time.monotonic() + delay
+        if c.full_attempts == 1:
+            _log.warning(
+                "index %s: the disk is full (%s); SQL keeps the documents, retrying with backoff",
+                self.index.spec.name,
+                c.last_error,
+            )
+        else:
+            _log.info("index %s: the disk is still full (attempt %d)", self.index.spec.name, c.full_attempts)
+        self._publish()
 
     def _healed(self) -> None:
         if self._c.locked_attempts:
@@ -541,11 +572,17 @@ class IndexCommitter:
             backlog_since=c.backlog_since,
             recovered_after=c.recovered_after,
             recovered_at=c.recovered_at,
+            disk_full=c.disk_full,
         )
 
     def _recovered(self) -> None:
         """A commit landed, or a locked index opened: if refusals held it up, say how many it took."""
         c = self._c
+        if c.disk_full:
+            _log.warning("index %s: there is room on the disk again; indexing", self.index.spec.name)
+            c.disk_full = False
+            c.full_attempts = 0
+            c.last_error = None
         if c.refused_in_a_row:
             c.recovered_after = c.refused_in_a_row
             c.recovered_at = _now()
@@ -630,6 +667,13 @@ class IndexCommitter:
                 self._wake.set()
                 continue
             except Exception as exc:  # noqa: BLE001 - keep the familiar running whatever the index does
+                if is_disk_full(exc):  # SQL's bookkeeping or the index files: no room for now
+                    if not isinstance(exc, IndexDiskFullError):  # a refused commit is counted already
+                        self._c.failures += 1
+                    self._note_disk_full(exc)
+                    self._needs_reconcile = True
+                    self._wake.set()
+                    continue
                 self._c.failures += 1
                 self._c.last_error = one_line(exc)
                 self._c.live_attempt = 0
@@ -670,6 +714,8 @@ class IndexCommitter:
             self._upsert = True
             if is_transient(ValueError(self._c.last_error or "")):
                 raise IndexLockedError(self._c.last_error or "the index refused a commit")
+            if self._c.disk_full:
+                raise IndexDiskFullError(self._c.last_error or "the disk is full")
             self._publish()
             await asyncio.sleep(self._failure_pause)
             return True
@@ -775,6 +821,9 @@ class IndexCommitter:
                         await self._run_blocking(self.index.recover_writer)
                     except ValueError as again:  # still locked: the next attempt tries again
                         _log.info("index %s: no new writer yet: %s", self.index.spec.name, one_line(again))
+                self._c.disk_full = is_disk_full(exc)  # what the last try met
+                if self._c.disk_full:  # said once, by _note_disk_full: not an error per try
+                    break
                 if not is_transient(exc):
                     _log.error("index %s: commit failed: %s", self.index.spec.name, self._c.last_error)
                     break
@@ -790,7 +839,8 @@ class IndexCommitter:
         self._c.live_attempt = 0
         self._needs_reconcile = True
         # A lock says so once, as the index's state (see _note_locked); anything else is a warning here.
-        log = _log.debug if is_transient(ValueError(self._c.last_error or "")) else _log.warning
+        quiet = self._c.disk_full or is_transient(ValueError(self._c.last_error or ""))
+        log = _log.debug if quiet else _log.warning
         log(
             "index %s: %d documents could not be committed (%s); SQL keeps them and the index will catch up",
             self.index.spec.name,
@@ -835,6 +885,8 @@ class IndexCommitter:
         if not await self._commit_with_retries(docs, extra):
             if is_transient(ValueError(self._c.last_error or "")):
                 raise IndexLockedError(self._c.last_error or "the index refused a commit")
+            if self._c.disk_full:
+                raise IndexDiskFullError(self._c.last_error or "the disk is full")
             raise ValueError(f"index {self.index.spec.name}: reconcile could not commit ({self._c.last_error})")
         self._healed()
         self._c.commits += 1

@@ -1,5 +1,7 @@
 """The memory package's exception root."""
 
+import errno
+import re
 import sqlite3
 
 
@@ -21,6 +23,11 @@ class IndexLockedError(StoreError):
     index is left as it is and tried again."""
 
 
+class IndexDiskFullError(StoreError):
+    """A search index could not take a commit for want of room on the disk; SQL keeps the documents
+    and the index catches up once there is room."""
+
+
 class IndexUnavailableError(StoreError):
     """A search index cannot answer now (locked, being rebuilt, written by another version); the
     message says which. Searches then answer from the store."""
@@ -33,3 +40,45 @@ class RebuildCancelledError(StoreError):
 # What a store call can raise: its own one-line errors, and SQLite's own (a database locked by another
 # process past its timeout, a full disk). Code above the store catches these without importing sqlite3.
 STORE_FAILURES: tuple[type[Exception], ...] = (StoreError, sqlite3.Error)
+
+
+# How a full disk (or a used-up quota) shows: SQLite's SQLITE_FULL, an OSError, and tantivy's plain
+# ValueError whose message carries the OS error (Rust's StorageFull / QuotaExceeded).
+_NO_ROOM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+_NO_ROOM_WINERRORS = frozenset({39, 112})  # ERROR_HANDLE_DISK_FULL, ERROR_DISK_FULL
+_NO_ROOM_TEXT = re.compile(
+    r"database or disk is full|No space left on device|StorageFull|os error 28\b|Disk quota exceeded"
+    r"|QuotaExceeded|os error 122\b|not enough space on the disk|os error 112\b",
+    re.IGNORECASE,
+)
+_SQLITE_FULL = 13
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from, says the disk holding the files has no room
+    left: a write to try again once there is, not a broken store."""
+    return disk_full_cause(error) is not None
+
+
+def disk_full_cause(error: BaseException) -> BaseException | None:
+    """The error in `error`'s chain (itself first, then what it was raised from) that says the disk
+    has no room left; None when none does."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _says_disk_full(current):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _says_disk_full(error: BaseException) -> bool:
+    if isinstance(error, IndexDiskFullError):
+        return True
+    if isinstance(error, sqlite3.Error):
+        code = getattr(error, "sqlite_errorcode", None)
+        return (isinstance(code, int) and code & 0xFF == _SQLITE_FULL) or bool(_NO_ROOM_TEXT.search(str(error)))
+    if isinstance(error, OSError):
+        return error.errno in _NO_ROOM_ERRNOS or getattr(error, "winerror", None) in _NO_ROOM_WINERRORS
+    return isinstance(error, (ValueError, StoreError)) and bool(_NO_ROOM_TEXT.search(str(error)))

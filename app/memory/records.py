@@ -81,9 +81,13 @@ class IndexHealth:
     # how many tries it refused before one landed, and when that was.
     recovered_after: int = 0
     recovered_at: datetime | None = None
+    # The last try met a full disk (SQL keeps the documents; retried with backoff until one lands).
+    disk_full: bool = False
 
     def state_line(self) -> str:
         """The state in a few words, e.g. "locked, retrying (attempt 3), last error: ..."."""
+        if self.disk_full:  # the cause, whatever it did to the index (a writer it killed reads as a lock)
+            return f"{self.state}, the disk is full: retrying, last error: {self.last_error}"
         if self.state == "locked":
             return f"locked, retrying (attempt {self.locked_attempts}), last error: {self.last_error}"
         if self.state == "reader":

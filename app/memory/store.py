@@ -186,6 +186,16 @@ class Store:
             for sql, params in statements:
                 await self._writer.execute(sql, params)
 
+    async def probe_room(self) -> None:
+        """A write that needs room on the disk as any write does (a few pages of the WAL) and leaves
+        nothing behind: it raises SQLite's own error (SQLITE_FULL) while the disk has no room. For one
+        waiting for a full disk to take writes again."""
+        async with self._tx():
+            await self._writer.execute(
+                "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('room_probe', zeroblob(8192))"
+            )
+            await self._writer.execute("DELETE FROM store_meta WHERE key = 'room_probe'")
+
     async def checkpoint(self) -> None:
         """Move the WAL into the database file and truncate it: after a forget (so erased text does not
         linger in the WAL) and after a bulk load (so the next small writes do not pay for it)."""

@@ -7,6 +7,9 @@ them are its replies (a reply Discord accepted just before a crash is stored thi
 
 While a channel is being caught up, its live messages wait, so the store keeps each channel's
 messages in the order they were said and a reply's history already holds what was missed.
+
+The same catch-up runs for the channels that missed messages while the disk was full, once there is
+room again (`catch_up`, driven by app/runtime/outage.py).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -23,6 +26,7 @@ import aiohttp
 import discord
 
 from app.config.settings import DiscordSection
+from app.runtime.errors import DiskFullError
 from app.runtime.events import ActivityKind
 from app.runtime.messages import IncomingMessage
 
@@ -71,7 +75,7 @@ class Backfill:
         self._session_known = asyncio.Event()  # cleared from a new session until its channels are gated
         self._session_known.set()
         self._gates: dict[int, asyncio.Event] = {}  # channel id -> set once its catch-up is stored
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[Collection[str]] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -96,6 +100,25 @@ class Backfill:
             return
         self._task = asyncio.create_task(self._run(client), name="discord-backfill")
 
+    async def catch_up(self, client: discord.Client, places: Mapping[str, int]) -> Collection[str]:
+        """Catch up on these places only (place -> channel id), now, as a session's catch-up does:
+        after a full disk. Returns the places it cannot catch up on (switched off, the channel gone or
+        no longer readable). A session's catch-up under way covers them: it is waited for instead."""
+        running = self._task
+        if running is not None and not running.done():
+            await asyncio.wait({running}, timeout=GATE_SECONDS)
+            return ()
+        if not self.enabled:
+            return tuple(places)
+        task = asyncio.create_task(self._run(client, places), name="discord-catch-up")
+        self._task = task
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        return () if task.cancelled() else task.result()
+
     async def close(self) -> None:
         task = self._cancel()
         self._open_all()
@@ -103,7 +126,7 @@ class Backfill:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    def _cancel(self) -> asyncio.Task[None] | None:
+    def _cancel(self) -> asyncio.Task[Collection[str]] | None:
         """Stop a catch-up in progress (its own gates open as it ends)."""
         task, self._task = self._task, None
         if task is not None and not task.done():
@@ -128,11 +151,16 @@ class Backfill:
             _log.warning("a message in channel %s waited %.0f s for the catch-up; going on", channel_id, GATE_SECONDS)
 
     # -- the catch-up ------------------------------------------------------------------------------
-    async def _run(self, client: discord.Client) -> None:
+    async def _run(self, client: discord.Client, only: Mapping[str, int] | None = None) -> Collection[str]:
+        """Catch up on every readable channel, or on `only` those places; returns those of `only` it
+        could not find."""
         gates: dict[int, asyncio.Event] = {}
+        unknown: Collection[str] = ()
         try:
             try:
-                channels = await self._channels(client)
+                channels = await self._channels(client, only)
+                if only is not None:
+                    unknown = set(only) - {each.place for each in channels}
                 for each in channels:
                     gates[each.channel_id] = self._gates[each.channel_id] = asyncio.Event()
             finally:
@@ -154,21 +182,26 @@ class Backfill:
                 )
             else:
                 self._activity(ActivityKind.INFO, "discord", f"caught up: nothing missed in {len(channels)} channel(s)")
+        except DiskFullError as exc:  # what is left waits for room (app/runtime/outage.py says when)
+            _log.info("the catch-up stopped: %s", exc)
+            self._activity(ActivityKind.INFO, "discord", f"catching up stopped: {exc}; it goes on once there is room")
         except Exception as exc:  # noqa: BLE001 - the catch-up must never take the connection down
             _log.warning("the catch-up stopped: %s: %s", type(exc).__name__, exc)
             self._activity(ActivityKind.ERROR, "discord", f"could not catch up on missed messages: {exc}")
         finally:
             for channel_id, gate in gates.items():
                 self._open(channel_id, gate)
+        return unknown
 
     def _open(self, channel_id: int, gate: asyncio.Event) -> None:
         gate.set()
         if self._gates.get(channel_id) is gate:  # a newer session's gate stays
             del self._gates[channel_id]
 
-    async def _channels(self, client: discord.Client) -> list[_Channel]:
+    async def _channels(self, client: discord.Client, only: Mapping[str, int] | None = None) -> list[_Channel]:
         """Every guild text channel the familiar may read the history of, and the DMs it has had,
-        each with where to fetch from, read while the session's live messages still wait."""
+        each with where to fetch from, read while the session's live messages still wait; or those
+        of `only` (a DM there that nothing stored names yet is found by its channel id)."""
         floor = discord.utils.time_snowflake(
             datetime.now(UTC) - timedelta(hours=self._settings.backfill_hours), high=False
         )
@@ -184,9 +217,16 @@ class Backfill:
                 if not (permissions.view_channel and permissions.read_message_history):
                     continue
                 place = f"guild:{guild.id}/{channel.id}"
+                if only is not None and place not in only:
+                    continue
                 where = f"{guild.name} #{channel.name}"
                 out.append(_Channel(place, channel, channel.id, where, f"#{channel.name}", await after(place)))
-        for place, channel_id, known_name in await self._sink.known_dm_channels():
+        dms = await self._sink.known_dm_channels()
+        if only is not None:
+            known = {place for place, _channel, _name in dms}
+            dms = [d for d in dms if d[0] in only]
+            dms += [(p, c, None) for p, c in sorted(only.items()) if p.startswith("dm:") and p not in known]
+        for place, channel_id, known_name in dms:
             partial = client.get_partial_messageable(channel_id, type=discord.ChannelType.private)
             name = known_name or place
             out.append(

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -34,7 +34,7 @@ from app.runtime.discord_messages import (
 )
 from app.runtime.discord_state import DiscordState
 from app.runtime.discord_transport import DiscordTransport, explain_start_failure
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import DiskFullError, FamiliarError
 from app.runtime.events import ActivityKind, ChannelInfo, ConnectionState, GuildInfo, RuntimeEvent
 from app.runtime.messages import IncomingMessage, MessageSink, split_reply
 
@@ -156,6 +156,14 @@ class DiscordAdapter:
         await self._transport.close(client)
         self._state.forget_connection()
 
+    async def catch_up(self, places: Mapping[str, int]) -> Collection[str]:
+        """Fetch and store what these places (place -> channel id) missed, now, as at start: after a
+        full disk. Returns the places it cannot catch up on; none while not connected (try again later)."""
+        client = self._client
+        if client is None or self.state is not ConnectionState.CONNECTED:
+            return ()
+        return await self._backfill.catch_up(client, places)
+
     async def wait_closed(self) -> BaseException | None:
         """Wait until the connection ends by itself; returns the error that ended it, if any."""
         await self._ended.wait()
@@ -216,6 +224,10 @@ class DiscordAdapter:
         try:
             await self._sink.on_message(said)
             ok = True
+        except DiskFullError as exc:  # not stored: it is fetched again once there is room
+            problem = f"a message was not stored yet: {exc}; it is fetched again from Discord once there is room"
+            self._state.activity(ActivityKind.ERROR, where, problem, said.message_id)
+            return
         finally:
             if stored is not None and not stored.done():
                 stored.set_result(ok)
@@ -229,21 +241,38 @@ class DiscordAdapter:
         edited = payload.data.get("edited_timestamp")
         edited_at = datetime.fromisoformat(edited) if isinstance(edited, str) else datetime.now(UTC)
         content = searchable_text(payload.message)
-        await self._sink.on_edit(PLATFORM, payload.message_id, content, edited_at)
+        try:
+            await self._sink.on_edit(PLATFORM, payload.message_id, content, edited_at)
+        except DiskFullError as exc:  # the edit is stored once there is room
+            where = self._where(payload.channel_id)
+            self._state.activity(ActivityKind.ERROR, where, f"an edit was not stored yet: {exc}", payload.message_id)
+            return
         author = payload.message.author.display_name
         summary = f"{author} edited: {content[:120]}"
         self._state.activity(ActivityKind.EDIT, self._where(payload.channel_id), summary, payload.message_id)
 
     async def deleted(self, channel_id: int, message_id: int, cached: discord.Message | None) -> None:
-        await self._sink.on_delete(PLATFORM, message_id)
+        if not await self._delete(channel_id, message_id):
+            return
         who = f"{cached.author.display_name}'s message" if cached is not None else "a message"
         self._state.activity(ActivityKind.DELETE, self._where(channel_id), f"{who} was deleted")
 
     async def bulk_deleted(self, channel_id: int, message_ids: Sequence[int]) -> None:
-        for message_id in message_ids:
-            await self._sink.on_delete(PLATFORM, message_id)
+        done = [await self._delete(channel_id, message_id) for message_id in message_ids]
+        if not all(done):
+            return
         count = len(message_ids)
         self._state.activity(ActivityKind.DELETE, self._where(channel_id), f"{count} messages were deleted at once")
+
+    async def _delete(self, channel_id: int, message_id: int) -> bool:
+        try:
+            await self._sink.on_delete(PLATFORM, message_id)
+        except DiskFullError as exc:  # the message is redacted once there is room
+            self._state.activity(
+                ActivityKind.ERROR, self._where(channel_id), f"a deletion was not stored yet: {exc}", message_id
+            )
+            return False
+        return True
 
     def failed(self, event_method: str) -> None:
         self._state.activity(ActivityKind.ERROR, "discord", f"error while handling {event_method}")

@@ -13,6 +13,11 @@ class FamiliarError(Exception):
     """A failure of the familiar explained in one line (bad token, missing intent, unreachable LLM...)."""
 
 
+class DiskFullError(FamiliarError):
+    """A write the disk refused for want of room. What it was about is kept to try again (a message
+    is fetched again from Discord once there is room: app/runtime/outage.py)."""
+
+
 class StaleRevisionError(FamiliarError):
     """An action carried a revision that is no longer current: the fact changed meanwhile.
 

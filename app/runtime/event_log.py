@@ -17,6 +17,7 @@ from app.runtime.events import (
     ActivityKind,
     ConnectionChanged,
     ConnectionState,
+    DiskFullChanged,
     FailureReported,
     GuildsChanged,
     LorebookStatus,
@@ -34,6 +35,7 @@ class EventLog:
 
     def __init__(self, *, starting: bool = False) -> None:
         self.starting = starting
+        self._disk_full = False  # a full disk is said when it starts and when it ends, not at each count
 
     def __call__(self, event: RuntimeEvent) -> None:
         console = not self.starting
@@ -54,6 +56,12 @@ class EventLog:
                 _log.info("%s %s %s", event.kind.value, event.where, event.summary)
         elif isinstance(event, FailureReported):
             _log.error("%s", event.message, extra={"said": event.message, "console": console})
+        elif isinstance(event, DiskFullChanged):
+            if event.full and not self._disk_full:
+                _log.error("disk full: %s", event.summary, extra={"said": event.banner, "console": console})
+            elif not event.full and self._disk_full:
+                _log.warning("disk full no more: %s takes writes again", event.folder)
+            self._disk_full = event.full
         elif isinstance(event, LorebookStatus):  # lorebook.toml broken (the last good book in use) or read again
             if event.problem is not None:
                 _log.warning("%s", event.banner)

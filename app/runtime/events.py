@@ -110,6 +110,7 @@ class IndexHealthReport:
     backlog_since: datetime | None = None  # since when the index has lacked something SQL has (None: caught up)
     recovered_after: int = 0  # the last time refusals held commits up: how many tries they refused...
     recovered_at: datetime | None = None  # ...and when a commit landed again
+    disk_full: bool = False  # the last try met a full disk (SQL keeps the documents; retried until one lands)
     at: datetime = field(default_factory=_now)
 
 
@@ -175,6 +176,44 @@ class SettingsReloaded:
     at: datetime = field(default_factory=_now)
 
 
+@dataclass(frozen=True, slots=True)
+class DiskFullChanged:
+    """The disk holding the familiar's files is full, or has room again (app/runtime/outage.py).
+
+    Published when that changes, and while it is full when the count of messages waiting changes.
+    Messages said meanwhile are not lost: Discord keeps them, and they are fetched again from its
+    history and stored once there is room (as at start), while the familiar runs."""
+
+    full: bool
+    folder: str  # the familiar's folder: history.db and the search indexes
+    detail: str = ""  # the last refusal, in one line ("database or disk is full")
+    waiting: int = 0  # messages not stored yet, to fetch again from Discord
+    places: int = 0  # in how many channels or DMs
+    since: datetime | None = None  # when the disk first refused a write
+    index_only: bool = False  # only the search indexes are refused: messages are stored, not yet searchable
+    at: datetime = field(default_factory=_now)
+
+    @property
+    def summary(self) -> str:
+        """What is wrong and what happens meanwhile, in one line ("" once there is room)."""
+        if not self.full:
+            return ""
+        if self.index_only:
+            held = "the search index cannot take new messages (they are stored, and searchable once there is room)"
+        elif self.waiting:
+            where = "1 channel" if self.places == 1 else f"{self.places} channels"
+            count = "1 message" if self.waiting == 1 else f"{self.waiting} messages"
+            held = f"{count} in {where} not stored yet (Discord keeps them: fetched and stored once there is room)"
+        else:
+            held = "new messages cannot be stored until there is room (nothing stored is lost)"
+        return f"{held}; free some space on the disk holding {self.folder} ({self.detail})"
+
+    @property
+    def banner(self) -> str:
+        """One line for the window ("" once there is room)."""
+        return f"Disk full: {self.summary}" if self.full else ""
+
+
 RuntimeEvent = (
     ConnectionChanged
     | GuildsChanged
@@ -185,4 +224,5 @@ RuntimeEvent = (
     | MemoryChanged
     | LorebookStatus
     | SettingsReloaded
+    | DiskFullChanged
 )

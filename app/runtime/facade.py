@@ -83,6 +83,7 @@ class StatusSnapshot:
     missing: tuple[str, ...]  # what is still missing, in words ("bot token", "LLM endpoint")
     lore_problem: str | None = None  # why lorebook.toml is not in use (the last good book is), as last read
     state_detail: str = ""  # what was said with the state (why it failed), as the last ConnectionChanged said
+    disk_full: str | None = None  # while the disk holding the familiar's files is full: what that means, one line
 
 
 @dataclass(frozen=True, slots=True)

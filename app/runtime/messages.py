@@ -5,7 +5,7 @@ an adapter (the Discord one: discord_adapter.py) translates its objects into the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -107,6 +107,11 @@ class ChatConnection(Protocol):
     def use_answering_rules(self, settings: DiscordSection) -> None:
         """Answer by these settings from the next message on; its connection settings wait for the
         next start."""
+        ...
+
+    async def catch_up(self, places: Mapping[str, int]) -> Collection[str]:
+        """Fetch and store, now, what these places (place -> channel id) missed, as the start-up
+        catch-up does (after a full disk); returns the places it can never catch up on."""
         ...
 
 

@@ -26,7 +26,7 @@ from app.lore.scanner import describe_disabled
 from app.memory.catalog import Catalog
 from app.memory.derived import Projections
 from app.memory.embeddings import Embedder, EmbeddingIndex
-from app.memory.errors import StoreError
+from app.memory.errors import STORE_FAILURES, StoreError
 from app.memory.explanations import Explanations
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
@@ -41,7 +41,7 @@ from app.runtime.character_api import CharacterService
 from app.runtime.context.lore_layer import LorebookLayer, LoreFile
 from app.runtime.controls_api import ControlsService
 from app.runtime.conversation import Conversation
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import DiskFullError, FamiliarError
 from app.runtime.event_hub import EventHub
 from app.runtime.events import (
     ConnectionChanged,
@@ -61,6 +61,7 @@ from app.runtime.memory_base import MemoryDeps
 from app.runtime.memory_ops import MemoryOps
 from app.runtime.messages import ChatConnection
 from app.runtime.names import Names
+from app.runtime.outage import STORE, StorageOutage, disk_full_line
 from app.runtime.places import PlaceNamer
 from app.runtime.projectors.base import ProjectorDeps
 from app.runtime.projectors.runner import ProjectorRunner
@@ -111,15 +112,18 @@ class Familiar:
         # One change broadcast (MemoryChanged) after every facade write, worker tick and foreign write.
         self.changes = ChangeBroadcaster(history.store, self.publish)
         self.work_queue = WorkQueue(history.store)
+        # A full disk: what could not be stored is fetched again (or done again) once there is room.
+        self.outage = StorageOutage(loaded.paths.folder, self.publish, history.store.probe_room)
         self.learning = ProjectorRunner(
             self._parts.projectors,
             self._parts.projector_deps,
             self._parts.settings.memory.learning.tick_seconds,
             after_tick=self.changes.check,
+            on_disk_full=lambda exc: self.outage.refused(STORE, exc),
         )
         self.replies = Replies(history, self.pauses, self.explanations, lambda: self._parts)
         self.conversation = Conversation(
-            history, self.replies, self.explanations, self._place_namer, display_name=self._display_name
+            history, self.replies, self.explanations, self._place_namer, self.outage, display_name=self._display_name
         )
         self.local_chat = LocalChat(
             history,
@@ -249,23 +253,32 @@ class Familiar:
             history = await History.open(
                 paths.history_db, paths.fts, paths.backups, on_health=on_health, keys=VaultKeys(secret_store)
             )
-        except StoreError as exc:
-            raise FamiliarError(str(exc)) from exc
-        except OSError as exc:  # a file of the familiar's folder it cannot use: name it, no traceback
-            where = exc.filename or paths.folder
-            raise FamiliarError(f"{where}: cannot be used ({exc.strerror or exc}); check its permissions") from exc
+        except Exception as exc:
+            # Opening writes (the tombstone key's record, a migration's backup): a full disk says so in one line.
+            if (full := disk_full_line(exc, paths.folder)) is not None:
+                raise DiskFullError(full) from exc
+            if isinstance(exc, StoreError):
+                raise FamiliarError(str(exc)) from exc
+            if isinstance(exc, OSError):  # a file of the familiar's folder it cannot use: name it, no traceback
+                where = exc.filename or paths.folder
+                raise FamiliarError(f"{where}: cannot be used ({exc.strerror or exc}); check its permissions") from exc
+            raise
         familiar = cls(loaded, history, secret_store, env)
         holder.append(familiar)
         try:
             await familiar.memory_ops.finish_interrupted_import()  # an import killed after its commit is finished
-        except BaseException:
+        except BaseException as exc:
             await familiar.close()
+            if isinstance(exc, Exception) and (full := disk_full_line(exc, paths.folder)) is not None:
+                raise DiskFullError(full) from exc
             raise
         try:
             # Forgets whose undo window ended while no window ran (a crash) are applied before anything reads.
             await familiar.memory.apply_due_forgets()
             await familiar.changes.prime()
-        except (FamiliarError, StoreError) as exc:
+        except FamiliarError as exc:
+            _log.warning("could not finish deferred forgets at start: %s", exc)
+        except STORE_FAILURES as exc:  # a full disk too: they are applied on the forget timer's next tick
             _log.warning("could not finish deferred forgets at start: %s", exc)
         return familiar
 
@@ -286,6 +299,7 @@ class Familiar:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._client_loading
         await self.stop()
+        await self.outage.close()
         await self.learning.close()
         # The window closing ends the undo window of the forgets it scheduled: apply them now.
         await self.memory.close_forgets()
@@ -413,6 +427,7 @@ class Familiar:
             missing=missing,
             lore_problem=self.lore.problem,
             state_detail=connection.detail,
+            disk_full=self.outage.banner(),
         )
 
     def _setup_failure(self) -> str | None:
@@ -445,9 +460,11 @@ class Familiar:
             self._discord = None
             self.publish(FailureReported(message=str(exc)))
             raise
+        self.outage.attach(adapter.catch_up)  # what a full disk kept out is fetched again through it
 
     async def stop(self) -> None:
         adapter, self._discord = self._discord, None
+        self.outage.attach(None)
         if adapter is not None:
             await adapter.stop()
         elif self._events.connection.state is not ConnectionState.STOPPED:  # a failed start left no adapter
@@ -509,6 +526,7 @@ class Familiar:
 
     def _on_index_health(self, health: IndexHealth) -> None:
         self._index_health[health.name] = health
+        self.outage.index_health(health.name, health.disk_full, health.last_error)
         shared = {f.name for f in dataclasses.fields(IndexHealthReport)} - {"at"}
         self.publish(IndexHealthReport(**{name: getattr(health, name) for name in shared}))
 

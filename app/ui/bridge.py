@@ -16,6 +16,7 @@ Signals:
 - `memory_changed(MemoryChanged)`: what changed in memory and who initiated it (coalesced);
 - `lorebook_status(LorebookStatus)`: lorebook.toml read again: what is wrong with it, or that it reads;
 - `settings_reloaded(SettingsReloaded)`: the settings were saved and are in force (the name it goes by...).
+- `disk_full(DiskFullChanged)`: the disk holding the familiar's files is full (and what waits), or has room again.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from shiboken6 import isValid
 from app.runtime.events import (
     Activity,
     ConnectionChanged,
+    DiskFullChanged,
     FailureReported,
     GuildsChanged,
     IndexHealthReport,
@@ -57,6 +59,7 @@ class RuntimeBridge(QObject):
     memory_changed = Signal(object)
     lorebook_status = Signal(object)
     settings_reloaded = Signal(object)
+    disk_full = Signal(object)
 
     def __init__(
         self, facade: FamiliarFacade, parent: QObject | None = None, *, throttle_ms: int = THROTTLE_MS
@@ -107,6 +110,8 @@ class RuntimeBridge(QObject):
                 self.lorebook_status.emit(event)
             case SettingsReloaded():
                 self.settings_reloaded.emit(event)
+            case DiskFullChanged():
+                self.disk_full.emit(event)
             case _:
                 assert_never(event)
 

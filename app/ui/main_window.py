@@ -49,6 +49,7 @@ from app.ui.theme import NAVIGATION_WIDTH, STATUS_BAR_MARGINS, ThemeController, 
 from app.ui.tray import TrayIcon
 from app.ui.undo import UndoCentre
 from app.ui.widgets.connection_indicator import ConnectionIndicator
+from app.ui.widgets.disk_full_light import DiskFullLight
 from app.ui.widgets.notices import NoticeArea
 from app.ui.widgets.pause_light import PauseLight
 
@@ -229,7 +230,11 @@ class MainWindow(QMainWindow):
         # On every pane: lit while anything is paused; a click opens Memory controls.
         self.pause_light = PauseLight(facade, self.bridge)
         self.pause_light.clicked.connect(self._on_pause_light_clicked)
+        # On every pane: lit while the disk holding the familiar's files is full.
+        self.disk_full_light = DiskFullLight(self.bridge)
+        self.disk_full_light.show_banner(status.disk_full)
         self.statusBar().addWidget(self.connection_indicator)
+        self.statusBar().addWidget(self.disk_full_light)
         self.statusBar().addWidget(self.pause_light)
         self.statusBar().addWidget(self.status_progress)
         self.statusBar().addPermanentWidget(self.latency_label)
@@ -402,6 +407,7 @@ class MainWindow(QMainWindow):
         status = self._facade.get_status()
         self.connection_indicator.set_state(status.state, status.state_detail)
         self.latency_label.setText(latency_text(status.latency_ms))
+        self.disk_full_light.show_banner(status.disk_full)
         self.dashboard.refresh_status()
         self.desktop.familiar_ready()
 

@@ -23,6 +23,7 @@ from app.runtime.events import (
     ChangeKind,
     ConnectionChanged,
     ConnectionState,
+    DiskFullChanged,
     FailureReported,
     GuildInfo,
     GuildsChanged,
@@ -173,6 +174,8 @@ class FakeFacade:
                 self.status = replace(self.status, lore_problem=problem)
             case SettingsReloaded(display_name=display_name):
                 self._display_name = display_name
+            case DiskFullChanged():
+                self.status = replace(self.status, disk_full=event.banner or None)
             case Activity() | IndexHealthReport() | MemoryChanged():
                 pass
         for callback in list(self._subscribers):

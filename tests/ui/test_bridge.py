@@ -12,6 +12,7 @@ from app.runtime.events import (
     ChangeKind,
     ConnectionChanged,
     ConnectionState,
+    DiskFullChanged,
     FailureReported,
     GuildInfo,
     GuildsChanged,
@@ -54,6 +55,10 @@ def test_each_event_becomes_its_signal(qtbot: QtBot, facade: FakeFacade) -> None
     with qtbot.waitSignal(bridge.lorebook_status, timeout=1_000) as blocker:
         facade.publish(status)
     assert blocker.args == [status]
+    full = DiskFullChanged(full=True, folder="/data", detail="database or disk is full", waiting=3, places=1)
+    with qtbot.waitSignal(bridge.disk_full, timeout=1_000) as blocker:
+        facade.publish(full)
+    assert blocker.args == [full]
 
 
 def test_close_unsubscribes_once(qtbot: QtBot, facade: FakeFacade) -> None:
@@ -95,6 +100,7 @@ def _one_of_each() -> list[RuntimeEvent]:
         MemoryChanged(frozenset({ChangeKind.FACTS})),
         LorebookStatus("lorebook.toml", "lorebook.toml, line 3: not valid TOML", 3),
         SettingsReloaded("Moth"),
+        DiskFullChanged(full=True, folder="/data", detail="database or disk is full"),
     ]
 
 
@@ -114,6 +120,7 @@ def test_every_runtime_event_type_has_a_signal(qtbot: QtBot, facade: FakeFacade)
         bridge.memory_changed,
         bridge.lorebook_status,
         bridge.settings_reloaded,
+        bridge.disk_full,
     ):
         signal.connect(emitted.append)
     for event in events:

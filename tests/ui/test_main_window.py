@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from app.runtime.events import ConnectionChanged, ConnectionState, LatencyMeasured, SettingsReloaded
+from app.runtime.events import ConnectionChanged, ConnectionState, DiskFullChanged, LatencyMeasured, SettingsReloaded
 from app.runtime.service import Familiar
 from app.ui.async_slot import running_slots
 from app.ui.main_window import PANES, MainWindow
@@ -128,6 +128,43 @@ def test_status_bar_follows_the_connection(qtbot: QtBot, facade: FakeFacade) -> 
     assert window.connection_indicator.text() == "Reconnecting…"
     assert window.connection_indicator.toolTip() == "gateway closed (1006)"
     assert window.latency_label.text() == "Latency: —"
+
+
+def test_the_window_says_disk_full_while_it_lasts_on_every_pane(qtbot: QtBot, facade: FakeFacade) -> None:
+    window = make_window(qtbot, facade)
+    light, banner = window.disk_full_light, window.dashboard.disk_banner
+    assert not light.isVisible()
+    assert not banner.isVisible()
+
+    full = DiskFullChanged(
+        full=True, folder="/data/familiars/default", detail="database or disk is full", waiting=12, places=2
+    )
+    facade.publish(full)
+    assert light.isVisible()
+    assert light.text() == "● Disk full"
+    assert light.toolTip() == full.banner
+    assert banner.isVisible()
+    assert banner.text() == full.banner
+    assert banner.text().startswith("Disk full: 12 messages in 2 channels not stored yet")
+    assert "free some space on the disk holding /data/familiars/default" in banner.text()
+    window.show_pane("Chat")
+    settle(qtbot)
+    assert light.isVisible()  # the status bar says it on every pane
+
+    facade.publish(DiskFullChanged(full=False, folder="/data/familiars/default"))
+    assert not light.isVisible()
+    window.show_pane("Dashboard")
+    assert not banner.isVisible()
+
+
+def test_a_window_opened_while_the_disk_is_full_says_so(qtbot: QtBot, facade: FakeFacade) -> None:
+    full = DiskFullChanged(full=True, folder="/data/familiars/default", detail="database or disk is full")
+    facade.publish(full)  # before the window: only the status snapshot has it
+    window = make_window(qtbot, facade)
+    assert window.disk_full_light.isVisible()
+    assert window.disk_full_light.toolTip() == full.banner
+    assert window.dashboard.disk_banner.text() == full.banner
+    assert "new messages cannot be stored until there is room" in full.banner
 
 
 def test_file_menu_has_settings_and_quit(qtbot: QtBot, memory_facade: FakeFacade) -> None:

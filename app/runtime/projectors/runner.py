@@ -1,8 +1,8 @@
 """Runs the selected projectors on a timer, one after another, beside the conversation.
 
 A tick never takes the familiar down: an unreachable background endpoint leaves the work behind
-its watermarks (reported, retried next tick); any other error is logged with its traceback and the
-other projectors still run.
+its watermarks (reported, retried next tick); so does a full disk (said once while it lasts, and
+told to `on_disk_full`); any other error is logged with its traceback and the other projectors still run.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from app.memory.errors import is_disk_full
 from app.memory.waiting import wait_set
 from app.runtime.llm import LLMError
 from app.runtime.projectors.base import MemoryProjector, ProjectorDeps
@@ -27,9 +28,12 @@ class ProjectorRunner:
         tick_seconds: float,
         *,
         after_tick: Callable[[], Awaitable[object]] | None = None,
+        on_disk_full: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.projectors = tuple(projectors)
         self._after_tick = after_tick  # e.g. publish what the tick changed
+        self._on_disk_full = on_disk_full
+        self._full = False  # the last tick met a full disk (said once until a tick goes without)
         self._deps = deps
         self._tick_seconds = tick_seconds
         self._task: asyncio.Task[None] | None = None
@@ -49,6 +53,7 @@ class ProjectorRunner:
             # A `replace` during the tick takes effect at the next one: this one ends as it began.
             projectors, deps = self.projectors, self._deps
             await deps.begin_tick()
+            full = False
             try:
                 for projector in projectors:
                     try:
@@ -56,13 +61,21 @@ class ProjectorRunner:
                     except LLMError as exc:
                         said = f"waiting for the background model: {exc}"
                         _log.info("%s: %s", projector.name, said)
-                    except Exception:  # noqa: BLE001 - one failing worker must not stop the others
-                        _log.exception("memory worker %s failed; it will try again next tick", projector.name)
-                        continue
+                    except Exception as exc:  # noqa: BLE001 - one failing worker must not stop the others
+                        if not is_disk_full(exc):
+                            _log.exception("memory worker %s failed; it will try again next tick", projector.name)
+                            continue
+                        said = "waiting for room on the disk"
+                        log = _log.debug if full or self._full else _log.warning  # once while it lasts
+                        log("memory worker %s: the disk is full (%s); it tries again next tick", projector.name, exc)
+                        full = True
+                        if self._on_disk_full is not None:
+                            self._on_disk_full(exc)
                     if said is not None:
                         self.reports[projector.name] = said
             finally:
                 deps.end_tick()
+                self._full = full
             self.ticks += 1
             if self._after_tick is not None:
                 try:

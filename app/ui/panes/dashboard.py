@@ -18,7 +18,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.events import Activity, ActivityKind, ConnectionChanged, ConnectionState, GuildInfo, LorebookStatus
+from app.runtime.events import (
+    Activity,
+    ActivityKind,
+    ConnectionChanged,
+    ConnectionState,
+    DiskFullChanged,
+    GuildInfo,
+    LorebookStatus,
+)
 from app.ui.async_slot import async_slot
 from app.ui.error_text import single_line
 from app.ui.models import activity_model, guilds_model
@@ -130,6 +138,9 @@ class DashboardPane(Pane):
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(SPACE_M)
+        # While the disk is full: what waits and where to free space; cleared once writes land again.
+        self.disk_banner = ErrorBanner()
+        layout.addWidget(self.disk_banner)
         # What is wrong with lorebook.toml, apart from the last failure: a fixed file clears it.
         self.lore_banner = ErrorBanner()
         layout.addWidget(self.lore_banner)
@@ -145,6 +156,7 @@ class DashboardPane(Pane):
         bridge.activity.connect(self._on_bridge_activity)
         bridge.failure.connect(self._on_bridge_failure)
         bridge.lorebook_status.connect(self._on_bridge_lorebook_status)
+        bridge.disk_full.connect(self._on_bridge_disk_full)
 
         self.refresh_status()
 
@@ -170,6 +182,7 @@ class DashboardPane(Pane):
             self._reported = None
         if status.lore_problem:
             self.lore_banner.show_message(single_line(status.lore_problem))
+        self._show_disk_full(status.disk_full)
         self._set_state(status.state, status.state_detail)
 
     def _set_state(self, state: ConnectionState, detail: str = "") -> None:
@@ -244,6 +257,15 @@ class DashboardPane(Pane):
     def _show_failure(self, message: str) -> None:
         self._reported = message
         self.error_banner.show_message(single_line(message))
+
+    def _show_disk_full(self, banner: str | None) -> None:
+        if banner:
+            self.disk_banner.show_message(single_line(banner))
+        else:
+            self.disk_banner.clear_message()
+
+    def _on_bridge_disk_full(self, event: DiskFullChanged) -> None:
+        self._show_disk_full(event.banner)
 
     def _on_bridge_lorebook_status(self, status: LorebookStatus) -> None:
         if status.banner:
