@@ -283,12 +283,14 @@ def test_edit_in_place_enter_saves_and_accepts_as_one_undoable_step(
     assert current_text(pane) == queue[2]
     assert window.undo.stack.undoText() == "Edited “carol is learning the cello.”"
 
-    press(qtbot, pane, Qt.Key.Key_Z)  # the text before comes back, pending, in its old place
+    press(qtbot, pane, Qt.Key.Key_Z)  # the item itself comes back, pending, in its old place
     assert texts(pane) == queue
     back = pane.current_item()
     assert back is not None
     assert back.fact.content == "carol is learning the cello."
     assert back.fact.status == "pending"
+    assert (back.fact.id, back.fact.created_at) == (old.id, old.created_at)  # its own id and date, not a copy's
+    assert back.fact.is_head
     assert stored(run, real_familiar, new.id).superseded_by == back.fact.id
 
 

@@ -81,25 +81,38 @@ def history(detail: FactDetail) -> list[HistoryEvent]:
         else:
             who = CORRECTED_BY.get(version.origin, "by the familiar")
             events.append(HistoryEvent(version.created_at, f"Corrected to {quoted(version.content)} {who}"))
+        back_to = _undone_to(version, versions[:n])
         changes: Sequence[StatusChange] = detail.status_history.get(version.id, ())
         for before, after in itertools.pairwise(changes):
-            if after.status == before.status:
+            if after.status == before.status or (back_to is not None and after.at == version.superseded_at):
                 continue
             move = STATUS_MOVES.get((before.status, after.status), after.status)
             events.append(HistoryEvent(after.at, f"{move.capitalize()}"))
         successor = next((v for v in versions[n + 1 :] if v.id == version.superseded_by), None)
-        if version.superseded_at is not None and successor is None and version.superseded_by is None:
+        if back_to is not None and version.superseded_at is not None:
+            events.append(HistoryEvent(version.superseded_at, f"Correction undone: back to {quoted(back_to.content)}"))
+        elif version.superseded_at is not None and successor is None and version.superseded_by is None:
             events.append(HistoryEvent(version.superseded_at, "Set aside: the message it came from was edited"))
     return sorted(events, key=lambda e: e.at)
+
+
+def _undone_to(version: FactView, earlier: Sequence[FactView]) -> FactView | None:
+    """The earlier version an undone correction gave way back to (None: it was not undone)."""
+    if version.superseded_by is None:
+        return None
+    return next((v for v in earlier if v.id == version.superseded_by), None)
 
 
 def chain_sentence(detail: FactDetail) -> str:
     """ "Believed “X” from 3 Nov 14:05; corrected to “Y” at 10 Nov 09:00 by you." (one version: its first line)."""
     versions = detail.versions
     parts = [f"Believed {quoted(versions[0].content)} from {when(versions[0].created_at)}"]
-    for version in versions[1:]:
+    for n, version in enumerate(versions[1:], 1):
         who = CORRECTED_BY.get(version.origin, "by the familiar")
-        parts.append(f"corrected to {quoted(version.content)} at {when(version.created_at)} {who}")
+        part = f"corrected to {quoted(version.content)} at {when(version.created_at)} {who}"
+        if version.superseded_at is not None and _undone_to(version, versions[:n]) is not None:
+            part += f", undone at {when(version.superseded_at)}"
+        parts.append(part)
     return "; ".join(parts) + "."
 
 
