@@ -305,6 +305,9 @@ class CharacterPane(Pane):
         context.bridge.guilds_changed.connect(self._on_connection_changed)
         self._sync_bar()
 
+    def focus_widget(self) -> QWidget:
+        return self.persona
+
     # -- loading -------------------------------------------------------------------------------------
     async def load(self) -> bool:
         view = await self.facade.character.load()

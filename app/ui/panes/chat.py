@@ -7,7 +7,17 @@ from datetime import UTC, datetime
 
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QListView, QMenu, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.runtime.facade import ChatLine
 from app.ui.async_slot import async_slot
@@ -33,6 +43,7 @@ class ChatPane(Pane):
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
         self._waiting = False
+        self._had_focus = False
         name = self.facade.familiar_name
 
         self.transcript_model = ChatTranscriptModel(self)
@@ -116,13 +127,19 @@ class ChatPane(Pane):
     def is_waiting(self) -> bool:
         return self._waiting
 
+    def focus_widget(self) -> QWidget:
+        return self.input
+
     def _set_waiting(self, waiting: bool, *, thinking: bool = True) -> None:
+        if waiting:  # the field is disabled meanwhile (the focus leaves it): it takes it back after, if it was here
+            focused = QApplication.focusWidget()
+            self._had_focus = focused is not None and self.isAncestorOf(focused)
         self._waiting = waiting
         self.input.setEnabled(not waiting)
         self.send_button.setEnabled(not waiting)
         self.waiting_label.setVisible(waiting and thinking)
-        if not waiting:
-            self.input.setFocus()
+        if not waiting and self._had_focus:
+            self.input.setFocus()  # back to the field after an answer, unless the owner is elsewhere
 
     async def load(self) -> bool:
         """The earlier messages, once (the pane watches no memory change, so it is not reloaded); a

@@ -329,6 +329,9 @@ class IndexPane(Pane):
         key = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
         button.setToolTip(f"{tooltip} ({key})" if tooltip else f"({key})")
 
+    def focus_widget(self) -> QWidget:
+        return self.metrics_view
+
     # -- loading ---------------------------------------------------------------------------------------
     async def load(self) -> bool:
         """Every index's status; the embeddings' too when facts or vectors changed (a conversation changes

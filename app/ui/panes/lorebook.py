@@ -605,6 +605,9 @@ class LorebookPane(Pane):
         self.save_button.setEnabled(self._book is not None and self.dirty)
 
     # -- selection and the editor ----------------------------------------------------------------------
+    def focus_widget(self) -> QWidget:
+        return self.table
+
     def focus_on(self, target: object) -> None:
         """Show the entry at a 0-based position in the book (asked by the Explain pane's Edit entry)."""
         if not isinstance(target, int):

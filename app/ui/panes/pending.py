@@ -529,6 +529,9 @@ class PendingPane(Pane):
         item = self.current_item()
         self.detail.show_item(item, conflict=self._conflicts.get(item.fact.id) if item else None)
 
+    def focus_widget(self) -> QWidget:
+        return self.list_view
+
     def focus_on(self, target: object) -> None:
         """Show the pending fact with this id (from another pane); snoozed ones too."""
         if not isinstance(target, int):

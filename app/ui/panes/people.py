@@ -246,6 +246,9 @@ class PeoplePane(Pane):
                 return True
         return False
 
+    def focus_widget(self) -> QWidget:
+        return self.people_view
+
     async def load(self) -> bool:
         people = await self.facade.memory.people()
         keep = self._person.person.key if self._person is not None else None
