@@ -350,11 +350,19 @@ class LoreApi(Protocol):
         self, where: str | None = None, key: str | None = None, *, initiator: object | None = None
     ) -> int: ...
 
-    async def import_preview(self, file: Path) -> ImportPreview: ...
+    async def import_preview(
+        self, file: Path, entries: Sequence[LoreEntryView] | None = None, *, base_revision: str | None = None
+    ) -> ImportPreview:
+        """What importing `file` would do, entry by entry, against the book on disk, or against `entries`
+        (an editor's draft of the book loaded at `base_revision`): nothing is written. An item's `entry`
+        carries what a save of the draft writes for it (the window's import is an edit of the draft)."""
+        ...
 
     async def import_apply(
         self, file: Path, base_revision: str, *, take: Collection[int] | None = None
-    ) -> ImportOutcome: ...
+    ) -> ImportOutcome:
+        """Import `file` into lorebook.toml at once (the command line's import)."""
+        ...
 
     async def export(self, target: Path, fmt: str) -> int: ...
 

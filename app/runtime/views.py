@@ -602,6 +602,10 @@ class LoreEntryView:
     decorators: tuple[str, ...] = ()
     id: int | str | None = None
     tokens: int = 0
+    # An entry taken from an import (ImportItem.entry) and not saved yet: the fields it came with, as
+    # lorebook.toml will hold them (its extensions included), as JSON. A save writes them, with the edits
+    # made to the entry since; None for an entry read from lorebook.toml or written in the editor.
+    imported: str | None = None
 
     @property
     def position(self) -> int | None:
@@ -707,8 +711,8 @@ class TimedEffectView:
 class ImportItem:
     number: int  # 0-based place in the imported file
     action: ImportAction  # against the book now: new, a new version of an entry it has, or one it has as is
-    entry: LoreEntryView  # as it would be written (ref None)
-    existing: int | None  # the entry it matches (changed, unchanged), 0-based
+    entry: LoreEntryView  # as it would be written (ref None, `imported` set)
+    existing: int | None  # the entry it matches (changed, unchanged), 0-based, among those it was compared with
     changed_fields: tuple[str, ...]  # changed: which fields differ
 
 
@@ -717,7 +721,7 @@ class ImportPreview:
     file: str
     format: LoreFormat
     source: str  # what the file is, in words
-    revision: str  # the book's revision the preview was made against (send it back with apply)
+    revision: str  # the book's revision on disk when the preview was made (send it back with apply)
     items: tuple[ImportItem, ...]
 
     def count(self, action: ImportAction) -> int:
