@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 from pytestqt.qtbot import QtBot
 
 from app.memory.facts import NewFact
@@ -609,8 +609,13 @@ def test_question_mark_shows_every_key(qtbot: QtBot, real_familiar: Familiar, wi
     sheet = pane.sheet
     assert isinstance(sheet, ShortcutSheet)
     keys = dict(sheet.rows)
-    assert set(keys) >= {"J", "K", "A", "R", "S", "E", "X", "Shift+A", "Shift+R", "Z", "D or Shift+Del"}
-    assert "accept" in keys["A"].lower()
+    # plain keys as they are pressed (a capital "A" reads as Shift+A), shifted ones as such
+    assert set(keys) >= {"j", "k", "a", "r", "s", "e", "x", "Shift+A", "Shift+R", "z", "d or Shift+Del", "? or F1"}
+    assert "accept" in keys["a"].lower()
+    assert "selected" in keys["Shift+A"].lower()
+    shown = [label.text() for label in sheet.findChildren(QLabel)]
+    assert "a" in shown
+    assert "A" not in shown
     assert all(f"({k.split(' or ')[0]}" in a.toolTip() for k, a in zip(keys, pane.triage_actions, strict=False))
     sheet.close()
 

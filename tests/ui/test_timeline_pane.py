@@ -487,7 +487,7 @@ def test_the_keyboard_moves_through_the_rows_and_the_panel_follows(
     settle(qtbot)
     assert (pane.world_at, pane.recorded_at) == (None, None)  # tabbing through the dates moved no time
     assert "Left/Right" in pane.world.slider.toolTip()
-    assert "(A)" in pane.panel.archive_button.toolTip()
+    assert "(a)" in pane.panel.archive_button.toolTip()
     assert "(Delete)" in pane.panel.forget_button.toolTip()
 
 

@@ -50,7 +50,7 @@ from app.runtime.views import FactView, PendingItem, PendingQueue
 from app.ui import fact_actions
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.forget_dialog import forget_with_preview
-from app.ui.dialogs.shortcut_sheet import ShortcutSheet
+from app.ui.dialogs.shortcut_sheet import ShortcutSheet, keys_text
 from app.ui.dialogs.snooze_dialog import ask_snooze_until
 from app.ui.error_text import one_line
 from app.ui.fact_actions import FactStep
@@ -245,8 +245,7 @@ class PendingPane(Pane):
             made = QAction(text, self)
             made.setShortcuts([QKeySequence(k) for k in keys])
             made.setShortcutContext(Qt.ShortcutContext.WindowShortcut)  # while this pane is shown
-            shown = " or ".join(QKeySequence(k).toString(QKeySequence.SequenceFormat.NativeText) for k in keys)
-            made.setToolTip(f"{tip} ({shown})")
+            made.setToolTip(f"{tip} ({keys_text(made)})")
             made.setStatusTip(tip)  # the shortcut sheet's words
             made.triggered.connect(slot)
             self.addAction(made)

@@ -205,9 +205,9 @@ class FactPanel(QScrollArea):
         self.note = small_label("")
 
         self.edit_button = QPushButton("Edit…")
-        self.edit_button.setToolTip("Correct its text: a new version, which you can undo (E)")
+        self.edit_button.setToolTip("Correct its text: a new version, which you can undo (e or F2)")
         self.archive_button = QPushButton("Archive")
-        self.archive_button.setToolTip("Take it out of what the familiar believes now; undoable (A)")
+        self.archive_button.setToolTip("Take it out of what the familiar believes now; undoable (a)")
         self.forget_button = QPushButton("Forget…")
         self.forget_button.setToolTip("Erase it everywhere, after a preview; undoable for a few seconds (Delete)")
         self.edit_button.clicked.connect(self.edit_requested)
