@@ -22,6 +22,7 @@ from app.memory.facts import NewFact
 from app.memory.fts import TURNS
 from app.runtime.indexes_api import REBUILD_ELSEWHERE
 from app.runtime.service import Familiar
+from app.ui.bridge import THROTTLE_MS
 from app.ui.main_window import MainWindow
 from app.ui.models.index_health import IndexMetricsModel, Level
 from app.ui.panes.index import (
@@ -289,7 +290,10 @@ def test_a_rebuild_through_the_pane_shows_its_progress_and_what_it_rebuilt(qtbot
     settle(qtbot)
     assert [sorted(a) for a in answers(runtime, familiar)] == [sorted(a) for a in before]
     qtbot.waitUntil(lambda: cell(pane, "indexed", "Messages") == "20 of 20", timeout=LONG_MS)
-    assert any(e == "rebuilt and swapped in" for e in events(pane))
+    qtbot.wait(3 * THROTTLE_MS)  # the live reports the bridge held back have come in too
+    settle(qtbot)
+    rebuilt = [(e.index, e.text) for e in pane.events_model.records if e.text == "rebuilt and swapped in"]
+    assert sorted(rebuilt) == [("facts", "rebuilt and swapped in"), ("turns", "rebuilt and swapped in")]  # once each
 
 
 def test_a_familiar_that_does_not_write_the_indexes_points_at_the_rebuild_that_exists(

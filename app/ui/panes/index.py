@@ -203,6 +203,9 @@ class IndexPane(Pane):
         self._embeddings: EmbeddingStatusView | None = None
         self._reports: dict[str, IndexHealthReport] = {}  # the last health of each index, to tell what changed
         self._embeddings_stale = True  # facts or vectors changed since the embeddings were read
+        # Indexes whose rebuild this pane listed itself (its live "ready" report may come after, held back by
+        # the bridge): that report then lists it no second time.
+        self._rebuilt_listed: set[str] = set()
 
         self.metrics_model = IndexMetricsModel(self)
         self.models_model = EmbeddingModelsModel(self)
@@ -414,7 +417,13 @@ class IndexPane(Pane):
     def _on_bridge_index_health(self, report: IndexHealthReport) -> None:
         before = self._reports.get(report.name)
         self._reports[report.name] = report
-        self.events_model.extend(health_events(before, report))
+        found = health_events(before, report)
+        if report.state == "rebuilding":
+            self._rebuilt_listed.discard(report.name)  # a new rebuild: its end is listed when it comes
+        elif report.name in self._rebuilt_listed and any(e.text == REBUILT_EVENT for e in found):
+            self._rebuilt_listed.discard(report.name)
+            found = [e for e in found if e.text != REBUILT_EVENT]  # listed already, when the rebuild returned
+        self.events_model.extend(found)
         view = self._views.get(report.name)
         if view is not None:
             self._views[report.name] = with_report(view, report)
@@ -457,13 +466,9 @@ class IndexPane(Pane):
             self._show_result(f"Rebuilt at {clock(datetime.now(UTC))}: {counts}.")
             # The live reports say it too, unless the bridge folded the rebuilding one into the next.
             said = {e.index for e in self.events_model.records[seen:] if e.text == REBUILT_EVENT}
-            self.events_model.extend(
-                [
-                    IndexEvent(datetime.now(UTC), name, REBUILT_EVENT, Level.OK)
-                    for name in outcome.value
-                    if name in INDEX_ORDER and name not in said
-                ]
-            )
+            listed = [name for name in outcome.value if name in INDEX_ORDER and name not in said]
+            self._rebuilt_listed.update(listed)
+            self.events_model.extend([IndexEvent(datetime.now(UTC), name, REBUILT_EVENT, Level.OK) for name in listed])
         elif isinstance(outcome, Cancelled):
             self._show_result(REBUILD_CANCELLED)
         elif isinstance(outcome, Failed):
