@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # records for annotations only: the window's path to its firs
         Which,
     )
     from app.runtime.views import (
+        BackgroundTaskView,
         ChannelCatalog,
         CharacterDraft,
         CharacterFiles,
@@ -252,6 +253,11 @@ class IndexesApi(Protocol):
     exactly as before."""
 
     async def status(self) -> list[IndexStatusView]: ...
+
+    async def tasks(self) -> list[BackgroundTaskView]:
+        """The loops of this process that keep the indexes and the memory up to date, each running or not,
+        and why one has stopped that should run (no I/O: cheap enough to ask every few seconds)."""
+        ...
 
     async def rebuild(self, progress: Callable[[Progress], None] | None = None) -> dict[str, int]: ...
 

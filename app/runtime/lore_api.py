@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -51,6 +50,7 @@ from app.lore.keys import key_problem
 from app.lore.scanner import LoreScanner, ScannerCache, describe_disabled
 from app.memory.errors import StoreError
 from app.memory.history import History
+from app.memory.liveness import LoopHealth, LoopWatch, end_task
 from app.memory.lore_state import LoreState
 from app.memory.policy import place_problem
 from app.memory.records import SELF_KEY, Turn
@@ -503,6 +503,7 @@ class LoreService:
         self._watch_seconds = watch_seconds
         self._published: LoreFileStatus | None = None
         self._task: asyncio.Task[None] | None = None
+        self._watch = LoopWatch("lorebook-watch")
         self._open: _Open | None = None
         self._lock = threading.Lock()  # one load, save or try at a time (they run on worker threads)
         self._try_scanners = ScannerCache(size=2)
@@ -528,22 +529,26 @@ class LoreService:
     def start_watching(self) -> None:
         """Watch lorebook.toml until `close()` (the window and headless mode)."""
         if self._task is None:
-            self._task = asyncio.create_task(self._watch(), name="lorebook-watch")
+            self._task = asyncio.create_task(self._watch_file(), name="lorebook-watch")
+            self._watch.started(self._task)
 
-    async def _watch(self) -> None:
+    def loop_health(self) -> LoopHealth:
+        return self._watch.health()
+
+    async def _watch_file(self) -> None:
         while True:
+            self._watch.working()
             try:
                 await self.check()
             except OSError as exc:  # the folder itself went away: keep the book in use, try again
                 _log.warning("could not look at %s: %s", self._file.path, exc)
+            self._watch.waiting(self._watch_seconds)
             await asyncio.sleep(self._watch_seconds)
 
     async def close(self) -> None:
+        self._watch.stopped()
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await end_task(task)
 
     # -- helpers without I/O ---------------------------------------------------------------------------
     def check_key(self, key: str) -> str | None:

@@ -428,6 +428,17 @@ class IndexStatusView:
 
 
 @dataclass(frozen=True, slots=True)
+class BackgroundTaskView:
+    """One of the loops of this process that keep the indexes and the memory up to date (the index
+    committers, the memory workers, the change poll, the lorebook watcher, the deferred forgets)."""
+
+    name: str  # its task's name, e.g. "index-committer-turns"
+    what: str  # in words, e.g. "the messages index committer"
+    running: bool
+    problem: str | None  # why it does not run although it should ("stopped: ..."); None when all is well
+
+
+@dataclass(frozen=True, slots=True)
 class EmbeddingModelView:
     """The vectors one embedding model left in history.db."""
 

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor
 
 from app.runtime.events import IndexHealthReport
-from app.runtime.views import EmbeddingModelView, EmbeddingStatusView, IndexStatusView
+from app.runtime.views import BackgroundTaskView, EmbeddingModelView, EmbeddingStatusView, IndexStatusView
 from app.ui.models.base import RIGHT, Column, RecordTableModel
 from app.ui.theme import (
     AMBER,
@@ -35,7 +35,20 @@ from app.ui.theme import (
 )
 
 EVENTS_CAPACITY: Final = 500
-INDEX_TITLES: Final = {"turns": "Messages", "facts": "Facts", "embeddings": "Embeddings"}
+INDEX_TITLES: Final = {
+    "turns": "Messages",
+    "facts": "Facts",
+    "embeddings": "Embeddings",
+    # the background loops (BackgroundTaskView.name), in the events' Index column
+    "index-committer-turns": "Messages",
+    "index-committer-facts": "Facts",
+    "memory-projectors": "Workers",
+    "memory-change-poll": "Change poll",
+    "lorebook-watch": "Lorebook",
+    "deferred-forgets": "Forgets",
+}
+COMMITTER_TASKS: Final = {"turns": "index-committer-turns", "facts": "index-committer-facts"}
+WORKERS_TASK: Final = "memory-projectors"
 INDEX_ORDER: Final = ("turns", "facts")
 NONE: Final = "none"
 NOT_APPLICABLE: Final = "—"
@@ -293,15 +306,31 @@ def _unknown_cells(name: str) -> dict[str, MetricCell]:
     return {key: cell for key, _label, _help in _ROWS}
 
 
+def stopped_tasks(tasks: Sequence[BackgroundTaskView]) -> dict[str, BackgroundTaskView]:
+    """The background loops that stopped although they should run, by name."""
+    return {task.name: task for task in tasks if task.problem is not None}
+
+
 def metric_rows(
-    indexes: Sequence[IndexStatusView], embeddings: EmbeddingStatusView, now: datetime
+    indexes: Sequence[IndexStatusView],
+    embeddings: EmbeddingStatusView,
+    now: datetime,
+    tasks: Sequence[BackgroundTaskView] = (),
 ) -> tuple[MetricRow, ...]:
-    """The measures table: one row per measure, a cell per column of HEADERS."""
+    """The measures table: one row per measure, a cell per column of HEADERS. An index whose committer
+    stopped (or embeddings whose worker stopped) shows it in its state, red."""
     by_name = {v.name: v for v in indexes}
+    stopped = stopped_tasks(tasks)
     columns = [
         _search_index_cells(by_name[name], now) if name in by_name else _unknown_cells(name) for name in INDEX_ORDER
     ]
     columns.append(_embedding_cells(embeddings, now))
+    owners = [COMMITTER_TASKS[name] for name in INDEX_ORDER]
+    owners.append(WORKERS_TASK if embeddings.worker_enabled and embeddings.model is not None else "")
+    for column, owner in zip(columns, owners, strict=True):
+        task = stopped.get(owner)
+        if task is not None:
+            column["state"] = MetricCell("Stopped", f"{task.what} {task.problem}", Level.FAILING)
     return tuple(
         MetricRow(key, label, help_text, tuple(column[key] for column in columns)) for key, label, help_text in _ROWS
     )
