@@ -248,7 +248,7 @@ def test_compare_lists_what_changed_between_two_recorded_times(
     assert [p.op for p in pane.diff_model.data(index, DiffRole) if p.op != "same"] == ["removed", "added"]
     pane.diff_view.selectRow(row)
     qtbot.waitUntil(lambda: pane.detail is not None and pane.detail.fact.id == demo.active["lisbon"], timeout=WAIT_MS)
-    assert "<s " in pane.panel.change.text()
+    assert "line-through" in pane.panel.change.text()  # the word diff: Porto. struck out
     assert "Lisbon." in pane.panel.change.text()
 
     pane.compare.setChecked(False)

@@ -23,16 +23,7 @@ from PySide6.QtGui import QColor
 from app.runtime.events import IndexHealthReport
 from app.runtime.views import BackgroundTaskView, EmbeddingModelView, EmbeddingStatusView, IndexStatusView
 from app.ui.models.base import RIGHT, Column, RecordTableModel
-from app.ui.theme import (
-    AMBER,
-    ERROR_BACKGROUND,
-    ERROR_RED,
-    HINT_BACKGROUND,
-    MUTED_GREY,
-    OK_BACKGROUND,
-    OK_GREEN,
-    QUIET_BACKGROUND,
-)
+from app.ui.theme import AMBER, MUTED_GREY, OK_GREEN, colours, themed
 
 EVENTS_CAPACITY: Final = 500
 INDEX_TITLES: Final = {
@@ -65,16 +56,18 @@ class Level(enum.Enum):
 
     @property
     def colour(self) -> str:
-        return {Level.OK: OK_GREEN, Level.BUSY: AMBER, Level.FAILING: ERROR_RED, Level.OFF: MUTED_GREY}[self]
+        p = colours()  # the theme in force
+        return {Level.OK: p.ok, Level.BUSY: p.amber, Level.FAILING: p.error, Level.OFF: p.muted}[self]
 
     @property
     def tint(self) -> QColor:
         """A light background for a cell in this state."""
+        p = colours()
         tints = {
-            Level.OK: OK_BACKGROUND,
-            Level.BUSY: HINT_BACKGROUND,
-            Level.FAILING: ERROR_BACKGROUND,
-            Level.OFF: QUIET_BACKGROUND,
+            Level.OK: p.ok_background,
+            Level.BUSY: p.hint_background,
+            Level.FAILING: p.error_background,
+            Level.OFF: p.quiet_background,
         }
         return QColor(tints[self])
 
@@ -341,7 +334,7 @@ def _cell_column(header: str, column: int) -> Column[MetricRow]:
         cell = row.cells[column]
         if cell.level is not None:
             return QColor(cell.level.colour)
-        return QColor(AMBER) if cell.warn else None
+        return themed(AMBER) if cell.warn else None
 
     def background(row: MetricRow) -> QColor | None:
         level = row.cells[column].level
@@ -393,8 +386,8 @@ def _covers_tooltip(model: EmbeddingModelView) -> str:
 
 def _use_colour(model: EmbeddingModelView) -> QColor | None:
     if model.active:
-        return QColor(OK_GREEN)
-    return QColor(AMBER) if not model.reembedding else QColor(MUTED_GREY)
+        return themed(OK_GREEN)
+    return themed(AMBER) if not model.reembedding else themed(MUTED_GREY)
 
 
 class EmbeddingModelsModel(RecordTableModel[EmbeddingModelView]):

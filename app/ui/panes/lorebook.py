@@ -69,7 +69,14 @@ from app.ui.models.lore_model import COLUMN_NAMES, TITLE_COLUMN, LoreTableModel
 from app.ui.models.lore_rows import LoreRow, make_row, merge, same_entry, translate
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.theme import AMBER, ERROR_RED, HINT_BACKGROUND, HINT_BORDER, OK_GREEN, small_label
+from app.ui.theme import (
+    HINT_BACKGROUND,
+    HINT_BORDER,
+    LORE_HIGHLIGHT,
+    LORE_HIGHLIGHT_TEXT,
+    colours,
+    small_label,
+)
 from app.ui.widgets.lore_entry_editor import LOGICS, LoreEntryEditor
 from app.ui.widgets.menu_button import MenuButton
 from app.ui.widgets.placeholder_table import PlaceholderTableView
@@ -209,9 +216,16 @@ class LorebookPane(Pane):
         self.status_label = small_label("")
         self.constant_gauge = self._gauge("Constant entries: what goes into every reply")
         self.all_gauge = self._gauge("Every enabled entry, as if all fired at once")
+        # Each gauge's words beside it, not on it: on the bar's coloured part they did not read.
+        self.constant_label = QLabel()
+        self.all_label = QLabel()
         gauges = QHBoxLayout()
+        gauges.addWidget(self.constant_label)
         gauges.addWidget(self.constant_gauge, 1)
+        gauges.addSpacing(12)
+        gauges.addWidget(self.all_label)
         gauges.addWidget(self.all_gauge, 1)
+        gauges.addSpacing(12)
         gauges.addWidget(self.status_label)
 
         # looked up when used: a facade without a lorebook (a test's fake) still builds the window
@@ -338,8 +352,8 @@ class LorebookPane(Pane):
     def _gauge(self, tip: str) -> QProgressBar:
         gauge = QProgressBar()
         gauge.setToolTip(tip)
-        gauge.setTextVisible(True)
-        gauge.setMaximumHeight(18)
+        gauge.setTextVisible(False)
+        gauge.setMaximumHeight(14)
         return gauge
 
     def _build_tester(self) -> QWidget:
@@ -364,9 +378,11 @@ class LorebookPane(Pane):
         self.try_result.setPlaceholderText("What fires, why, and what the budget leaves out shows here.")
         tester = QWidget()
         layout = QVBoxLayout(tester)
+        # The source on a row of its own: a place's name ("Lantern Club #familiar-home") is long.
+        layout.addWidget(self.try_source)
         row = QHBoxLayout()
-        row.addWidget(self.try_source, 1)
         row.addWidget(self.try_last)
+        row.addStretch(1)
         row.addWidget(self.try_button)
         layout.addLayout(row)
         layout.addWidget(self.try_text, 1)
@@ -544,18 +560,19 @@ class LorebookPane(Pane):
         enabled = [e for e in self._entries if e.enabled]
         constant = sum(e.tokens for e in enabled if e.constant)
         every = sum(e.tokens for e in enabled)
-        for gauge, label, used in (
-            (self.constant_gauge, "Constant", constant),
-            (self.all_gauge, "All firing", every),
+        for gauge, words, label, used in (
+            (self.constant_gauge, self.constant_label, "Constant", constant),
+            (self.all_gauge, self.all_label, "All firing", every),
         ):
             gauge.setRange(0, max(budget, 1))
             gauge.setValue(min(used, budget))
             gauge.setFormat(f"{label}: {used:,} / {budget:,} tokens")
+            words.setText(gauge.format())
+            words.setToolTip(gauge.toolTip())
             over = used > budget
-            colour = ERROR_RED if over else (AMBER if used > budget * 0.8 else OK_GREEN)
-            gauge.setStyleSheet(
-                f"QProgressBar::chunk {{ background: {colour}; }} QProgressBar {{ text-align: center; }}"
-            )
+            p = colours()
+            colour = p.error if over else (p.amber if used > budget * 0.8 else p.ok)
+            gauge.setStyleSheet(f"QProgressBar::chunk {{ background: {colour}; }}")
         state = "Unsaved changes" if self.dirty else "Saved"
         self.status_label.setText(f"{state} · {sum(e.tokens for e in self._entries):,} tokens in the book")
 
@@ -1267,7 +1284,10 @@ def _highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
         if start < at or end > len(text):
             continue
         out.append(html.escape(text[at:start]))
-        out.append(f'<b style="background:#ffe08a" title="{html.escape(title)}">{html.escape(text[start:end])}</b>')
+        out.append(
+            f'<b style="background:{LORE_HIGHLIGHT}; color:{LORE_HIGHLIGHT_TEXT}" title="{html.escape(title)}">'
+            f"{html.escape(text[start:end])}</b>"
+        )  # its own text colour with its background: it reads in the dark theme too
         at = end
     out.append(html.escape(text[at:]))
     return "".join(out)
@@ -1322,7 +1342,7 @@ def trial_html(trial: LoreTrial) -> str:
     if not trial.fired and not trial.dropped:
         parts.append("<p>Nothing matched: no key of an enabled entry is in these messages.</p>")
     for problem in trial.problems:
-        parts.append(f'<p style="color:{ERROR_RED}">{html.escape(problem)}</p>')
+        parts.append(f'<p style="color:{colours().error}">{html.escape(problem)}</p>')
     return "".join(parts)
 
 

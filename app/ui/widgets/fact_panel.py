@@ -30,14 +30,13 @@ from PySide6.QtWidgets import (
 
 from app.runtime.views import DiffPiece, FactDetail, FactView, ForgottenFact, StatusChange
 from app.ui.theme import (
-    DIFF_ADDED_TEXT,
-    DIFF_REMOVED_TEXT,
-    MUTED_GREY,
+    colours,
     section_label,
     small_label,
     status_chip_style,
 )
 from app.ui.time_text import span, when
+from app.ui.widgets.word_diff import diff_html
 
 # Who made a version, by its origin.
 ORIGIN_WORDS = {
@@ -114,22 +113,6 @@ def chain_sentence(detail: FactDetail) -> str:
             part += f", undone at {when(version.superseded_at)}"
         parts.append(part)
     return "; ".join(parts) + "."
-
-
-def diff_html(pieces: Sequence[DiffPiece]) -> str:
-    out: list[str] = []
-    for n, piece in enumerate(pieces):
-        text = html.escape(piece.text)
-        following = pieces[n + 1] if n + 1 < len(pieces) else None
-        if piece.op == "removed" and following is not None and following.op == "added" and not text[-1:].isspace():
-            text += " "  # "Porto. Lisbon.", not "Porto.Lisbon."
-        if piece.op == "removed":
-            out.append(f'<s style="color:{DIFF_REMOVED_TEXT}">{text}</s>')
-        elif piece.op == "added":
-            out.append(f'<b style="color:{DIFF_ADDED_TEXT}">{text}</b>')
-        else:
-            out.append(text)
-    return "".join(out)
 
 
 def _rich(text: str) -> QLabel:
@@ -287,10 +270,11 @@ class FactPanel(QScrollArea):
         self.chain.setText(chain_sentence(detail))
         events = history(detail)
         self.events.setVisible(bool(events))
+        muted = colours().muted
         self.events.setText(
             "<table cellspacing='0' cellpadding='2'>"
             + "".join(
-                f"<tr><td style='color:{MUTED_GREY}; white-space:nowrap'>{html.escape(when(e.at))}</td>"
+                f"<tr><td style='color:{muted}; white-space:nowrap'>{html.escape(when(e.at))}</td>"
                 f"<td>{html.escape(e.text)}</td></tr>"
                 for e in events
             )
@@ -300,7 +284,7 @@ class FactPanel(QScrollArea):
         self.sources.setVisible(True)
         self.sources.setText(
             "<br>".join(
-                f"<span style='color:{MUTED_GREY}'>{html.escape(s.author.name)} in {html.escape(s.place.name)},"
+                f"<span style='color:{muted}'>{html.escape(s.author.name)} in {html.escape(s.place.name)},"
                 f" {html.escape(when(s.created_at))}</span><br>"
                 + ("<i>(the message was erased)</i>" if s.redacted else html.escape(s.content))
                 for s in detail.sources

@@ -14,14 +14,8 @@ from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QLabel, QLineEdit, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
-from app.ui.theme import ERROR_RED
+from app.ui.theme import ERROR_RED, chip_style
 from app.ui.widgets.flow_layout import FlowLayout
-
-CHIP_STYLE = (
-    "QToolButton { border: 1px solid #9fb4d6; border-radius: 9px; background: #eef3fb; padding: 1px 6px; }"
-    "QToolButton:focus { border: 2px solid #3b6fd1; }"
-)
-REGEX_CHIP_STYLE = CHIP_STYLE.replace("#eef3fb", "#f3eefb")
 
 
 class KeyChips(QWidget):
@@ -123,7 +117,9 @@ class KeyChips(QWidget):
         for key in self._keys:
             chip = QToolButton()
             chip.setText(f"{key}  ×")
-            chip.setStyleSheet(REGEX_CHIP_STYLE if key.startswith("/") else CHIP_STYLE)
+            # Its own text colour with its background, in the theme's colours: the pill used to keep the
+            # window's text colour, near-white on a near-white pill in the dark theme.
+            chip.setStyleSheet(chip_style(regex=key.startswith("/")))
             chip.setToolTip(f"Remove the key “{key}”")
             chip.setAccessibleName(f"key {key}")
             chip.clicked.connect(lambda _checked=False, k=key: self.remove(k))
