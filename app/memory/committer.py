@@ -20,7 +20,6 @@ meanwhile), then catches up from its watermark.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import json
@@ -51,6 +50,7 @@ from app.memory.fts import (
     is_transient,
     one_line,
 )
+from app.memory.liveness import LoopHealth, LoopWatch, end_task
 from app.memory.records import IndexHealth
 from app.memory.waiting import wait_set
 
@@ -158,6 +158,7 @@ class IndexCommitter:
         self._wake = asyncio.Event()
         self._hurry = asyncio.Event()  # a flush is waiting: skip the linger
         self._task: asyncio.Task[None] | None = None
+        self._watch = LoopWatch(f"index-committer-{index.spec.name}")
         self._watermark = 0
         self._sql_version = 0  # the format SQL records for the live index
         self._sql_rebuilding = False  # SQL says a rebuild was asked for and has not finished
@@ -214,6 +215,7 @@ class IndexCommitter:
             self._set_state("reader")
             return
         self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+        self._watch.started(self._task)
         self._wake.set()  # look now (nothing new is dated: a round dates what it finds)
 
     async def _open(self) -> None:
@@ -434,15 +436,15 @@ class IndexCommitter:
         self._wake.set()
 
     async def _pause(self) -> None:
+        self._watch.stopped()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await end_task(self._task)
             self._task = None
 
     def _resume(self) -> None:
         if not self._closing and self._task is None:
             self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
+            self._watch.started(self._task)
             self._wake.set()
 
     def _require_owner(self) -> None:
@@ -551,6 +553,10 @@ class IndexCommitter:
         self._wake.set()
         await asyncio.wait_for(fut, timeout)
 
+    def loop_health(self) -> LoopHealth:
+        """Whether this process's committing loop runs (not started in a process that only reads the index)."""
+        return self._watch.health()
+
     def health(self) -> IndexHealth:
         c = self._c
         return IndexHealth(
@@ -632,20 +638,26 @@ class IndexCommitter:
         return max(0.0, min(waits))
 
     async def _loop(self) -> None:
+        watch = self._watch
         while not self._closing:
             try:
                 backoff = self._retry_after - time.monotonic()
                 if backoff > 0:  # a lock refused the last try: give it time
+                    watch.waiting(backoff)
                     await asyncio.sleep(backoff)
+                    watch.working()
                 if self._setup_needed():
                     await self._setup()
                     continue
                 # Not woken in time: look at SQL for another process's writes, or do a chore.
-                woken = await wait_set(self._wake, self._seconds_to_next_chore())
+                idle = self._seconds_to_next_chore()
+                watch.waiting(idle + self._linger)
+                woken = await wait_set(self._wake, idle)
                 self._wake.clear()
                 if woken and self._linger and not self._hurry.is_set():
                     # Let a burst of appends gather into one commit, unless someone waits for a flush.
                     await wait_set(self._hurry, self._linger)
+                watch.working()
                 self._hurry.clear()
                 while await self._round():
                     pass
@@ -680,7 +692,9 @@ class IndexCommitter:
                 _log.warning("index %s: round failed: %s", self.index.spec.name, self._c.last_error)
                 self._needs_reconcile = True
                 self._publish()
+                watch.waiting(self._failure_pause)
                 await asyncio.sleep(self._failure_pause)
+                watch.working()
                 if self._setup_needed():  # a rebuild that fails is not started over every second
                     backoff = self._locked_retry_first * 2 ** min(self._c.failures - 1, 16)
                     self._retry_after = time.monotonic() + min(self._locked_retry_max, backoff)

@@ -1,8 +1,9 @@
 """Corrections: a fact's content never changes in place; a new version supersedes it.
 
-The owner's edit (and its undo), the fact_supersede worker's retirement of a prior in favour of a
-newer fact, and an edited source message retiring what was learnt from its old text all leave the
-old row in the history, linked to what replaced it (or retired with no successor).
+The owner's edit, the fact_supersede worker's retirement of a prior in favour of a newer fact, and an
+edited source message retiring what was learnt from its old text all leave the old row in the history,
+linked to what replaced it (or retired with no successor). The undo of an edit reopens the version from
+before and links the edit's version back to it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from app.memory.facts import (
     insert_row_in,
     iso,
     scoped_key,
+    set_status_in,
     validate,
 )
 from app.memory.store import Store
@@ -85,38 +87,40 @@ class Corrections:
         return await self._facts.require(new_id), Changes(facts_index=True, fact_ids=[new_id, fact_id])
 
     async def revert_edit(self, fact_id: int, revision: int, *, now: datetime | None = None) -> tuple[Fact, Changes]:
-        """Undo an edit: the text from before comes back as a new version superseding `fact_id`, with the
-        status that version had. Nothing is rewritten: as-of slices still show the edit while it stood."""
+        """Undo an edit: the version from before is the head again, as it was (its id, its dates, the status it
+        had), and the edit's version leaves current truth, linked to the version it gave way back to and
+        marked archived (so a later undo never takes it for the version an edit came from). Nothing else is
+        rewritten: as-of slices still show the edit while it stood (beside the version it replaced, whose row,
+        reopened in place, no longer records when it was retired). When the edit had found the corrected
+        text already known (a twin it only linked to), the twin stays as it is, back in the queue if the
+        edit was what accepted it."""
         moment = now or datetime.now(UTC)
         async with self._store.transaction() as conn:
-            await current_in(conn, fact_id, revision)
-            before = await fact_in(conn, "superseded_by = ? ORDER BY superseded_at DESC, id DESC LIMIT 1", (fact_id,))
-            if before is None:
+            head = await current_in(conn, fact_id, revision)
+            before = await fact_in(
+                conn,
+                "superseded_by = ? AND status IN ('pending', 'active') ORDER BY superseded_at DESC, id DESC LIMIT 1",
+                (fact_id,),
+            )
+            if before is None or before.superseded_at is None:
                 raise FactError(f"fact {fact_id} replaced no earlier version: there is no edit to undo")
-            if before.status not in ("pending", "active"):
-                raise FactError(f"the version before fact {fact_id} is {before.status}; it cannot come back")
             if await self._tombstones.blocks_in(conn, before.content, before.subjects):
                 raise FactError("the text before the edit was forgotten since (a tombstone blocks it)")
             key = scoped_key(before.content, before.subjects, before.scope)
             twin = await _current_twin(conn, key, fact_id)
-            if twin is not None:
+            if twin is not None and twin != before.id:
                 raise FactError(f"the text before the edit is a current fact again (fact {twin})")
-            restored = NewFact(
-                content=before.content,
-                type=before.type,
-                importance=before.importance,
-                confidence=before.confidence,
-                subjects=before.subjects,
-                place=before.scope,
-                speaker=before.speaker,
-                source_turn_ids=before.source_turn_ids,
-                valid_from=before.valid_from,
-                valid_to=before.valid_to,
-                origin="edit",
+            linked_at = iso(before.superseded_at)
+            await conn.execute(
+                "UPDATE facts SET superseded_at = NULL, superseded_by = NULL, revision = revision + 1 WHERE id = ?",
+                (before.id,),
             )
-            new_id = await insert_row_in(conn, restored, before.scope, key, before.status, moment)
-            await _link(conn, fact_id, new_id, moment)
-        return await self._facts.require(new_id), Changes(facts_index=True, fact_ids=[new_id, fact_id])
+            if iso(head.created_at) == linked_at:  # the edit wrote this version: it gives way to the one before
+                await _link(conn, head.id, before.id, moment)
+                await set_status_in(conn, head, "archived", moment)
+            elif head.status == "active" and await _accepted_at(conn, head.id, linked_at):
+                await set_status_in(conn, head, "pending", moment)  # the twin the edit accepted waits again
+        return await self._facts.require(before.id), Changes(facts_index=True, fact_ids=[before.id, fact_id])
 
     async def supersede(
         self, old_id: int, new_id: int, *, now: datetime | None = None
@@ -176,6 +180,15 @@ async def _current_twin(conn: aiosqlite.Connection, key: str, other_than: int) -
     ) as cursor:
         row = await cursor.fetchone()
     return None if row is None else int(row[0])
+
+
+async def _accepted_at(conn: aiosqlite.Connection, fact_id: int, at: str | None) -> bool:
+    """Whether the fact's latest status change is an accept made at `at` (an edit that accepted its twin)."""
+    async with conn.execute(
+        "SELECT status, at FROM fact_status_log WHERE fact_id = ? ORDER BY at DESC, rowid DESC LIMIT 1", (fact_id,)
+    ) as cursor:
+        row = await cursor.fetchone()
+    return row is not None and row[0] == "active" and row[1] == at
 
 
 async def _link(conn: aiosqlite.Connection, old_id: int, new_id: int, moment: datetime) -> None:

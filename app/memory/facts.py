@@ -294,17 +294,16 @@ class FactBook:
             seen[nxt.id] = nxt
             current = nxt
         head_id = current.id
-        # backwards to the first version
-        frontier = [start.id]
+        # backwards from the head to the first version: every version that led to it (an undone edit too,
+        # which points back at the version it gave way to)
+        frontier = [head_id]
         while frontier:
             marks = ",".join("?" * len(frontier))
             rows = await self._store.read_all(f"SELECT id FROM facts WHERE superseded_by IN ({marks})", frontier)
             frontier = []
             for (older_id,) in rows:
                 if older_id in seen:
-                    if older_id != start.id:
-                        continue
-                    raise StoreError(f"fact {fact_id}: the supersede chain has a cycle at {older_id}")
+                    continue  # the way forward from `fact_id` (the forward walk checked it for cycles)
                 older = await self.get(int(older_id))
                 if older is not None:
                     seen[older.id] = older

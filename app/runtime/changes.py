@@ -12,12 +12,12 @@ Reads are one small query; a burst of writes between two looks becomes one event
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
 from app.memory.derived import change_marks
 from app.memory.errors import STORE_FAILURES
+from app.memory.liveness import LoopHealth, LoopWatch, end_task
 from app.memory.store import Store
 from app.runtime.events import ChangeKind, MemoryChanged, RuntimeEvent
 
@@ -51,6 +51,7 @@ class ChangeBroadcaster:
         self._marks: dict[str, int] | None = None
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        self._watch = LoopWatch("memory-change-poll")
 
     async def _moved(self) -> frozenset[ChangeKind]:
         """The kinds whose marks moved since the last look (the first look only sets the marks)."""
@@ -91,11 +92,17 @@ class ChangeBroadcaster:
         """Poll for foreign writes until `close()`."""
         if self._task is None:
             self._task = asyncio.create_task(self._poll(), name="memory-change-poll")
+            self._watch.started(self._task)
+
+    def loop_health(self) -> LoopHealth:
+        return self._watch.health()
 
     async def _poll(self) -> None:
         # The marks were taken at open (`prime`): a write between then and the first look is published too.
         while True:
+            self._watch.waiting(self._poll_seconds)
             await asyncio.sleep(self._poll_seconds)
+            self._watch.working()
             try:
                 await self.check()
             except STORE_FAILURES as exc:
@@ -105,8 +112,6 @@ class ChangeBroadcaster:
                 return
 
     async def close(self) -> None:
+        self._watch.stopped()
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await end_task(task)

@@ -203,6 +203,10 @@ async def familiar_report(familiar: Reported, secrets: Any, extra_versions: Mapp
         f" pending {h.pending}, lag {h.lag}" + (f"; last error: {h.last_error}" if h.last_error else "")
         for h in await familiar.indexes.status()
     ]
+    index_lines += [
+        f"{t.name}: {t.problem or ('running' if t.running else 'not started here')}"
+        for t in await familiar.indexes.tasks()
+    ]
     return report(
         name=familiar.familiar_name,
         folder=familiar.home,

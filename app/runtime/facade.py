@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # records for annotations only: the window's path to its firs
         Which,
     )
     from app.runtime.views import (
+        BackgroundTaskView,
         ChannelCatalog,
         CharacterDraft,
         CharacterFiles,
@@ -275,6 +276,11 @@ class IndexesApi(Protocol):
 
     async def status(self) -> list[IndexStatusView]: ...
 
+    async def tasks(self) -> list[BackgroundTaskView]:
+        """The loops of this process that keep the indexes and the memory up to date, each running or not,
+        and why one has stopped that should run (no I/O: cheap enough to ask every few seconds)."""
+        ...
+
     async def rebuild(self, progress: Callable[[Progress], None] | None = None) -> dict[str, int]: ...
 
     async def catch_up(self, timeout: float = 60.0) -> None: ...
@@ -372,11 +378,19 @@ class LoreApi(Protocol):
         self, where: str | None = None, key: str | None = None, *, initiator: object | None = None
     ) -> int: ...
 
-    async def import_preview(self, file: Path) -> ImportPreview: ...
+    async def import_preview(
+        self, file: Path, entries: Sequence[LoreEntryView] | None = None, *, base_revision: str | None = None
+    ) -> ImportPreview:
+        """What importing `file` would do, entry by entry, against the book on disk, or against `entries`
+        (an editor's draft of the book loaded at `base_revision`): nothing is written. An item's `entry`
+        carries what a save of the draft writes for it (the window's import is an edit of the draft)."""
+        ...
 
     async def import_apply(
         self, file: Path, base_revision: str, *, take: Collection[int] | None = None
-    ) -> ImportOutcome: ...
+    ) -> ImportOutcome:
+        """Import `file` into lorebook.toml at once (the command line's import)."""
+        ...
 
     async def export(self, target: Path, fmt: str) -> int: ...
 

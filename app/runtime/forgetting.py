@@ -16,7 +16,6 @@ says where each index stands (`index_files`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from app.memory.errors import STORE_FAILURES
 from app.memory.facts import FactError
 from app.memory.forgets import ScheduledForget as StoredSchedule
 from app.memory.forgets import StoredReceipt
+from app.memory.liveness import LoopHealth, end_task
 from app.memory.tombstones import foreign_tombstones, reimpose_tombstone
 from app.memory.waiting import wait_set
 from app.runtime.errors import FamiliarError
@@ -279,9 +279,14 @@ class ForgettingMixin(MemoryBase):
     def start_forget_timer(self) -> None:
         if self._forget_task is None:
             self._forget_task = asyncio.create_task(self._forget_timer(), name="deferred-forgets")
+            self._forget_watch.started(self._forget_task)
+
+    def forget_timer_health(self) -> LoopHealth:
+        return self._forget_watch.health()
 
     async def _forget_timer(self) -> None:
         while True:
+            self._forget_watch.working()
             wait = IDLE_RECHECK_SECONDS
             try:
                 await self.apply_due_forgets()
@@ -295,15 +300,14 @@ class ForgettingMixin(MemoryBase):
                 _log.warning("deferred forgets could not be applied yet: %s", exc)
                 wait = RETRY_SECONDS
             self._forget_wake.clear()
+            self._forget_watch.waiting(wait)
             await wait_set(self._forget_wake, wait)
 
     async def close_forgets(self) -> list[ForgetReceipt]:
         """Stop the timer and apply every forget this process scheduled: its undo window ends with it."""
+        self._forget_watch.stopped()
         task, self._forget_task = self._forget_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await end_task(task)
         if not self._own_forgets:
             return await self.apply_due_forgets()
         return await self.apply_due_forgets(own_too=True)

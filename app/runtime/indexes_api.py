@@ -21,12 +21,14 @@ from datetime import UTC, datetime
 from app.memory.embeddings import REEMBED_SUFFIX, Embedder, EmbeddingError, EmbeddingIndex, reembed_staging
 from app.memory.errors import StoreError
 from app.memory.history import History
+from app.memory.liveness import LoopHealth
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.index_health import state_line, traffic_light
 from app.runtime.memory_ops import IndexStatus, MemoryOps, RebuildProgress
 from app.runtime.views import (
+    BackgroundTaskView,
     EmbeddingModelView,
     EmbeddingState,
     EmbeddingStatusView,
@@ -35,6 +37,14 @@ from app.runtime.views import (
 )
 
 INDEX_WORDS = {"turns": "messages", "facts": "facts"}
+TASK_WORDS = {
+    "index-committer-turns": "the messages index committer",
+    "index-committer-facts": "the facts index committer",
+    "memory-projectors": "the memory workers",
+    "memory-change-poll": "the change poll",  # what the command line and the workers write reaches the window
+    "lorebook-watch": "the lorebook watcher",  # a change to lorebook.toml on disk is read
+    "deferred-forgets": "the deferred forgets",  # a forget is applied when its undo window ends
+}
 EMBEDDING_WORKER = "fact_embedding"
 REEMBED_BATCH = 64  # facts per embedder call: a cancel waits for at most one batch
 
@@ -154,6 +164,7 @@ class IndexesService:
         backend: Callable[[], str] = lambda: "off",
         workers: Callable[[], Sequence[str]] = lambda: (),
         changes: ChangeBroadcaster | None = None,
+        loops: Callable[[], Sequence[LoopHealth]] = lambda: (),
     ) -> None:
         self._ops = ops
         self._history = history
@@ -162,11 +173,19 @@ class IndexesService:
         self._backend = backend
         self._workers = workers
         self._changes = changes
+        self._loops = loops
 
     async def status(self) -> list[IndexStatusView]:
         """Each index's health, with its backlog, documents and source rows counted now."""
         now = _now()
         return [index_view(s, now) for s in await self._ops.index_status()]
+
+    async def tasks(self) -> list[BackgroundTaskView]:
+        """The background loops of this process, each running or not, and why one stopped that should run."""
+        return [
+            BackgroundTaskView(loop.name, TASK_WORDS.get(loop.name, loop.name), loop.running, loop.problem)
+            for loop in self._loops()
+        ]
 
     async def rebuild(
         self,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -48,6 +47,7 @@ from app.lore.keys import key_problem
 from app.lore.scanner import LoreScanner, ScannerCache, describe_disabled
 from app.memory.errors import StoreError
 from app.memory.history import History
+from app.memory.liveness import LoopHealth, LoopWatch, end_task
 from app.memory.lore_state import LoreState
 from app.memory.policy import place_problem
 from app.memory.records import SELF_KEY, Turn
@@ -172,6 +172,59 @@ def entry_changes(old: LoreEntryView, new: LoreEntryView) -> dict[str, Any]:
     return changes
 
 
+def _fields_json(fields: Mapping[str, Any]) -> str:
+    return json.dumps(fields, ensure_ascii=False, sort_keys=True)
+
+
+def _with_edits(raw: Mapping[str, Any], base: LoreEntryView, view: LoreEntryView) -> dict[str, Any]:
+    """`raw` (an entry as lorebook.toml holds it, which reads as `base`) with the edits that make it `view`."""
+    fields = dict(raw)
+    for name, value in entry_changes(base, view).items():
+        if value is None:
+            fields.pop(name, None)
+        else:
+            fields[name] = value
+    if view.decorators != base.decorators:
+        extensions = dict(fields.get("extensions") or {})
+        if view.decorators:
+            extensions["decorators"] = list(view.decorators)
+        else:
+            extensions.pop("decorators", None)
+        if extensions:
+            fields["extensions"] = extensions
+        else:
+            fields.pop("extensions", None)
+    return fields
+
+
+def imported_fields(view: LoreEntryView, path: Path) -> dict[str, Any]:
+    """An entry taken from an import (`view.imported` set) as lorebook.toml will hold it: the fields it came
+    with, its extensions included, with the edits made to it since."""
+    if view.imported is None:
+        raise ValueError("not an imported entry")
+    raw = json.loads(view.imported)
+    try:
+        base = entry_view(validate_entry(dict(raw), path, view.ref or 0), raw, view.ref)
+    except LorebookError as exc:
+        raise FamiliarError(f"{path}: {exc.problem}") from None
+    return _with_edits(raw, base, view)
+
+
+def draft_raw(
+    views: Sequence[LoreEntryView], document: LorebookDocument, loaded: Sequence[LoreEntryView]
+) -> list[dict[str, Any]]:
+    """An editor's draft as lorebook.toml would hold it once saved (`loaded`: the document's entries as views)."""
+    out: list[dict[str, Any]] = []
+    for view in views:
+        if view.imported is not None:
+            out.append(imported_fields(view, document.path))
+        elif view.ref is not None and 0 <= view.ref < len(loaded):
+            out.append(_with_edits(document.entry(view.ref), loaded[view.ref], view))
+        else:
+            out.append(entry_fields(view))
+    return out
+
+
 def settings_view(book: Lorebook, top: Mapping[str, Any]) -> LoreBookSettings:
     return LoreBookSettings(
         name=top["name"] if isinstance(top.get("name"), str) else "",
@@ -289,10 +342,13 @@ class _Plan:
     fields: tuple[dict[str, Any], ...]  # per item: the entry as it would be written
 
 
-def plan_import(imported: ImportedLorebook, document: LorebookDocument) -> _Plan:
-    """Each imported entry against the book: unchanged (an entry of the book has exactly its fields), changed
-    (an entry with its title and id differs) or added."""
-    existing = document.entries()
+def plan_import(
+    imported: ImportedLorebook, document: LorebookDocument, existing: Sequence[Mapping[str, Any]] | None = None
+) -> _Plan:
+    """Each imported entry against the book (or against `existing`, the entries of an editor's draft as
+    lorebook.toml would hold them): unchanged (an entry has exactly its fields), changed (an entry with its
+    title and id differs) or added."""
+    existing = document.entries() if existing is None else list(existing)
     same = {_comparable(raw): i for i, raw in reversed(list(enumerate(existing)))}
     by_identity: dict[tuple[str, Any], int] = {}
     for i, raw in enumerate(existing):
@@ -304,7 +360,7 @@ def plan_import(imported: ImportedLorebook, document: LorebookDocument) -> _Plan
     path = document.path
     for number, fields in enumerate(imported.entries):
         checked = validate_entry(dict(fields), path, number)
-        view = entry_view(checked, fields, None)
+        view = dataclasses.replace(entry_view(checked, fields, None), imported=_fields_json(fields))
         match = same.get(_comparable(fields))
         if match is not None:
             items.append(ImportItem(number, "unchanged", view, match, ()))
@@ -459,6 +515,7 @@ class LoreService:
         self._watch_seconds = watch_seconds
         self._published: LoreFileStatus | None = None
         self._task: asyncio.Task[None] | None = None
+        self._watch = LoopWatch("lorebook-watch")
         self._open: _Open | None = None
         self._lock = threading.Lock()  # one load, save or try at a time (they run on worker threads)
         self._try_scanners = ScannerCache(size=2)
@@ -484,22 +541,26 @@ class LoreService:
     def start_watching(self) -> None:
         """Watch lorebook.toml until `close()` (the window and headless mode)."""
         if self._task is None:
-            self._task = asyncio.create_task(self._watch(), name="lorebook-watch")
+            self._task = asyncio.create_task(self._watch_file(), name="lorebook-watch")
+            self._watch.started(self._task)
 
-    async def _watch(self) -> None:
+    def loop_health(self) -> LoopHealth:
+        return self._watch.health()
+
+    async def _watch_file(self) -> None:
         while True:
+            self._watch.working()
             try:
                 await self.check()
             except OSError as exc:  # the folder itself went away: keep the book in use, try again
                 _log.warning("could not look at %s: %s", self._file.path, exc)
+            self._watch.waiting(self._watch_seconds)
             await asyncio.sleep(self._watch_seconds)
 
     async def close(self) -> None:
+        self._watch.stopped()
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await end_task(task)
 
     # -- helpers without I/O ---------------------------------------------------------------------------
     def check_key(self, key: str) -> str | None:
@@ -620,6 +681,11 @@ class LoreService:
         for view in entries:
             if view.ref is None or view is old[view.ref]:
                 continue
+            if view.imported is not None:  # a new version of the entry, from an import: its fields replace it
+                fields = imported_fields(view, document.path)
+                document.update_entry(view.ref, {**dict.fromkeys(document.entry(view.ref)), **fields})
+                edited.add(view.ref)
+                continue
             before = old[view.ref]
             changes = entry_changes(before, view)
             if changes:
@@ -640,7 +706,9 @@ class LoreService:
         start = len(document)
         new = [v for v in entries if v.ref is None]
         if new:
-            document.add_entries([entry_fields(v) for v in new])
+            document.add_entries(
+                [entry_fields(v) if v.imported is None else imported_fields(v, document.path) for v in new]
+            )
         current: list[int] = []
         next_new = start
         for view in entries:
@@ -833,16 +901,27 @@ class LoreService:
         return cleared
 
     # -- import and export -----------------------------------------------------------------------------
-    async def import_preview(self, file: Path) -> ImportPreview:
-        """What importing `file` would do to the book, entry by entry (nothing is written)."""
-        return await asyncio.to_thread(self._preview_sync, file)
+    async def import_preview(
+        self, file: Path, entries: Sequence[LoreEntryView] | None = None, *, base_revision: str | None = None
+    ) -> ImportPreview:
+        """What importing `file` would do to the book, entry by entry (nothing is written): against the book
+        on disk, or against `entries`, an editor's draft of the book loaded at `base_revision` (its items'
+        `existing` are then places in the draft). LoreConflictError if the file changed since that revision."""
+        draft = None if entries is None else list(entries)
+        return await asyncio.to_thread(self._preview_sync, file, draft, base_revision)
 
-    def _preview_sync(self, file: Path) -> ImportPreview:
+    def _preview_sync(self, file: Path, draft: list[LoreEntryView] | None, base_revision: str | None) -> ImportPreview:
         imported = read_lore_source(file)
         with self._lock:
             opened = self._load_sync()
+            if base_revision is not None and _digest_part(opened.revision) != _digest_part(base_revision):
+                raise LoreConflictError(
+                    f"{self._file.path} changed on disk since it was loaded; read it again (or merge) first",
+                    opened.revision,
+                )
             try:
-                plan = plan_import(imported, opened.document)
+                existing = None if draft is None else draft_raw(draft, opened.document, opened.views)
+                plan = plan_import(imported, opened.document, existing)
             except LorebookError as exc:
                 raise FamiliarError(f"{file}: {exc.problem}") from None
             return ImportPreview(

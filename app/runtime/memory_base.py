@@ -17,6 +17,7 @@ from app.memory.derived import Projections
 from app.memory.errors import RevisionConflictError, StoreError
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
+from app.memory.liveness import LoopWatch
 from app.memory.pauses import PauseSwitches
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError, StaleRevisionError
@@ -59,6 +60,7 @@ class MemoryBase:
         self._forget_lock = asyncio.Lock()  # one applier at a time (the timer, close, an explicit call)
         self._forget_wake = asyncio.Event()
         self._forget_task: asyncio.Task[None] | None = None
+        self._forget_watch = LoopWatch("deferred-forgets")
 
     def _timeline(self) -> TimelineBook:
         """The facts' bi-temporal slices (app/memory/timeline.py): every as-of read goes through it."""

@@ -263,7 +263,8 @@ class FactsMixin(MemoryBase):
         return await self._move(fact_id, revision, "restore_snooze", initiator, until=until)
 
     async def revert_edit(self, fact_id: int, revision: int, *, initiator: object | None = None) -> FactView:
-        """Undo an edit: the text before comes back as a new version (with the status it had)."""
+        """Undo an edit: the version from before is the head again as it was (its id, its dates, the status it
+        had); the edit's version stays in the history, marked undone. Returns that version."""
         async with self._explained(fact_id):
             fact, _changes = await self._history.corrections.revert_edit(fact_id, revision)
         self._history.facts_index.notify()

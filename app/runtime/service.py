@@ -30,6 +30,7 @@ from app.memory.errors import STORE_FAILURES, StoreError
 from app.memory.explanations import Explanations
 from app.memory.forgets import ForgetQueue
 from app.memory.history import History
+from app.memory.liveness import LoopHealth
 from app.memory.lore_state import LoreState
 from app.memory.pauses import PauseKind, PauseState, PauseSwitches
 from app.memory.records import IndexHealth
@@ -167,6 +168,7 @@ class Familiar:
             backend=lambda: self.settings.providers.embedding.backend,
             workers=lambda: self.learning.names,
             changes=self.changes,
+            loops=self.background_loops,
         )
         self.setup = SetupService(loaded.paths, secret_store, env, lambda: self._parts.loaded, self.reconfigure)
         self.lore = LoreService(
@@ -308,6 +310,16 @@ class Familiar:
         await self._place_namer.close()
         await self._parts.aclose()
         await self.history.close()
+
+    def background_loops(self) -> list[LoopHealth]:
+        """Every loop this process runs beside the conversation, as it stands (see app/memory/liveness.py)."""
+        return [
+            *(committer.loop_health() for committer in self.history.indexes()),
+            self.learning.loop_health(),
+            self.changes.loop_health(),
+            self.lore.loop_health(),
+            self.memory.forget_timer_health(),
+        ]
 
     def start_watching(self) -> None:
         """For the window: publish foreign writes (the CLI beside it) and apply deferred forgets on time."""

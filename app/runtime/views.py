@@ -428,6 +428,17 @@ class IndexStatusView:
 
 
 @dataclass(frozen=True, slots=True)
+class BackgroundTaskView:
+    """One of the loops of this process that keep the indexes and the memory up to date (the index
+    committers, the memory workers, the change poll, the lorebook watcher, the deferred forgets)."""
+
+    name: str  # its task's name, e.g. "index-committer-turns"
+    what: str  # in words, e.g. "the messages index committer"
+    running: bool
+    problem: str | None  # why it does not run although it should ("stopped: ..."); None when all is well
+
+
+@dataclass(frozen=True, slots=True)
 class EmbeddingModelView:
     """The vectors one embedding model left in history.db."""
 
@@ -602,6 +613,10 @@ class LoreEntryView:
     decorators: tuple[str, ...] = ()
     id: int | str | None = None
     tokens: int = 0
+    # An entry taken from an import (ImportItem.entry) and not saved yet: the fields it came with, as
+    # lorebook.toml will hold them (its extensions included), as JSON. A save writes them, with the edits
+    # made to the entry since; None for an entry read from lorebook.toml or written in the editor.
+    imported: str | None = None
 
     @property
     def position(self) -> int | None:
@@ -707,8 +722,8 @@ class TimedEffectView:
 class ImportItem:
     number: int  # 0-based place in the imported file
     action: ImportAction  # against the book now: new, a new version of an entry it has, or one it has as is
-    entry: LoreEntryView  # as it would be written (ref None)
-    existing: int | None  # the entry it matches (changed, unchanged), 0-based
+    entry: LoreEntryView  # as it would be written (ref None, `imported` set)
+    existing: int | None  # the entry it matches (changed, unchanged), 0-based, among those it was compared with
     changed_fields: tuple[str, ...]  # changed: which fields differ
 
 
@@ -717,7 +732,7 @@ class ImportPreview:
     file: str
     format: LoreFormat
     source: str  # what the file is, in words
-    revision: str  # the book's revision the preview was made against (send it back with apply)
+    revision: str  # the book's revision on disk when the preview was made (send it back with apply)
     items: tuple[ImportItem, ...]
 
     def count(self, action: ImportAction) -> int:

@@ -9,8 +9,8 @@ show. Every call carries the revision seen and the pane as the initiator:
     if isinstance(outcome, Succeeded):
         self.model.replace_record(step.current)
 
-The reversals are honest store operations (back to pending, un-archive, the snooze it had, the text
-before an edit as a new version), each logged in the fact's history. A forget is deferred: it is
+The reversals are honest store operations (back to pending, un-archive, the snooze it had, the version
+from before an edit reopened as it was), each logged in the fact's history. A forget is deferred: it is
 scheduled and applied when its undo window ends (or the window closes); undo cancels it.
 """
 
@@ -94,7 +94,7 @@ def snooze(memory: MemoryApi, fact: FactView, until: datetime, initiator: object
 
 
 def edit(memory: MemoryApi, fact: FactView, text: str, initiator: object | None = None) -> FactStep:
-    """Undo brings the text before back as a new version; `current` is always the chain's head."""
+    """Undo reopens the version from before (its own id and dates); `current` is always the chain's head."""
     return FactStep(
         f"Edited {quoted(fact.content)}",
         fact,

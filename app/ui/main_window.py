@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from PySide6.QtCore import QEvent, QObject, QSize, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QSize, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QBoxLayout,
@@ -209,6 +209,10 @@ class MainWindow(QMainWindow):
         self.dashboard = self._build(0, DashboardPane)
         self.dashboard.settings_requested.connect(self.open_settings)
         self.navigation.currentRowChanged.connect(self._on_navigation_row_changed)
+        # A click on a pane (or Enter on it) opens it for work: the keyboard goes into it. The arrow keys
+        # only move through the list (and show each pane), so the list keeps the focus.
+        self.navigation.clicked.connect(self._on_navigation_clicked)
+        self.navigation.activated.connect(self._on_navigation_clicked)
         self.navigation.setCurrentRow(0)
 
         layout = QHBoxLayout(central)
@@ -295,6 +299,10 @@ class MainWindow(QMainWindow):
             return
         self._build(row, Pane)
         self.stack.setCurrentIndex(row)
+
+    def _on_navigation_clicked(self, index: QModelIndex) -> None:
+        if index.isValid() and index.row() == self.stack.currentIndex():
+            self.current_pane.take_focus()
 
     @property
     def panes(self) -> list[Pane]:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette, QWindow
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
@@ -32,10 +32,8 @@ from app.runtime.events import ConnectionState
 
 _log = logging.getLogger(__name__)
 
-# Colours of the panes that do not change with the theme (light backgrounds carry their own dark text).
-INHERITED_BACKGROUND = "#f1f1f1"  # a switch paused from above (its server, everywhere)
-OK_BACKGROUND = "#e6f4ea"
-QUIET_BACKGROUND = "#f0f0f0"
+# Colours that do not change with the theme: the diff's text is set with its (light) background, so a diff
+# reads the same on both palettes.
 # Text on the diff backgrounds: set with them, so a diff stays readable on a dark palette too.
 DIFF_ADDED_TEXT = "#0b5a22"
 DIFF_REMOVED_TEXT = "#9b1c14"
@@ -81,6 +79,14 @@ class Palette:
     notice_action: str
     diff_added: str
     diff_removed: str
+    ok_background: str  # a cell in a good state (an index up to date)
+    quiet_background: str  # a cell in an idle state (embeddings off)
+    inherited_background: str  # a switch paused from above (its server, everywhere)
+    # lorebook key chips
+    chip_background: str
+    chip_regex_background: str
+    chip_border: str
+    chip_text: str
     # navigation
     navigation_background: str
     navigation_border: str
@@ -124,14 +130,14 @@ LIGHT = Palette(
     alternate_base="#f3f4f6",
     text="#1f1f1f",
     button="#eceef1",
-    highlight="#2f64cc",
+    highlight="#2a5bbd",
     highlighted_text="#fefefe",
     link="#1f5bc6",
-    placeholder="#7a7a7a",
-    error="#c62828",
-    ok="#2e7d32",
-    amber="#b26a00",
-    muted="#6b6b6b",
+    placeholder="#6e6e6e",
+    error="#b3261e",
+    ok="#2a722e",
+    amber="#8f5400",
+    muted="#616161",
     hint_background="#fff4d6",
     hint_border="#e0b84d",
     familiar_line_background="#eef3fb",
@@ -146,6 +152,13 @@ LIGHT = Palette(
     notice_action="#8ab4f8",
     diff_added="#e6f4ea",
     diff_removed="#fce8e6",
+    ok_background="#e6f4ea",
+    quiet_background="#f0f0f0",
+    inherited_background="#f1f1f1",
+    chip_background="#eef3fb",
+    chip_regex_background="#f3eefb",
+    chip_border="#9fb4d6",
+    chip_text="#1a2a44",
     navigation_background="#f4f4f6",
     navigation_border="#d6d6d6",
     navigation_selected="#dde6f6",
@@ -171,14 +184,14 @@ DARK = Palette(
     alternate_base="#2c2d31",
     text="#e6e6e8",
     button="#33353a",
-    highlight="#4a7be0",
+    highlight="#3461c8",
     highlighted_text="#fffffe",
     link="#8cb6fa",
-    placeholder="#8e9096",
+    placeholder="#9a9ca2",
     error="#f28b82",
     ok="#81c995",
     amber="#fdd663",
-    muted="#a4a6ab",
+    muted="#b4b6bb",
     hint_background="#3b331c",
     hint_border="#8c7325",
     familiar_line_background="#243047",
@@ -193,6 +206,13 @@ DARK = Palette(
     notice_action="#1a57c9",
     diff_added="#1f3a29",
     diff_removed="#47231f",
+    ok_background="#1f3a29",  # as diff_added: one light colour, one dark one
+    quiet_background="#2e3034",
+    inherited_background="#303236",
+    chip_background="#243047",  # as familiar_line_background (both are #eef3fb in the light theme)
+    chip_regex_background="#3a2f52",
+    chip_border="#5a76a8",
+    chip_text="#e8eefb",
     navigation_background="#18191b",
     navigation_border="#35373b",
     navigation_selected="#2b3a58",
@@ -212,6 +232,7 @@ DARK = Palette(
 )
 
 PALETTES: dict[str, Palette] = {"light": LIGHT, "dark": DARK}
+_LIGHT_ROLES: dict[str, str] = {colour: role for role, colour in reversed(LIGHT.roles().items())}
 
 # -- spacing and typography (device-independent pixels; Qt scales them with the screen) ---------------
 SPACE_XS = 4
@@ -242,6 +263,9 @@ NOTICE_TEXT = LIGHT.notice_text
 NOTICE_ACTION = LIGHT.notice_action
 DIFF_ADDED = LIGHT.diff_added
 DIFF_REMOVED = LIGHT.diff_removed
+OK_BACKGROUND = LIGHT.ok_background
+QUIET_BACKGROUND = LIGHT.quiet_background
+INHERITED_BACKGROUND = LIGHT.inherited_background
 
 STATE_COLOURS: dict[ConnectionState, str] = {state: LIGHT.state_colour(state) for state in ConnectionState}
 
@@ -430,6 +454,65 @@ def text_colour_style(colour: str) -> str:
     return recolour(f"color: {colour};", LIGHT, colours())
 
 
+def themed(colour: str) -> QColor:
+    """A colour for painting now: a LIGHT palette colour (an older constant: AMBER, OK_GREEN, MUTED_GREY...)
+    as its role's colour in the theme in force; any other colour as it is."""
+    p = colours()
+    if p is not LIGHT:
+        role = _LIGHT_ROLES.get(colour.lower())
+        if role is not None:
+            return QColor(getattr(p, role))
+    return QColor(colour)
+
+
+def readable_on(background: str) -> str:
+    """Dark or white text, whichever reads better on `background` (a status chip's colour)."""
+    dark, white = QColor("#1a1a1a"), QColor("#ffffff")
+    fill = QColor(background)
+    return "#1a1a1a" if contrast_ratio(dark, fill) >= contrast_ratio(white, fill) else "#ffffff"
+
+
+def relative_luminance(colour: QColor) -> float:
+    def channel(value: float) -> float:
+        return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * channel(colour.redF()) + 0.7152 * channel(colour.greenF()) + 0.0722 * channel(colour.blueF())
+
+
+def contrast_ratio(a: QColor, b: QColor) -> float:
+    """The WCAG contrast ratio of two opaque colours (1 to 21; 4.5 is the AA level for normal text)."""
+    light, dark = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+AA_CONTRAST = 4.5
+
+
+def readable_palette(native: QPalette, p: Palette) -> QPalette:
+    """The platform's own palette, kept for its look, with each text role that does not reach AA contrast
+    on its background (Qt's own default selection: white on #308cc6, 3.7) taken from the theme instead."""
+    palette = QPalette(native)
+    roles = QPalette.ColorRole
+    pairs = (
+        (roles.Highlight, roles.HighlightedText, p.highlight, p.highlighted_text),
+        (roles.Base, roles.Text, p.base, p.text),
+        (roles.Window, roles.WindowText, p.window, p.text),
+        (roles.Button, roles.ButtonText, p.button, p.text),
+        (roles.Base, roles.PlaceholderText, p.base, p.placeholder),
+        (roles.ToolTipBase, roles.ToolTipText, p.base, p.text),
+    )
+    for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+        for background, text, ours_background, ours_text in pairs:
+            if contrast_ratio(palette.color(group, background), palette.color(group, text)) >= AA_CONTRAST:
+                continue
+            if contrast_ratio(palette.color(group, background), QColor(ours_text)) >= AA_CONTRAST:
+                palette.setColor(group, text, QColor(ours_text))
+            else:
+                palette.setColor(group, background, QColor(ours_background))
+                palette.setColor(group, text, QColor(ours_text))
+    return palette
+
+
 def error_colour() -> QColor:
     return QColor(colours().error)
 
@@ -446,6 +529,26 @@ def title_label(text: str) -> QLabel:
     font.setBold(True)
     label.setFont(font)
     return label
+
+
+class _Caption(QLabel):
+    """A label with a few pixels to spare after its text: the paint engine draws some texts a pixel or two
+    wider than Qt measures them, and a label sized to its measure lost its last letter ("Temperatur")."""
+
+    SPARE = 4
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(hint.width() + self.SPARE, hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(hint.width() + self.SPARE, hint.height())
+
+
+def caption(text: str) -> QLabel:
+    """A form row's caption ("&Temperature"): its whole text always shows."""
+    return _Caption(text)
 
 
 def section_label(text: str) -> QLabel:
@@ -479,9 +582,9 @@ TIMELINE_STATUS_COLOURS = {
     "rejected": "#d0675d",
     "forgotten": "#b4b4c0",
 }
-TIMELINE_WORLD_CURSOR = "#d2472f"  # the world time the slice is taken at
+TIMELINE_WORLD_CURSOR = "#c9412a"  # the world time the slice is taken at
 TIMELINE_RECORDED_B = "#7a4fc4"  # the second recorded time when comparing
-TIMELINE_CHIP_STYLE = "border-radius: 8px; padding: 1px 8px; color: white; background-color: {colour};"
+TIMELINE_CHIP_STYLE = "border-radius: 8px; padding: 1px 8px; color: {text}; background-color: {colour};"
 
 
 def status_colour(status: str) -> QColor:
@@ -490,8 +593,20 @@ def status_colour(status: str) -> QColor:
 
 
 def status_chip_style(status: str) -> str:
-    """A small rounded label in the status's colour."""
-    return TIMELINE_CHIP_STYLE.format(colour=TIMELINE_STATUS_COLOURS.get(status, MUTED_GREY))
+    """A small rounded label in the status's colour, its text dark or white, whichever reads on it."""
+    colour = TIMELINE_STATUS_COLOURS.get(status, MUTED_GREY)
+    return TIMELINE_CHIP_STYLE.format(colour=colour, text=readable_on(colour))
+
+
+def chip_style(p: Palette | None = None, *, regex: bool = False) -> str:
+    """A lorebook key chip (a QToolButton): its text on a pale (light theme) or deep (dark) pill."""
+    p = p or colours()
+    background = p.chip_regex_background if regex else p.chip_background
+    return (
+        f"QToolButton {{ color: {p.chip_text}; border: 1px solid {p.chip_border}; border-radius: 9px;"
+        f" background: {background}; padding: 1px 6px; }}"
+        f" QToolButton:focus {{ border: 2px solid {p.accent}; }}"
+    )
 
 
 def scaled_font(font: QFont, factor: float, *, bold: bool = False) -> QFont:
@@ -579,7 +694,7 @@ class ThemeController(QObject):
         if is_dark(self._native) == (wanted is DARK):
             # The platform's own palette is in that scheme: keep its native look.
             self._set_style(self._native_style)
-            self._app.setPalette(self._native)
+            self._app.setPalette(readable_palette(self._native, wanted))
         else:
             self._set_style("Fusion")  # the one style that draws any palette faithfully (Windows' does not)
             self._app.setPalette(qt_palette(wanted))

@@ -140,11 +140,15 @@ class UndoCentre(QObject):
         self.record(action)
         return action
 
-    def record(self, action: Reversible) -> Notice:
-        """Put an action that was just done on the stack, with an Undo notice."""
+    def record(self, action: Reversible, *, quietly: bool = False) -> Notice | None:
+        """Put an action that was just done on the stack, with an Undo notice (`quietly`: without one, for
+        what the owner is typing, whose notice would cover the field they type in; Ctrl+Z still undoes it)."""
         command = _Command(action)
         self.stack.push(command)
         self._start_expiry(command)
+        if quietly:
+            self.changed.emit()
+            return None
         window_ms = int(action.undo_window * 1000) if action.undo_window is not None else 0
         shared = self._shared
         showing = self.notices.notices()

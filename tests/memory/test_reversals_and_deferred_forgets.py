@@ -104,31 +104,64 @@ async def test_undoing_an_archive_and_a_snooze(history: History) -> None:
         await history.decisions.decide(snoozed.id, snoozed.revision, "restore_snooze", until=None)
 
 
-async def test_undoing_an_edit_brings_the_old_text_back_as_a_new_version_with_its_status(history: History) -> None:
-    fact = await inserted(history, new_fact("Alice plays the cello"))
+async def test_undoing_an_edit_reopens_the_version_before_with_its_own_id_dates_and_status(history: History) -> None:
+    fact = await inserted(history, new_fact("Alice plays the cello", valid_from=at(-48)))
     assert fact.status == "pending"
     edited, _changes = await history.corrections.edit(fact.id, fact.revision, "Alice plays the viola", now=at(1))
     assert edited.status == "active"
     reverted, changes = await history.corrections.revert_edit(edited.id, edited.revision, now=at(2))
-    assert reverted.content == "Alice plays the cello"
-    assert reverted.status == "pending"  # back in the queue, as it was before the edit
+    # the very version from before, as it was: its id, its dates, back in the queue with its status
+    assert reverted.id == fact.id
+    assert (reverted.created_at, reverted.valid_from) == (fact.created_at, fact.valid_from)
+    assert (reverted.content, reverted.status) == ("Alice plays the cello", "pending")
+    assert reverted.is_head
+    assert reverted.superseded_by is None
+    assert reverted.revision > fact.revision  # a stale view of it is refused
     assert changes.facts_index
-    assert [f.id for f in await history.facts.pending()] == [reverted.id]
-    chain = await history.facts.chain(fact.id)
-    assert [f.content for f in chain.facts] == [
-        "Alice plays the cello",
-        "Alice plays the viola",
-        "Alice plays the cello",
-    ]
-    assert chain.head_id == reverted.id
-    # The edit stood for an hour: the slice recorded then still shows it.
+    assert [f.id for f in await history.facts.pending()] == [fact.id]
+    assert await history.facts.get(edited.id + 1) is None  # no copy was written
+    # the edit's version gave way back to it, and stays in the history
+    undone = await history.facts.get(edited.id)
+    assert undone is not None
+    assert (undone.superseded_by, undone.superseded_at, undone.status) == (fact.id, at(2), "archived")
+    chain = await history.facts.chain(edited.id)
+    assert [f.id for f in chain.facts] == [fact.id, edited.id]
+    assert chain.head_id == fact.id
+    assert (await history.facts.chain(fact.id)).head_id == fact.id
+    # The edit stood for an hour: the slice recorded then still shows it (beside the version it replaced,
+    # whose row, reopened in place, no longer says when it was retired), and after the undo only that one.
     between = await history.facts.list_facts(status="all", world_at=at(1.5), recorded_at=at(1.5))
-    assert [f.content for f in between] == ["Alice plays the viola"]
+    assert ("Alice plays the viola", "active") in [(f.content, f.status) for f in between]
+    after = await history.facts.list_facts(status="all", world_at=at(2.5), recorded_at=at(2.5))
+    assert [(f.id, f.status) for f in after] == [(fact.id, "pending")]
     with pytest.raises(RevisionConflictError, match="superseded"):
-        await history.corrections.revert_edit(edited.id, edited.revision + 1)
+        await history.corrections.revert_edit(edited.id, undone.revision)
+    # the undone edit is not an edit to undo again; a new edit of the reopened version is, once
+    with pytest.raises(FactError, match="no edit to undo"):
+        await history.corrections.revert_edit(reverted.id, reverted.revision)
+    again, _c = await history.corrections.edit(reverted.id, reverted.revision, "Alice plays the harp", now=at(3))
+    assert again.id not in (fact.id, edited.id)
+    back, _c = await history.corrections.revert_edit(again.id, again.revision, now=at(4))
+    assert back.id == fact.id
+    assert [f.id for f in (await history.facts.chain(fact.id)).facts] == [fact.id, edited.id, again.id]
     unedited = await inserted(history, new_fact("Bob whistles", subjects=(BOB,)))
     with pytest.raises(FactError, match="no edit to undo"):
         await history.corrections.revert_edit(unedited.id, unedited.revision)
+
+
+async def test_undoing_an_edit_that_found_its_text_known_leaves_that_fact_as_it_was(history: History) -> None:
+    """An edit whose text is a fact already (a twin) links to it and accepts it: its undo reopens the version
+    before and puts the twin back in the queue, never retiring a fact that stood on its own."""
+    twin = await inserted(history, new_fact("Alice plays the viola"), now=at(-1))
+    fact = await inserted(history, new_fact("Alice plays the cello"))
+    linked, _c = await history.corrections.edit(fact.id, fact.revision, "Alice plays the viola", now=at(1))
+    assert (linked.id, linked.status) == (twin.id, "active")
+    reverted, _c = await history.corrections.revert_edit(linked.id, linked.revision, now=at(2))
+    assert (reverted.id, reverted.status, reverted.is_head) == (fact.id, "pending", True)
+    still = await history.facts.get(twin.id)
+    assert still is not None
+    assert (still.is_head, still.status, still.created_at) == (True, "pending", twin.created_at)
+    assert sorted(f.id for f in await history.facts.pending()) == sorted([fact.id, twin.id])
 
 
 # -- deferred forgets -----------------------------------------------------------------------------------

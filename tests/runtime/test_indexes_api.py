@@ -294,3 +294,45 @@ async def test_reembed_with_embeddings_off_says_what_to_set(opened: Opened) -> N
     familiar = await opened()
     with pytest.raises(FamiliarError, match=r"embeddings are off: set \[providers.embedding\] backend"):
         await familiar.indexes.reembed()
+
+
+# -- the background loops ----------------------------------------------------------------------------------
+async def test_a_background_loop_that_stops_is_named_with_why_by_the_index_status(
+    opened: Opened, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loops the window runs (index committers, memory workers, change poll, lorebook watcher, deferred
+    forgets) each report whether they run; one that died says so, with its error, until it is started again."""
+    familiar = await opened(workers("rolling_summary"))
+    assert [(t.name, t.running, t.problem) for t in await familiar.indexes.tasks()] == [
+        ("index-committer-turns", True, None),
+        ("index-committer-facts", True, None),
+        ("memory-projectors", False, None),  # not started yet (a command never starts them): nothing wrong
+        ("memory-change-poll", False, None),
+        ("lorebook-watch", False, None),
+        ("deferred-forgets", False, None),
+    ]
+    await familiar.start_learning()
+    familiar.start_watching()
+    tasks = await familiar.indexes.tasks()
+    assert all(t.running and t.problem is None for t in tasks), tasks
+    assert {t.what for t in tasks} >= {"the memory workers", "the facts index committer"}
+
+    async def broken() -> frozenset[ChangeKind]:
+        raise RuntimeError("Cannot enter into task <Task memory-change-poll> while another task is being executed")
+
+    monkeypatch.setattr(familiar.changes, "check", broken)  # an error the poll does not expect kills its task
+    await wait_for(lambda: familiar.changes.loop_health().problem is not None)
+    committer = familiar.history.facts_index
+    assert committer._task is not None
+    committer._task.cancel()  # stopped from outside, not by the familiar
+    await wait_for(lambda: committer.loop_health().problem is not None)
+    stopped = {t.name: t for t in await familiar.indexes.tasks() if t.problem is not None}
+    assert set(stopped) == {"memory-change-poll", "index-committer-facts"}
+    assert stopped["memory-change-poll"].problem == (
+        "stopped: RuntimeError: Cannot enter into task <Task memory-change-poll> while another task is being executed"
+    )
+    assert stopped["index-committer-facts"].problem == "stopped: its task was cancelled"
+    assert not stopped["memory-change-poll"].running
+    await familiar.close()
+    opened.open.remove(familiar)
+    assert all(t.problem is None for t in await familiar.indexes.tasks())  # closing stops them on purpose

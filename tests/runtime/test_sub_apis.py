@@ -191,10 +191,12 @@ async def test_each_decision_publishes_a_change_with_its_initiator_and_can_be_un
     assert edited.status == "active"
     reverted = await familiar.memory.revert_edit(edited.id, edited.revision)
     assert (reverted.content, reverted.status) == ("Alice's favourite tea is genmaicha", "pending")
+    assert (reverted.id, reverted.created_at) == (fact_id, back.created_at)  # the fact itself, not a copy
     history = await familiar.memory.fact(reverted.id)
-    assert [v.content for v in history.versions][-2:] == [
-        "Alice's favourite tea is sencha",
-        "Alice's favourite tea is genmaicha",
+    assert history.head_id == fact_id
+    assert [(v.id, v.content) for v in history.versions] == [
+        (fact_id, "Alice's favourite tea is genmaicha"),
+        (edited.id, "Alice's favourite tea is sencha"),
     ]
     statuses = [c.status for c in history.status_history[fact_id]]
     assert statuses == ["pending", "active", "pending", "rejected", "pending"]

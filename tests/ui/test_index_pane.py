@@ -20,10 +20,13 @@ from pytestqt.qtbot import QtBot
 from app.config.paths import FamiliarPaths
 from app.memory.facts import NewFact
 from app.memory.fts import TURNS
+from app.runtime.events import ChangeKind
 from app.runtime.indexes_api import REBUILD_ELSEWHERE
 from app.runtime.service import Familiar
+from app.ui.bridge import THROTTLE_MS
 from app.ui.main_window import MainWindow
 from app.ui.models.index_health import IndexMetricsModel, Level
+from app.ui.panes import index as index_module
 from app.ui.panes.index import (
     REBUILD_CANCELLED,
     REBUILD_KEY,
@@ -35,6 +38,7 @@ from app.ui.panes.index import (
 )
 from app.ui.progress import BlockingProgress
 from app.ui.screenshot import save_screenshot
+from app.ui.theme import DARK, LIGHT
 from tests.memory.test_fts import fill
 from tests.memory.test_index_lock import Gate, HoldingIndex, immutable, snapshot
 from tests.runtime.index_support import HASH_EMBEDDINGS, HeldEmbedder, open_familiar, workers
@@ -220,6 +224,43 @@ def test_a_lock_shows_amber_live_with_its_attempts_then_green_with_the_retries_i
     qtmodeltester.check(pane.events_model)
 
 
+def test_a_stopped_background_loop_turns_the_pane_red_and_names_it(
+    qtbot: QtBot, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory workers, the change poll, an index committer: if one of their tasks dies while the window
+    is open, the headline (and its dot) says so in red, naming it, within a few seconds, without a reload."""
+    monkeypatch.setattr(index_module, "LIVENESS_MS", 100)
+    familiar = runtime.open(workers("rolling_summary"))
+    runtime(familiar.start_learning())
+    familiar.start_watching()
+    pane = shown_pane(qtbot, familiar)
+    assert pane.headline_label.text().startswith("All indexes are up to date")
+    assert all(t.problem is None for t in pane.tasks)
+
+    async def broken() -> frozenset[ChangeKind]:
+        raise RuntimeError("Cannot enter into task while another task is being executed")
+
+    monkeypatch.setattr(familiar.changes, "check", broken)
+    qtbot.waitUntil(lambda: pane.headline_label.text().startswith("Stopped: "), timeout=LONG_MS)
+    text = pane.headline_label.text()
+    assert "the change poll" in text
+    assert "Cannot enter into task" in text
+    assert DARK.error in pane.headline_dot.styleSheet() or LIGHT.error in pane.headline_dot.styleSheet()
+    assert "stopped: the change poll" in " ".join(events(pane))
+    assert cell(pane, "state", "Facts") == "Up to date"
+
+    committer = familiar.history.facts_index
+    assert committer._task is not None
+    committer._task.cancel()
+    qtbot.waitUntil(lambda: cell(pane, "state", "Facts") == "Stopped", timeout=LONG_MS)
+    state = pane.metrics_model.record(pane.metrics_model.row_of("state") or 0)
+    assert state.cells[1].level is Level.FAILING
+    assert "the facts index committer" in pane.headline_label.text()
+    assert "the change poll" in pane.headline_label.text()
+    grab(pane, "index_pane_stopped.png")
+    settle(qtbot)
+
+
 # -- rebuild -----------------------------------------------------------------------------------------------
 
 
@@ -289,7 +330,10 @@ def test_a_rebuild_through_the_pane_shows_its_progress_and_what_it_rebuilt(qtbot
     settle(qtbot)
     assert [sorted(a) for a in answers(runtime, familiar)] == [sorted(a) for a in before]
     qtbot.waitUntil(lambda: cell(pane, "indexed", "Messages") == "20 of 20", timeout=LONG_MS)
-    assert any(e == "rebuilt and swapped in" for e in events(pane))
+    qtbot.wait(3 * THROTTLE_MS)  # the live reports the bridge held back have come in too
+    settle(qtbot)
+    rebuilt = [(e.index, e.text) for e in pane.events_model.records if e.text == "rebuilt and swapped in"]
+    assert sorted(rebuilt) == [("facts", "rebuilt and swapped in"), ("turns", "rebuilt and swapped in")]  # once each
 
 
 def test_a_familiar_that_does_not_write_the_indexes_points_at_the_rebuild_that_exists(

@@ -29,6 +29,7 @@ from app.ui.main_window import MainWindow
 from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
 from app.ui.models.lore_rows import filter_rows, make_row, merge
 from app.ui.panes.lorebook import BookSettingsDialog, ImportDialog, LorebookPane, trial_html
+from app.ui.widgets.lore_entry_editor import EDIT_SETTLE_MS
 from tests.conftest import write_character_toml
 from tests.demo_familiar import seed_demo
 from tests.fakes.llm_server import FakeLLM
@@ -320,15 +321,126 @@ def test_import_with_a_preview_and_the_same_file_twice_adds_nothing(
         seen.append([item.action for item in preview.items])
         return frozenset(item.number for item in preview.items if item.action != "unchanged")
 
+    on_disk = Path(pane.book.path if pane.book else "").read_text(encoding="utf-8")
     assert run(pane.import_file(source, take_all))
     assert seen[-1] == ["added", "added"]
     assert titles(pane) == ["The lighthouse", "Harbour market", "Wisp", "Dragons", "Gold"]
-    assert not run(pane.import_file(source, take_all))  # nothing new in it
+    # an unsaved edit of the draft, as any other: nothing is written until Save
+    assert dirty(pane)
+    assert Path(pane.book.path if pane.book else "").read_text(encoding="utf-8") == on_disk
+    assert not run(pane.import_file(source, take_all))  # nothing new in it (compared with the draft)
     assert seen[-1] == ["unchanged", "unchanged"]
     assert len(pane.entries) == 5
-    assert run(pane.context.undo.undo())  # the import, undone on disk too
+    assert run(pane.context.undo.undo())  # the import, undone
     assert titles(pane) == ["The lighthouse", "Harbour market", "Wisp"]
-    assert len(run(pane.facade.lore.load()).entries) == 3
+    assert not dirty(pane)
+    assert run(pane.context.undo.redo())
+    assert run(pane.save())
+    written = run(pane.facade.lore.load())
+    assert [e.title for e in written.entries] == ["The lighthouse", "Harbour market", "Wisp", "Dragons", "Gold"]
+    assert "This comment must survive every save." in Path(written.path).read_text(encoding="utf-8")
+    settle(qtbot)
+
+
+def test_the_import_preview_shows_each_entry_in_full_and_a_diff_of_what_an_import_changes(
+    qtbot: QtBot, run: Run[Any], pane: LorebookPane, tmp_path: Path
+) -> None:
+    source = tmp_path / "world.json"
+    lighthouse = "The old lighthouse on Gull Point was lit again last night."
+    source.write_text(
+        json.dumps(
+            {
+                "entries": {
+                    "0": {"uid": 0, "key": ["dragon", "wyrm"], "comment": "Dragons", "content": "Big and red."},
+                    "1": {"uid": 1, "key": ["lighthouse"], "comment": "The lighthouse", "content": lighthouse},
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    # the book's lighthouse has no id; give it the file's, so the file's is a new version of it
+    with_id = dataclasses.replace(pane.entries[0], id=1)
+    run(pane.change("id", (with_id, *pane.entries[1:])))
+    assert run(pane.save())
+    preview = run(
+        pane.facade.lore.import_preview(source, pane.entries, base_revision=pane.book.revision if pane.book else None)
+    )
+    assert [item.action for item in preview.items] == ["added", "changed"]
+    dialog = ImportDialog(preview, pane.entries, pane)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    # the table names each entry with its keys; the chosen row shows in full below
+    assert [dialog.table.item(row, 2).text() for row in range(2)] == ["dragon, wyrm", "lighthouse"]
+    detail = dialog.detail.toPlainText()
+    assert "dragon, wyrm" in detail
+    assert "Big and red." in detail
+    dialog.table.setCurrentCell(1, 1)
+    detail = dialog.detail.toPlainText()
+    assert "A new version of entry 1" in detail
+    html_text = dialog.detail.toHtml()
+    assert "line-through" in html_text  # the words it drops, struck through
+    assert "underline" in html_text  # the words it adds
+    assert "since the storm" in detail
+    assert "was lit again last night" in detail
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    assert dialog.grab().save(str(ARTIFACTS / "lorebook_import_diff.png"))
+    # nothing ticked, nothing to import
+    assert dialog.take_button.isEnabled()
+    for box in dialog._boxes:
+        box.setChecked(False)
+    assert not dialog.take_button.isEnabled()
+    dialog._boxes[1].setChecked(True)
+    assert dialog.take_button.isEnabled()
+    assert dialog.chosen() == frozenset({1})
+    dialog.close()
+
+    async def take_all(shown: Any) -> frozenset[int]:
+        return frozenset(item.number for item in shown.items)
+
+    assert run(pane.import_file(source, take_all))
+    book = pane.book
+    assert book is not None
+    again = ImportDialog(run(pane.facade.lore.import_preview(source, pane.entries, base_revision=book.revision)))
+    qtbot.addWidget(again)
+    assert not again.take_button.isEnabled()  # every entry already in the book: nothing can be ticked
+    settle(qtbot)
+
+
+def test_notices_never_cover_the_content_box_while_typing(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, book_path: Path
+) -> None:
+    window = MainWindow(real_familiar, pane="lorebook")
+    qtbot.addWidget(window, before_close_func=lambda _w: run(window.shutdown()))
+    window.resize(1100, 700)
+    with qtbot.waitActive(window, timeout=WAIT_MS):
+        window.show()
+        window.activateWindow()
+    pane = window.pane_of(LorebookPane)
+    qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
+    settle(qtbot)
+    box = pane.editor.content
+    box.setFocus()
+    qtbot.waitUntil(box.hasFocus, timeout=WAIT_MS)
+    central = window.centralWidget()
+
+    def covered() -> bool:
+        area = window.notices
+        field = box.rect().translated(box.mapTo(central, box.rect().topLeft()))
+        return area.isVisible() and area.geometry().intersects(field)
+
+    for word in (" It", " is", " haunted."):
+        QTest.keyClicks(box, word)
+        qtbot.wait(EDIT_SETTLE_MS + 100)  # a pause in the typing: the edit becomes an undo step
+        assert not covered()
+    assert window.undo.stack.undoText().startswith("Edited “The lighthouse”")
+    assert window.notices.notices() == []  # typing makes undo steps, not notices
+    QTest.keyClick(box, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)  # a save while typing: it says so aside
+    qtbot.waitUntil(lambda: bool(window.notices.notices()), timeout=WAIT_MS)
+    assert window.notices.notices()[0].text.startswith("Saved ")
+    assert not covered()
+    assert box.hasFocus()
+    pane._watch.stop()
     settle(qtbot)
 
 
@@ -356,7 +468,7 @@ def test_lorebook_screenshots(qtbot: QtBot, run: Run[Any], real_familiar: Famili
     assert run(pane.run_try()) is not None
     assert window.grab().save(str(ARTIFACTS / "lorebook_pane_tester.png"))
     sample = Path(__file__).resolve().parents[1] / "lore" / "samples" / "st_world_info.json"
-    dialog = ImportDialog(run(real_familiar.lore.import_preview(sample)), window)
+    dialog = ImportDialog(run(real_familiar.lore.import_preview(sample)), pane.entries, window)
     qtbot.addWidget(dialog)
     dialog.show()
     assert dialog.grab().save(str(ARTIFACTS / "lorebook_import_dialog.png"))

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
@@ -14,7 +15,9 @@ from app.runtime.events import ConnectionChanged, ConnectionState, DiskFullChang
 from app.runtime.service import Familiar
 from app.ui.async_slot import running_slots
 from app.ui.main_window import PANES, MainWindow
+from app.ui.panes.pending import PendingPane
 from app.ui.tray import TrayIcon
+from tests.demo_familiar import seed_demo
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import QT_STRICT, WAIT_MS, Run, settle
 
@@ -244,3 +247,83 @@ def test_shutdown_unsubscribes_and_cancels_handlers_in_flight(qtbot: QtBot, faca
     assert "unsubscribe" in facade.call_names()
     facade.publish(ConnectionChanged(ConnectionState.CONNECTED))
     assert window.connection_indicator.text() == "Stopped"
+
+
+def _seeded_window(qtbot: QtBot, familiar: Familiar, facade: FakeFacade) -> MainWindow:
+    task = asyncio.ensure_future(seed_demo(familiar))
+    qtbot.waitUntil(task.done, timeout=30_000)
+    task.result()
+    window = MainWindow(facade)
+    qtbot.addWidget(window, before_close_func=lambda w: _shut(qtbot, w))
+    window.resize(1100, 700)
+    with qtbot.waitActive(window, timeout=WAIT_MS):
+        window.show()
+        window.activateWindow()
+    return window
+
+
+def _shut(qtbot: QtBot, window: Any) -> None:
+    task = asyncio.ensure_future(window.shutdown())
+    qtbot.waitUntil(task.done, timeout=WAIT_MS)
+
+
+def _click_row(qtbot: QtBot, window: MainWindow, row: int) -> None:
+    navigation = window.navigation
+    rect = navigation.visualItemRect(navigation.item(row))
+    qtbot.mouseClick(navigation.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+
+
+@pytest.mark.timeout(90)
+def test_a_click_in_the_navigation_puts_the_keyboard_in_the_pane(
+    qtbot: QtBot, real_familiar: Familiar, memory_facade: FakeFacade
+) -> None:
+    """Clicked, a pane takes the focus (its main view, or the first widget Tab reaches): Down then moves
+    inside it, not to the next pane."""
+    window = _seeded_window(qtbot, real_familiar, memory_facade)
+    for row, spec in enumerate(PANES):
+        _click_row(qtbot, window, row)
+        pane = window.current_pane
+        assert pane.name == spec.name
+        qtbot.waitUntil(lambda pane=pane: pane.is_loaded, timeout=WAIT_MS)
+        settle(qtbot)
+        focused = QApplication.focusWidget()
+        assert focused is not None, spec.name
+        assert pane.isAncestorOf(focused), (spec.name, focused)
+        main = pane.focus_widget()
+        assert main is None or focused is main or not main.isVisible(), (spec.name, focused, main)
+
+    # In the pending queue, Down now moves through the queue, and the navigation stays where it was.
+    pending = window.show_pane("pending")
+    _click_row(qtbot, window, window.pane_names.index("pending"))
+    assert isinstance(pending, PendingPane)
+    assert pending.list_view.hasFocus()
+    row = pending.current_row()
+    qtbot.keyClick(pending.list_view, Qt.Key.Key_Down)
+    assert pending.current_row() == row + 1
+    assert window.current_pane is pending
+    settle(qtbot)
+
+
+@pytest.mark.timeout(90)
+def test_the_arrow_keys_still_walk_the_navigation_and_enter_goes_into_the_pane(
+    qtbot: QtBot, real_familiar: Familiar, memory_facade: FakeFacade
+) -> None:
+    """With the focus in the navigation, Down shows each pane in turn and the focus stays in the list, even
+    when a pane that takes the focus on its own (the chat's field) loads meanwhile; Enter goes into the pane."""
+    window = _seeded_window(qtbot, real_familiar, memory_facade)
+    window.navigation.setFocus()
+    for row in range(1, len(PANES)):
+        qtbot.keyClick(window.navigation, Qt.Key.Key_Down)
+        pane = window.current_pane
+        assert pane.name == PANES[row].name
+        qtbot.waitUntil(lambda pane=pane: pane.is_loaded, timeout=WAIT_MS)
+        settle(qtbot)
+        assert window.navigation.hasFocus(), (pane.name, QApplication.focusWidget())
+    qtbot.keyClick(window.navigation, Qt.Key.Key_Up)
+    qtbot.keyClick(window.navigation, Qt.Key.Key_Up)
+    lorebook = window.current_pane
+    assert lorebook.name == "lorebook"
+    settle(qtbot)
+    qtbot.keyClick(window.navigation, Qt.Key.Key_Return)
+    assert lorebook.focus_widget() is QApplication.focusWidget()
+    settle(qtbot)

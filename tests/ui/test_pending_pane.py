@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 from pytestqt.qtbot import QtBot
 
 from app.memory.facts import NewFact
@@ -283,12 +283,14 @@ def test_edit_in_place_enter_saves_and_accepts_as_one_undoable_step(
     assert current_text(pane) == queue[2]
     assert window.undo.stack.undoText() == "Edited “carol is learning the cello.”"
 
-    press(qtbot, pane, Qt.Key.Key_Z)  # the text before comes back, pending, in its old place
+    press(qtbot, pane, Qt.Key.Key_Z)  # the item itself comes back, pending, in its old place
     assert texts(pane) == queue
     back = pane.current_item()
     assert back is not None
     assert back.fact.content == "carol is learning the cello."
     assert back.fact.status == "pending"
+    assert (back.fact.id, back.fact.created_at) == (old.id, old.created_at)  # its own id and date, not a copy's
+    assert back.fact.is_head
     assert stored(run, real_familiar, new.id).superseded_by == back.fact.id
 
 
@@ -339,6 +341,82 @@ def test_x_selects_and_shift_a_accepts_the_selection_as_one_step(
     press(qtbot, pane, Qt.Key.Key_X)
     press(qtbot, pane, Qt.Key.Key_R, Qt.KeyboardModifier.ShiftModifier)
     assert stored(run, real_familiar, demo.pending["surprise"]).status == "rejected"
+
+
+def test_shift_a_on_a_selection_lands_on_the_item_after_the_last_decided_one(
+    qtbot: QtBot, run: Run[Any], real_familiar: Familiar, windows: Windows
+) -> None:
+    """Selected with x while moving down, the focus ends on the last selected item: deciding the selection
+    moves it to the item after that one, not as many items further as there were selected."""
+    seeded(qtbot, real_familiar)
+    pane = windows.open()
+    queue = texts(pane)
+    for key in (Qt.Key.Key_X, Qt.Key.Key_J, Qt.Key.Key_X, Qt.Key.Key_J, Qt.Key.Key_X):
+        press(qtbot, pane, key)
+    assert current_text(pane) == queue[2]
+    press(qtbot, pane, Qt.Key.Key_A, Qt.KeyboardModifier.ShiftModifier)
+    assert texts(pane) == queue[3:]
+    assert current_text(pane) == queue[3]  # the one after the last decided
+    assert pane.current_row() == 0
+
+    # The same with the last items of the queue: the focus goes to the one left above them.
+    press(qtbot, pane, Qt.Key.Key_Z)
+    assert texts(pane) == queue
+    pane.move_focus(len(queue))
+    for key in (Qt.Key.Key_X, Qt.Key.Key_K, Qt.Key.Key_X):
+        press(qtbot, pane, key)
+    press(qtbot, pane, Qt.Key.Key_R, Qt.KeyboardModifier.ShiftModifier)
+    assert texts(pane) == queue[:-2]
+    assert current_text(pane) == queue[-3]
+
+
+@pytest.mark.parametrize("size", [(1100, 700), (760, 480)])  # the default size, and the smallest
+def test_the_list_keeps_its_width_while_items_are_selected_and_decided(
+    qtbot: QtBot, real_familiar: Familiar, windows: Windows, size: tuple[int, int]
+) -> None:
+    """The queue and the item beside it share the pane as they did at first: a selection (its bar of
+    buttons), an edit, the snoozed items shown, a decision, all caught up and back never shift the split."""
+    seeded(qtbot, real_familiar)
+    pane = windows.open()
+    windows.window.resize(*size)
+    idle(qtbot, pane)
+    qtbot.waitUntil(lambda: pane.splitter.width() < size[0] - 150, timeout=WAIT_MS)
+    width = pane.list_view.width()
+    seen = {width}
+
+    def look() -> None:
+        idle(qtbot, pane)
+        if not pane.is_caught_up:
+            seen.add(pane.list_view.width())
+
+    for key in (Qt.Key.Key_X, Qt.Key.Key_J, Qt.Key.Key_J, Qt.Key.Key_J, Qt.Key.Key_J, Qt.Key.Key_X, Qt.Key.Key_K):
+        press(qtbot, pane, key)
+        look()
+    assert pane.selection_bar.isVisible()
+    press(qtbot, pane, Qt.Key.Key_E)
+    look()
+    press(qtbot, pane, Qt.Key.Key_Escape)
+    pane.show_snoozed_box.setChecked(True)
+    look()
+    press(qtbot, pane, Qt.Key.Key_A, Qt.KeyboardModifier.ShiftModifier)
+    look()
+    while not pane.is_caught_up:
+        press(qtbot, pane, Qt.Key.Key_A)
+        look()
+    press(qtbot, pane, Qt.Key.Key_Z)
+    look()
+    assert seen == {width}
+    if size != (1100, 700):
+        return  # at the smallest size both sides are as narrow as they go
+    # the owner's drag is what moves it, and it stays where they put it
+    pane.splitter.moveSplitter(width + 40, 1)
+    dragged = pane.list_view.width()
+    assert dragged > width
+    pane.move_focus(1)
+    press(qtbot, pane, Qt.Key.Key_X)
+    windows.window.resize(size[0] + 1, size[1])
+    idle(qtbot, pane)
+    assert abs(pane.list_view.width() - dragged) <= 1
 
 
 def test_a_fact_changed_meanwhile_is_shown_as_it_is_now_not_as_an_error(
@@ -531,8 +609,13 @@ def test_question_mark_shows_every_key(qtbot: QtBot, real_familiar: Familiar, wi
     sheet = pane.sheet
     assert isinstance(sheet, ShortcutSheet)
     keys = dict(sheet.rows)
-    assert set(keys) >= {"J", "K", "A", "R", "S", "E", "X", "Shift+A", "Shift+R", "Z", "D or Shift+Del"}
-    assert "accept" in keys["A"].lower()
+    # plain keys as they are pressed (a capital "A" reads as Shift+A), shifted ones as such
+    assert set(keys) >= {"j", "k", "a", "r", "s", "e", "x", "Shift+A", "Shift+R", "z", "d or Shift+Del", "? or F1"}
+    assert "accept" in keys["a"].lower()
+    assert "selected" in keys["Shift+A"].lower()
+    shown = [label.text() for label in sheet.findChildren(QLabel)]
+    assert "a" in shown
+    assert "A" not in shown
     assert all(f"({k.split(' or ')[0]}" in a.toolTip() for k, a in zip(keys, pane.triage_actions, strict=False))
     sheet.close()
 

@@ -248,7 +248,7 @@ def test_compare_lists_what_changed_between_two_recorded_times(
     assert [p.op for p in pane.diff_model.data(index, DiffRole) if p.op != "same"] == ["removed", "added"]
     pane.diff_view.selectRow(row)
     qtbot.waitUntil(lambda: pane.detail is not None and pane.detail.fact.id == demo.active["lisbon"], timeout=WAIT_MS)
-    assert "<s " in pane.panel.change.text()
+    assert "line-through" in pane.panel.change.text()  # the word diff: Porto. struck out
     assert "Lisbon." in pane.panel.change.text()
 
     pane.compare.setChecked(False)
@@ -371,6 +371,7 @@ def test_an_edit_by_the_owner_reads_as_corrected_by_you(
 ) -> None:
     pane = open_pane(qtbot, memory_facade)
     select(qtbot, pane, demo.active["pepper"])
+    before = next(r for r in pane.model.records() if isinstance(r, FactView) and r.id == demo.active["pepper"])
     pane.view.setFocus()
     qtbot.keyClick(pane.view, Qt.Key.Key_E)
     qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), EditFactDialog), timeout=WAIT_MS)
@@ -386,12 +387,25 @@ def test_an_edit_by_the_owner_reads_as_corrected_by_you(
     assert "bob has a tabby cat called Pepper." in texts
     assert "bob has a cat called Pepper." not in texts
 
-    assert slow(qtbot, pane.context.undo.undo())  # Ctrl+Z: the text before comes back as a new version
+    assert slow(qtbot, pane.context.undo.undo())  # Ctrl+Z: the fact itself comes back, as it was
     settle(qtbot)
     moved(qtbot, pane)
-    texts = {r.content for r in pane.model.records() if isinstance(r, FactView)}
-    assert "bob has a cat called Pepper." in texts
-    assert "bob has a tabby cat called Pepper." not in texts
+    rows = {r.content: r for r in pane.model.records() if isinstance(r, FactView)}
+    assert "bob has a tabby cat called Pepper." not in rows
+    back = rows["bob has a cat called Pepper."]
+    assert back.id == demo.active["pepper"]  # its own id, its own dates: not a copy made today
+    assert (back.created_at, back.valid_from) == (before.created_at, before.valid_from)
+    qtbot.waitUntil(lambda: pane.detail is not None and pane.detail.head_id == back.id, timeout=WAIT_MS)
+    assert pane.panel.chain.text().endswith(f", undone at {_when_undone(pane)}.")
+
+
+def _when_undone(pane: TimelinePane) -> str:
+    assert pane.detail is not None
+    from app.ui.time_text import when
+
+    undone = pane.detail.versions[-1].superseded_at
+    assert undone is not None
+    return when(undone)
 
 
 def _when_last(pane: TimelinePane) -> str:
@@ -513,7 +527,7 @@ def test_the_keyboard_moves_through_the_rows_and_the_panel_follows(
     settle(qtbot)
     assert (pane.world_at, pane.recorded_at) == (None, None)  # tabbing through the dates moved no time
     assert "Left/Right" in pane.world.slider.toolTip()
-    assert "(A)" in pane.panel.archive_button.toolTip()
+    assert "(a)" in pane.panel.archive_button.toolTip()
     assert "(Delete)" in pane.panel.forget_button.toolTip()
 
 

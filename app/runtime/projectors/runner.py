@@ -8,11 +8,11 @@ told to `on_disk_full`); any other error is logged with its traceback and the ot
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from app.memory.errors import is_disk_full
+from app.memory.liveness import LoopHealth, LoopWatch, end_task
 from app.memory.waiting import wait_set
 from app.runtime.llm import LLMError
 from app.runtime.projectors.base import MemoryProjector, ProjectorDeps
@@ -37,6 +37,7 @@ class ProjectorRunner:
         self._deps = deps
         self._tick_seconds = tick_seconds
         self._task: asyncio.Task[None] | None = None
+        self._watch = LoopWatch("memory-projectors")
         self._started = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -87,6 +88,7 @@ class ProjectorRunner:
         self._started = True
         if self._task is None and self.projectors:
             self._task = asyncio.create_task(self._loop(), name="memory-projectors")
+            self._watch.started(self._task)
 
     def replace(self, projectors: Sequence[MemoryProjector], deps: ProjectorDeps, tick_seconds: float) -> None:
         """Run these projectors over these dependencies from the next tick on (the settings changed).
@@ -103,16 +105,20 @@ class ProjectorRunner:
     def nudge(self) -> None:
         self._wake.set()
 
+    def loop_health(self) -> LoopHealth:
+        """Whether the workers' timer runs (it does not with no worker selected, or before `start`)."""
+        return self._watch.health()
+
     async def _loop(self) -> None:
         while True:
+            self._watch.working()
             await self.tick()
             self._wake.clear()
+            self._watch.waiting(self._tick_seconds)
             await wait_set(self._wake, self._tick_seconds)
 
     async def close(self) -> None:
         self._started = False
+        self._watch.stopped()
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await end_task(task)

@@ -11,9 +11,16 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QGridLayout, QLabel, QV
 from app.ui.theme import section_label
 
 
+def key_text(sequence: QKeySequence) -> str:
+    """A key as it is pressed: 'a' for the plain letter key (Qt writes it 'A', which reads as Shift+A),
+    'Shift+A', '?', 'F1', 'Shift+Del'."""
+    text = sequence.toString(QKeySequence.SequenceFormat.NativeText)
+    return text.lower() if len(text) == 1 and text.isalpha() else text
+
+
 def keys_text(action: QAction) -> str:
-    """'A', 'Shift+A', 'D or Shift+Del'."""
-    return " or ".join(s.toString(QKeySequence.SequenceFormat.NativeText) for s in action.shortcuts())
+    """'a', 'Shift+A', 'd or Shift+Del'."""
+    return " or ".join(key_text(s) for s in action.shortcuts())
 
 
 class ShortcutSheet(QDialog):

@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor
 from app.runtime.views import ExplainedLore, ExplainedLoreDrop, FactView, PersonRef
 from app.ui.models.base import RIGHT, Column, RecordTableModel
 from app.ui.models.forgetting_models import short_time
-from app.ui.theme import AMBER, DIFF_ADDED, DIFF_REMOVED, EXPLAIN_DIFF_TEXT, MUTED_GREY, OK_GREEN
+from app.ui.theme import AMBER, DIFF_ADDED, DIFF_REMOVED, EXPLAIN_DIFF_TEXT, MUTED_GREY, OK_GREEN, themed
 
 SIGNAL_NAMES: Final[dict[str, str]] = {
     "bm25": "words",
@@ -100,7 +100,7 @@ class RecalledFactRow:
 
 
 def _fact_colour(row: RecalledFactRow) -> QColor | None:
-    return QColor(MUTED_GREY) if not row.used or row.fact is None else None
+    return themed(MUTED_GREY) if not row.used or row.fact is None else None
 
 
 FACT_COLUMNS: Final[tuple[Column[RecalledFactRow], ...]] = (
@@ -110,7 +110,7 @@ FACT_COLUMNS: Final[tuple[Column[RecalledFactRow], ...]] = (
     Column(
         "In the reply",
         lambda r: "yes" if r.used else "no: just below the cutoff",
-        foreground=lambda r: QColor(OK_GREEN) if r.used else QColor(AMBER),
+        foreground=lambda r: themed(OK_GREEN) if r.used else themed(AMBER),
     ),
 )
 

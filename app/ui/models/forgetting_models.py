@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from PySide6.QtCore import QObject
-from PySide6.QtGui import QColor
 
 from app.runtime.views import ForgetReceipt, PersonRef, PlaceRef, ScheduledForget, TombstoneView
 from app.ui.models.base import ALL_ROLES as _ROLES
 from app.ui.models.base import RIGHT, Column, RecordTableModel
-from app.ui.theme import AMBER, MUTED_GREY
+from app.ui.theme import AMBER, MUTED_GREY, themed
 
 NO_ONE = "no one in particular"
 
@@ -71,7 +70,7 @@ class TombstonesModel(RecordTableModel[TombstoneView]):
                 Column(
                     "Blocks re-learning",
                     _blocks,
-                    foreground=lambda t: None if t.can_block else QColor(AMBER),
+                    foreground=lambda t: None if t.can_block else themed(AMBER),
                     tooltip=lambda t: (
                         "The familiar cannot learn this again."
                         if t.can_block
@@ -112,7 +111,7 @@ class WaitingForgetsModel(RecordTableModel[WaitingForget]):
         super().__init__(
             (
                 Column("Fact", lambda w: w.text or f"fact #{w.schedule.fact_id}"),
-                Column("Forgotten", _countdown, align=RIGHT, foreground=lambda _w: QColor(MUTED_GREY)),
+                Column("Forgotten", _countdown, align=RIGHT, foreground=lambda _w: themed(MUTED_GREY)),
                 Column("Its messages", lambda w: "erased too" if w.schedule.redact_sources else "kept"),
             ),
             key=lambda w: w.schedule.id,

@@ -21,21 +21,25 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor
 
 from app.runtime.events import IndexHealthReport
-from app.runtime.views import EmbeddingModelView, EmbeddingStatusView, IndexStatusView
+from app.runtime.views import BackgroundTaskView, EmbeddingModelView, EmbeddingStatusView, IndexStatusView
 from app.ui.models.base import RIGHT, Column, RecordTableModel
-from app.ui.theme import (
-    AMBER,
-    ERROR_BACKGROUND,
-    ERROR_RED,
-    HINT_BACKGROUND,
-    MUTED_GREY,
-    OK_BACKGROUND,
-    OK_GREEN,
-    QUIET_BACKGROUND,
-)
+from app.ui.theme import AMBER, MUTED_GREY, OK_GREEN, colours, themed
 
 EVENTS_CAPACITY: Final = 500
-INDEX_TITLES: Final = {"turns": "Messages", "facts": "Facts", "embeddings": "Embeddings"}
+INDEX_TITLES: Final = {
+    "turns": "Messages",
+    "facts": "Facts",
+    "embeddings": "Embeddings",
+    # the background loops (BackgroundTaskView.name), in the events' Index column
+    "index-committer-turns": "Messages",
+    "index-committer-facts": "Facts",
+    "memory-projectors": "Workers",
+    "memory-change-poll": "Change poll",
+    "lorebook-watch": "Lorebook",
+    "deferred-forgets": "Forgets",
+}
+COMMITTER_TASKS: Final = {"turns": "index-committer-turns", "facts": "index-committer-facts"}
+WORKERS_TASK: Final = "memory-projectors"
 INDEX_ORDER: Final = ("turns", "facts")
 NONE: Final = "none"
 NOT_APPLICABLE: Final = "—"
@@ -52,16 +56,18 @@ class Level(enum.Enum):
 
     @property
     def colour(self) -> str:
-        return {Level.OK: OK_GREEN, Level.BUSY: AMBER, Level.FAILING: ERROR_RED, Level.OFF: MUTED_GREY}[self]
+        p = colours()  # the theme in force
+        return {Level.OK: p.ok, Level.BUSY: p.amber, Level.FAILING: p.error, Level.OFF: p.muted}[self]
 
     @property
     def tint(self) -> QColor:
         """A light background for a cell in this state."""
+        p = colours()
         tints = {
-            Level.OK: OK_BACKGROUND,
-            Level.BUSY: HINT_BACKGROUND,
-            Level.FAILING: ERROR_BACKGROUND,
-            Level.OFF: QUIET_BACKGROUND,
+            Level.OK: p.ok_background,
+            Level.BUSY: p.hint_background,
+            Level.FAILING: p.error_background,
+            Level.OFF: p.quiet_background,
         }
         return QColor(tints[self])
 
@@ -293,15 +299,31 @@ def _unknown_cells(name: str) -> dict[str, MetricCell]:
     return {key: cell for key, _label, _help in _ROWS}
 
 
+def stopped_tasks(tasks: Sequence[BackgroundTaskView]) -> dict[str, BackgroundTaskView]:
+    """The background loops that stopped although they should run, by name."""
+    return {task.name: task for task in tasks if task.problem is not None}
+
+
 def metric_rows(
-    indexes: Sequence[IndexStatusView], embeddings: EmbeddingStatusView, now: datetime
+    indexes: Sequence[IndexStatusView],
+    embeddings: EmbeddingStatusView,
+    now: datetime,
+    tasks: Sequence[BackgroundTaskView] = (),
 ) -> tuple[MetricRow, ...]:
-    """The measures table: one row per measure, a cell per column of HEADERS."""
+    """The measures table: one row per measure, a cell per column of HEADERS. An index whose committer
+    stopped (or embeddings whose worker stopped) shows it in its state, red."""
     by_name = {v.name: v for v in indexes}
+    stopped = stopped_tasks(tasks)
     columns = [
         _search_index_cells(by_name[name], now) if name in by_name else _unknown_cells(name) for name in INDEX_ORDER
     ]
     columns.append(_embedding_cells(embeddings, now))
+    owners = [COMMITTER_TASKS[name] for name in INDEX_ORDER]
+    owners.append(WORKERS_TASK if embeddings.worker_enabled and embeddings.model is not None else "")
+    for column, owner in zip(columns, owners, strict=True):
+        task = stopped.get(owner)
+        if task is not None:
+            column["state"] = MetricCell("Stopped", f"{task.what} {task.problem}", Level.FAILING)
     return tuple(
         MetricRow(key, label, help_text, tuple(column[key] for column in columns)) for key, label, help_text in _ROWS
     )
@@ -312,7 +334,7 @@ def _cell_column(header: str, column: int) -> Column[MetricRow]:
         cell = row.cells[column]
         if cell.level is not None:
             return QColor(cell.level.colour)
-        return QColor(AMBER) if cell.warn else None
+        return themed(AMBER) if cell.warn else None
 
     def background(row: MetricRow) -> QColor | None:
         level = row.cells[column].level
@@ -364,8 +386,8 @@ def _covers_tooltip(model: EmbeddingModelView) -> str:
 
 def _use_colour(model: EmbeddingModelView) -> QColor | None:
     if model.active:
-        return QColor(OK_GREEN)
-    return QColor(AMBER) if not model.reembedding else QColor(MUTED_GREY)
+        return themed(OK_GREEN)
+    return themed(AMBER) if not model.reembedding else themed(MUTED_GREY)
 
 
 class EmbeddingModelsModel(RecordTableModel[EmbeddingModelView]):

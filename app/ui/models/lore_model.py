@@ -11,11 +11,9 @@ from PySide6.QtGui import QColor
 from app.ui.models.base import CENTRE, RIGHT, ROOT, Column, RecordTableModel
 from app.ui.models.forgetting_models import short_time
 from app.ui.models.lore_rows import LoreRow, filter_rows, sort_rows
-from app.ui.theme import AMBER, MUTED_GREY
+from app.ui.theme import AMBER, MUTED_GREY, themed
 
 LOGIC_NAMES = {"and_any": "AND any", "and_all": "AND all", "not_any": "NOT any", "not_all": "NOT all"}
-_MUTED = QColor(MUTED_GREY)
-_WARN = QColor(AMBER)
 
 
 def _keys(keys: Sequence[str]) -> str:
@@ -23,7 +21,7 @@ def _keys(keys: Sequence[str]) -> str:
 
 
 def _muted_if_disabled(row: LoreRow) -> QColor | None:
-    return _MUTED if not row.entry.enabled else None
+    return themed(MUTED_GREY) if not row.entry.enabled else None
 
 
 def _lint_tip(row: LoreRow) -> str | None:
@@ -33,7 +31,9 @@ def _lint_tip(row: LoreRow) -> str | None:
 COLUMNS: tuple[tuple[str, Column[LoreRow]], ...] = (
     (
         "lint",
-        Column("⚠", lambda r: "⚠" if r.lint else "", align=CENTRE, foreground=lambda _r: _WARN, tooltip=_lint_tip),
+        Column(
+            "⚠", lambda r: "⚠" if r.lint else "", align=CENTRE, foreground=lambda _r: themed(AMBER), tooltip=_lint_tip
+        ),
     ),
     (
         "on",

@@ -66,7 +66,7 @@ class PendingModel(RecordTableModel[PendingItem]):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(
             (
-                Column("Fact", lambda i: i.fact.content, tooltip=lambda i: meta_line(i)),
+                Column("Fact", lambda i: i.fact.content, tooltip=lambda i: f"{i.fact.content}\n{meta_line(i)}"),
                 Column("Type", lambda i: i.fact.type),
                 Column("Confidence", confidence_text, align=CENTRE),
                 Column("Importance", lambda i: str(i.fact.importance), align=CENTRE),

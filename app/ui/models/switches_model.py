@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor, QFont
 
 from app.runtime.views import PauseKind, PauseView, PlaceRef, Switch
 from app.ui.models.base import Column, RecordTableModel
-from app.ui.theme import AMBER, HINT_BACKGROUND, INHERITED_BACKGROUND, MUTED_GREY, OK_GREEN
+from app.ui.theme import AMBER, HINT_BACKGROUND, INHERITED_BACKGROUND, MUTED_GREY, OK_GREEN, themed
 
 EVERYWHERE = "*"
 PLACE, LEARNING, RECALL = range(3)
@@ -64,14 +64,14 @@ def _cell_text(switch: Switch) -> str:
 
 def _cell_colour(switch: Switch) -> QColor:
     if not switch.paused:
-        return QColor(OK_GREEN)
-    return QColor(AMBER) if switch.source == "here" else QColor(MUTED_GREY)
+        return themed(OK_GREEN)
+    return themed(AMBER) if switch.source == "here" else themed(MUTED_GREY)
 
 
 def _cell_background(switch: Switch) -> QColor | None:
     if not switch.paused:
         return None
-    return QColor(HINT_BACKGROUND) if switch.source == "here" else QColor(INHERITED_BACKGROUND)
+    return themed(HINT_BACKGROUND) if switch.source == "here" else themed(INHERITED_BACKGROUND)
 
 
 def _cell_font(switch: Switch) -> QFont | None:

@@ -21,7 +21,7 @@ from PySide6.QtGui import QColor, QFont
 from app.runtime.views import FactView, ForgottenFact, TimelineChange, TimelineRow, TimelineSlice
 from app.ui.models.base import ROW_FLAGS, Column, RecordTableModel
 from app.ui.models.roles import RecordRole
-from app.ui.theme import DIFF_ADDED_TEXT, DIFF_REMOVED_TEXT, MUTED_GREY, status_colour
+from app.ui.theme import colours
 from app.ui.time_text import day, span, when
 
 AnyIndex = QModelIndex | QPersistentModelIndex
@@ -219,8 +219,8 @@ class TimelineModel(QAbstractTableModel):
             return tooltip(record)
         if role == _FOREGROUND:
             if isinstance(record, ForgottenFact):
-                return QColor(MUTED_GREY)
-            return status_colour(record.status) if index.column() == STATUS else None
+                return QColor(colours().muted)
+            return None  # the statuses' colours are for bars and dots: as text they do not read on white
         if role == _FONT and isinstance(record, ForgottenFact):
             font = QFont()
             font.setItalic(True)
@@ -260,7 +260,8 @@ def change_status(change: TimelineChange) -> str:
 
 
 def _change_colour(change: TimelineChange) -> QColor | None:
-    return QColor({"added": DIFF_ADDED_TEXT, "removed": DIFF_REMOVED_TEXT}.get(change.kind, MUTED_GREY))
+    p = colours()  # words on the view's own background: the theme's green and red
+    return QColor({"added": p.ok, "removed": p.error}.get(change.kind, p.muted))
 
 
 class TimelineDiffModel(RecordTableModel[TimelineChange]):

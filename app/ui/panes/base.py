@@ -82,7 +82,7 @@ from typing import ClassVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
 from app.runtime.errors import FamiliarError
@@ -190,6 +190,8 @@ class Pane(QWidget):
         self._ever_loaded = False
         self._load_task: asyncio.Task[None] | None = None
         self._again = False
+        # take_focus() asked while the first load ran: the widget that had the focus then (it goes on from there)
+        self._focus_when_loaded: tuple[QWidget | None] | None = None
         context.bridge.memory_changed.connect(self._on_bridge_memory_changed)
 
     # -- for subclasses -----------------------------------------------------------------------------
@@ -208,6 +210,32 @@ class Pane(QWidget):
 
     def focus_on(self, _target: object) -> None:
         """Show a target another pane asked this one to show (see `navigate_requested`); by default nothing."""
+
+    def focus_widget(self) -> QWidget | None:
+        """Where the keyboard goes when the owner opens this pane from the navigation (a click, or Enter):
+        its main view. By default the first widget the Tab key reaches in it; None when it has none."""
+        widget = self.nextInFocusChain()
+        while widget is not None and widget is not self and self.isAncestorOf(widget):
+            if (
+                widget.isVisible()
+                and widget.isEnabled()
+                and widget.focusPolicy() & Qt.FocusPolicy.TabFocus == Qt.FocusPolicy.TabFocus
+            ):
+                return widget
+            widget = widget.nextInFocusChain()
+        return None
+
+    def take_focus(self) -> None:
+        """Put the keyboard in this pane (`focus_widget`), now or, while the pane still loads, once it has
+        loaded, unless the focus has moved on meanwhile."""
+        self._focus_when_loaded = None
+        if self.state is not PaneState.LOADING or self.is_loaded:
+            target = self.focus_widget()
+            if target is None or not (target.isVisible() and target.isEnabled()):
+                target = Pane.focus_widget(self)  # its main view is not showing (an empty or error state)
+            (target or self).setFocus(Qt.FocusReason.OtherFocusReason)
+            return
+        self._focus_when_loaded = (QApplication.focusWidget(),)
 
     def unsaved_work(self) -> str | None:
         """What closing the window now would lose, in a sentence (None: nothing). The window asks first."""
@@ -265,6 +293,9 @@ class Pane(QWidget):
             if isValid(self):
                 self._load_task = None
                 self._ever_loaded = True
+                waiting, self._focus_when_loaded = self._focus_when_loaded, None
+                if waiting is not None and QApplication.focusWidget() is waiting[0] and self.isVisible():
+                    self.take_focus()
                 self.loaded.emit()
 
     async def _load_once(self) -> None:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
@@ -50,6 +51,7 @@ from app.ui.theme import (
     HINT_BORDER,
     MUTED_GREY,
     OK_GREEN,
+    caption,
     section_label,
     small_label,
     text_colour_style,
@@ -199,10 +201,14 @@ class CharacterPane(Pane):
         self.greeting.setTabChangesFocus(True)
         self.greeting.setPlaceholderText("Blank: no greeting")
         self.greeting.setFixedHeight(self.greeting.fontMetrics().lineSpacing() * 4 + 12)
+        # Fixed, not expanding: the form's spare height would otherwise go to its row, with the box in
+        # the middle of it, far below its label.
+        self.greeting.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.channels = QTreeWidget()
         self.channels.setHeaderHidden(True)
         self.channels.setMinimumHeight(90)
         self.channels.setMaximumHeight(180)
+        self.channels.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.channels.setToolTip("Tick the channels where it answers every message (Space ticks the selected one)")
         self.channels_note = small_label("")
         self.allow_dms = QCheckBox("Answer direct messages")
@@ -250,12 +256,13 @@ class CharacterPane(Pane):
             for more in extra:
                 layout.addWidget(more)
             layout.addWidget(self.field_problems[field])
-            form.addRow(label, box)
             if label:
+                name = caption(label)
+                name.setBuddy(widget)
+                form.addRow(name, box)
                 self._captions[field] = label.replace("&", "")
-            caption = form.labelForField(box)
-            if isinstance(caption, QLabel):
-                caption.setBuddy(widget)
+            else:
+                form.addRow("", box)
 
         form.addRow(section_label("Who"))
         row("&Name", self.display_name, "display_name")
@@ -316,6 +323,9 @@ class CharacterPane(Pane):
         context.bridge.connection_changed.connect(self._on_connection_changed)
         context.bridge.guilds_changed.connect(self._on_connection_changed)
         self._sync_bar()
+
+    def focus_widget(self) -> QWidget:
+        return self.persona
 
     # -- loading -------------------------------------------------------------------------------------
     async def load(self) -> bool:

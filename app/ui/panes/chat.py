@@ -18,7 +18,17 @@ from datetime import UTC, datetime
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeyEvent, QKeySequence
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QMenu, QMessageBox, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.runtime.errors import ReplyFailedError
 from app.runtime.events import SettingsReloaded
@@ -62,6 +72,7 @@ class ChatPane(Pane):
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
         self._waiting = False
+        self._had_focus = False
         self._retry: _Retry | None = None
         self._name = self.facade.display_name
 
@@ -266,15 +277,21 @@ class ChatPane(Pane):
     def is_waiting(self) -> bool:
         return self._waiting
 
+    def focus_widget(self) -> QWidget:
+        return self.input
+
     def _set_waiting(self, waiting: bool, *, thinking: bool = True) -> None:
+        if waiting:  # the field is disabled meanwhile (the focus leaves it): it takes it back after, if it was here
+            focused = QApplication.focusWidget()
+            self._had_focus = focused is not None and self.isAncestorOf(focused)
         self._waiting = waiting
         self.input.setEnabled(not waiting)
         self.send_button.setEnabled(not waiting)
         self.waiting_label.setVisible(waiting and thinking)
         self._sync_buttons()
         self.chat_view.refresh_actions()
-        if not waiting:
-            self.input.setFocus()
+        if not waiting and self._had_focus:
+            self.input.setFocus()  # back to the field after an answer, unless the owner is elsewhere
 
     async def load(self) -> bool:
         """The earlier messages, once (the pane watches no memory change, so it is not reloaded); a

@@ -38,9 +38,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, IndexHealthReport, MemoryChanged
 from app.runtime.index_health import with_report
-from app.runtime.views import EmbeddingStatusView, IndexStatusView
+from app.runtime.views import BackgroundTaskView, EmbeddingStatusView, IndexStatusView
 from app.ui.async_slot import async_slot
 from app.ui.models.base import RecordTableModel
 from app.ui.models.index_health import (
@@ -58,6 +59,7 @@ from app.ui.models.index_health import (
     index_level,
     index_title,
     metric_rows,
+    stopped_tasks,
 )
 from app.ui.ops import Cancelled, Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
@@ -75,6 +77,7 @@ REBUILD_KEY: Final = "Ctrl+R"
 REEMBED_KEY: Final = "Ctrl+E"
 REFRESH_KEY: Final = "F5"
 RELOAD_DELAY_MS: Final = 1_000  # changes (a conversation, an import, a lock's retries) make one reload a second
+LIVENESS_MS: Final = 3_000  # how often, while the pane shows, it looks whether a background loop has stopped
 CLOCK_MS: Final = 30_000  # "3 min ago" is rewritten this often while the pane shows
 DOT_SIZE: Final = 14
 EVENTS_PLACEHOLDER: Final = (
@@ -99,8 +102,22 @@ REEMBED_CANCELLED: Final = "Re-embed cancelled: the old vectors are used exactly
 WORDS: Final = {"turns": "messages", "facts": "facts"}
 
 
-def headline(views: Sequence[IndexStatusView], embeddings: EmbeddingStatusView | None) -> tuple[Level, str]:
-    """The one sentence at the top: the worst thing, and what to do about it (if anything)."""
+def headline(
+    views: Sequence[IndexStatusView],
+    embeddings: EmbeddingStatusView | None,
+    tasks: Sequence[BackgroundTaskView] = (),
+) -> tuple[Level, str]:
+    """The one sentence at the top: the worst thing, and what to do about it (if anything). A background
+    loop that stopped is the worst: nothing else catches up while it is stopped."""
+    stopped = list(stopped_tasks(tasks).values())
+    if stopped:
+        said = "; ".join(f"{task.what} ({(task.problem or '').removeprefix('stopped: ')})" for task in stopped)
+        does = "what they do waits" if len(stopped) > 1 else "what it does waits"
+        return (
+            Level.FAILING,
+            f"Stopped: {said}. Until Familiar is started again (quit it and open it again) {does};"
+            " history.db keeps everything meanwhile.",
+        )
     worst, what = Level.OK, "All indexes are up to date: searches and recall see everything in history.db."
     for view in views:
         level = index_level(view)
@@ -201,8 +218,13 @@ class IndexPane(Pane):
         super().__init__(context, parent)
         self._views: dict[str, IndexStatusView] = {}
         self._embeddings: EmbeddingStatusView | None = None
+        self._tasks: tuple[BackgroundTaskView, ...] = ()
+        self._liveness_task: asyncio.Task[None] | None = None
         self._reports: dict[str, IndexHealthReport] = {}  # the last health of each index, to tell what changed
         self._embeddings_stale = True  # facts or vectors changed since the embeddings were read
+        # Indexes whose rebuild this pane listed itself (its live "ready" report may come after, held back by
+        # the bridge): that report then lists it no second time.
+        self._rebuilt_listed: set[str] = set()
 
         self.metrics_model = IndexMetricsModel(self)
         self.models_model = EmbeddingModelsModel(self)
@@ -298,6 +320,10 @@ class IndexPane(Pane):
         self._clock.setInterval(CLOCK_MS)
         self._clock.timeout.connect(self._on_clock_timeout)
         self._clock.start()
+        self._liveness = QTimer(self)
+        self._liveness.setInterval(LIVENESS_MS)
+        self._liveness.timeout.connect(self._on_liveness_timeout)
+        self._liveness.start()
         context.bridge.index_health.connect(self._on_bridge_index_health)
         context.bridge.memory_changed.connect(self._on_bridge_memory_changed_kinds)
         self.ops.busy_changed.connect(self._on_ops_busy_changed)
@@ -329,6 +355,9 @@ class IndexPane(Pane):
         key = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
         button.setToolTip(f"{tooltip} ({key})" if tooltip else f"({key})")
 
+    def focus_widget(self) -> QWidget:
+        return self.metrics_view
+
     # -- loading ---------------------------------------------------------------------------------------
     async def load(self) -> bool:
         """Every index's status; the embeddings' too when facts or vectors changed (a conversation changes
@@ -345,6 +374,7 @@ class IndexPane(Pane):
             self._embeddings = embeddings
         else:
             indexes = await self.facade.indexes.status()
+        self._note_tasks(await self.facade.indexes.tasks())
         self._views = {v.name: v for v in indexes}
         for view in indexes:
             self._reports.setdefault(view.name, _report_of(view))
@@ -373,11 +403,11 @@ class IndexPane(Pane):
         views = [self._views[name] for name in INDEX_ORDER if name in self._views]
         embeddings = self._embeddings
         if embeddings is not None:
-            _update(self.metrics_model, metric_rows(views, embeddings, now), lambda r: r.key)
+            _update(self.metrics_model, metric_rows(views, embeddings, now, self._tasks), lambda r: r.key)
             _update(self.models_model, embeddings.models, lambda m: (m.model, m.reembedding))
             self.metrics_view.setFixedHeight(self._metrics_height())
             self.models_view.set_placeholder(MODELS_PLACEHOLDER if embeddings.model else MODELS_PLACEHOLDER_OFF)
-        level, text = headline(views, embeddings)
+        level, text = headline(views, embeddings, self._tasks)
         self.headline_dot.setStyleSheet(dot_style(level.colour, DOT_SIZE))
         self.headline_label.setText(text)
         mismatch = _mismatch_text(embeddings)
@@ -411,7 +441,13 @@ class IndexPane(Pane):
     def _on_bridge_index_health(self, report: IndexHealthReport) -> None:
         before = self._reports.get(report.name)
         self._reports[report.name] = report
-        self.events_model.extend(health_events(before, report))
+        found = health_events(before, report)
+        if report.state == "rebuilding":
+            self._rebuilt_listed.discard(report.name)  # a new rebuild: its end is listed when it comes
+        elif report.name in self._rebuilt_listed and any(e.text == REBUILT_EVENT for e in found):
+            self._rebuilt_listed.discard(report.name)
+            found = [e for e in found if e.text != REBUILT_EVENT]  # listed already, when the rebuild returned
+        self.events_model.extend(found)
         view = self._views.get(report.name)
         if view is not None:
             self._views[report.name] = with_report(view, report)
@@ -421,6 +457,38 @@ class IndexPane(Pane):
     def _on_clock_timeout(self) -> None:
         if self.isVisible() and self._views:
             self._render()
+
+    def _on_liveness_timeout(self) -> None:
+        if self.isVisible() and self.is_loaded and self._liveness_task is None:
+            self._liveness_task = self._check_tasks()
+
+    @async_slot()
+    async def _check_tasks(self) -> None:
+        """A stopped loop shows within LIVENESS_MS, without waiting for a change to make the pane reload."""
+        try:
+            tasks = await self.facade.indexes.tasks()
+        except FamiliarError as error:
+            _log.info("could not read the background loops: %s", error)
+            return
+        finally:
+            self._liveness_task = None
+        if self._note_tasks(tasks):
+            self._render()
+
+    def _note_tasks(self, tasks: Sequence[BackgroundTaskView]) -> bool:
+        """Keep the loops' state; a loop newly stopped goes into "What happened". Whether anything changed."""
+        before = stopped_tasks(self._tasks)
+        now = datetime.now(UTC)
+        self.events_model.extend(
+            [
+                IndexEvent(now, task.name, f"stopped: {task.what}", Level.FAILING, task.problem)
+                for name, task in stopped_tasks(tasks).items()
+                if name not in before
+            ]
+        )
+        changed = tuple(tasks) != self._tasks
+        self._tasks = tuple(tasks)
+        return changed
 
     def _on_events_rows_about_to_be_inserted(self) -> None:
         scroll_bar = self.events_view.verticalScrollBar()
@@ -454,13 +522,9 @@ class IndexPane(Pane):
             self._show_result(f"Rebuilt at {clock(datetime.now(UTC))}: {counts}.")
             # The live reports say it too, unless the bridge folded the rebuilding one into the next.
             said = {e.index for e in self.events_model.records[seen:] if e.text == REBUILT_EVENT}
-            self.events_model.extend(
-                [
-                    IndexEvent(datetime.now(UTC), name, REBUILT_EVENT, Level.OK)
-                    for name in outcome.value
-                    if name in INDEX_ORDER and name not in said
-                ]
-            )
+            listed = [name for name in outcome.value if name in INDEX_ORDER and name not in said]
+            self._rebuilt_listed.update(listed)
+            self.events_model.extend([IndexEvent(datetime.now(UTC), name, REBUILT_EVENT, Level.OK) for name in listed])
         elif isinstance(outcome, Cancelled):
             self._show_result(REBUILD_CANCELLED)
         elif isinstance(outcome, Failed):
@@ -496,6 +560,11 @@ class IndexPane(Pane):
     @property
     def embeddings(self) -> EmbeddingStatusView | None:
         return self._embeddings
+
+    @property
+    def tasks(self) -> tuple[BackgroundTaskView, ...]:
+        """The background loops as last read."""
+        return self._tasks
 
 
 def _report_of(view: IndexStatusView) -> IndexHealthReport:

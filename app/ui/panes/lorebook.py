@@ -51,7 +51,9 @@ from PySide6.QtWidgets import (
 
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
+from app.runtime.textdiff import word_diff
 from app.runtime.views import (
+    ImportItem,
     ImportPreview,
     LoreBookSettings,
     LoreBookView,
@@ -67,10 +69,18 @@ from app.ui.models.lore_model import COLUMN_NAMES, TITLE_COLUMN, LoreTableModel
 from app.ui.models.lore_rows import LoreRow, make_row, merge, same_entry, translate
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.theme import AMBER, ERROR_RED, HINT_BACKGROUND, HINT_BORDER, OK_GREEN, small_label
-from app.ui.widgets.lore_entry_editor import LoreEntryEditor
+from app.ui.theme import (
+    HINT_BACKGROUND,
+    HINT_BORDER,
+    LORE_HIGHLIGHT,
+    LORE_HIGHLIGHT_TEXT,
+    colours,
+    small_label,
+)
+from app.ui.widgets.lore_entry_editor import LOGICS, LoreEntryEditor
 from app.ui.widgets.menu_button import MenuButton
 from app.ui.widgets.placeholder_table import PlaceholderTableView
+from app.ui.widgets.word_diff import diff_html, legend_html
 
 _log = logging.getLogger(__name__)
 
@@ -134,42 +144,6 @@ class DraftStep:
 
     async def undo(self) -> None:
         self._pane.restore(self._before)
-
-
-class ImportStep:
-    """An import written to lorebook.toml; undo writes the entries back as they were before it."""
-
-    def __init__(self, pane: LorebookPane, file: Path, take: frozenset[int], label: str) -> None:
-        self._pane = pane
-        self._file = file
-        self._take = take
-        self._label = label
-        self._before: LoreBookView | None = None
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    @property
-    def undo_window(self) -> float | None:
-        return None
-
-    async def redo(self) -> None:
-        lore = self._pane.facade.lore
-        before = await lore.load()
-        outcome = await lore.import_apply(self._file, before.revision, take=self._take)
-        self._before = before
-        self._pane.adopt_book(outcome.book)
-
-    async def undo(self) -> None:
-        if self._before is None:
-            return
-        lore = self._pane.facade.lore
-        now = await lore.load()
-        # The import updated entries in place and added the rest after them: the old entries, at their places.
-        old = [dataclasses.replace(e, ref=i) for i, e in enumerate(self._before.entries) if i < len(now.entries)]
-        book = await lore.save(old, now.revision, settings=now.settings)
-        self._pane.adopt_book(book)
 
 
 # -- the pane ---------------------------------------------------------------------------------------------
@@ -242,9 +216,16 @@ class LorebookPane(Pane):
         self.status_label = small_label("")
         self.constant_gauge = self._gauge("Constant entries: what goes into every reply")
         self.all_gauge = self._gauge("Every enabled entry, as if all fired at once")
+        # Each gauge's words beside it, not on it: on the bar's coloured part they did not read.
+        self.constant_label = QLabel()
+        self.all_label = QLabel()
         gauges = QHBoxLayout()
+        gauges.addWidget(self.constant_label)
         gauges.addWidget(self.constant_gauge, 1)
+        gauges.addSpacing(12)
+        gauges.addWidget(self.all_label)
         gauges.addWidget(self.all_gauge, 1)
+        gauges.addSpacing(12)
         gauges.addWidget(self.status_label)
 
         # looked up when used: a facade without a lorebook (a test's fake) still builds the window
@@ -371,8 +352,8 @@ class LorebookPane(Pane):
     def _gauge(self, tip: str) -> QProgressBar:
         gauge = QProgressBar()
         gauge.setToolTip(tip)
-        gauge.setTextVisible(True)
-        gauge.setMaximumHeight(18)
+        gauge.setTextVisible(False)
+        gauge.setMaximumHeight(14)
         return gauge
 
     def _build_tester(self) -> QWidget:
@@ -397,9 +378,11 @@ class LorebookPane(Pane):
         self.try_result.setPlaceholderText("What fires, why, and what the budget leaves out shows here.")
         tester = QWidget()
         layout = QVBoxLayout(tester)
+        # The source on a row of its own: a place's name ("Lantern Club #familiar-home") is long.
+        layout.addWidget(self.try_source)
         row = QHBoxLayout()
-        row.addWidget(self.try_source, 1)
         row.addWidget(self.try_last)
+        row.addStretch(1)
         row.addWidget(self.try_button)
         layout.addLayout(row)
         layout.addWidget(self.try_text, 1)
@@ -491,12 +474,6 @@ class LorebookPane(Pane):
             self._entries = book.entries
         self.conflict_bar.setVisible(False)
 
-    def adopt_book(self, book: LoreBookView) -> None:
-        """The file was written by another step (an import, its undo): show it, dropping nothing unsaved."""
-        self._set_book(book, reset=True)
-        self._show_rows()
-        self._schedule_lint()
-
     def unsaved_work(self) -> str | None:
         if self._book is None or not (self.dirty or self.editor.pending):
             return None
@@ -583,18 +560,19 @@ class LorebookPane(Pane):
         enabled = [e for e in self._entries if e.enabled]
         constant = sum(e.tokens for e in enabled if e.constant)
         every = sum(e.tokens for e in enabled)
-        for gauge, label, used in (
-            (self.constant_gauge, "Constant", constant),
-            (self.all_gauge, "All firing", every),
+        for gauge, words, label, used in (
+            (self.constant_gauge, self.constant_label, "Constant", constant),
+            (self.all_gauge, self.all_label, "All firing", every),
         ):
             gauge.setRange(0, max(budget, 1))
             gauge.setValue(min(used, budget))
             gauge.setFormat(f"{label}: {used:,} / {budget:,} tokens")
+            words.setText(gauge.format())
+            words.setToolTip(gauge.toolTip())
             over = used > budget
-            colour = ERROR_RED if over else (AMBER if used > budget * 0.8 else OK_GREEN)
-            gauge.setStyleSheet(
-                f"QProgressBar::chunk {{ background: {colour}; }} QProgressBar {{ text-align: center; }}"
-            )
+            p = colours()
+            colour = p.error if over else (p.amber if used > budget * 0.8 else p.ok)
+            gauge.setStyleSheet(f"QProgressBar::chunk {{ background: {colour}; }}")
         state = "Unsaved changes" if self.dirty else "Saved"
         self.status_label.setText(f"{state} · {sum(e.tokens for e in self._entries):,} tokens in the book")
 
@@ -605,6 +583,9 @@ class LorebookPane(Pane):
         self.save_button.setEnabled(self._book is not None and self.dirty)
 
     # -- selection and the editor ----------------------------------------------------------------------
+    def focus_widget(self) -> QWidget:
+        return self.table
+
     def focus_on(self, target: object) -> None:
         """Show the entry at a 0-based position in the book (asked by the Explain pane's Edit entry)."""
         if not isinstance(target, int):
@@ -675,7 +656,9 @@ class LorebookPane(Pane):
         done = Snapshot(self._generation, entries, self._settings)
         step = DraftStep(self, f"Edited “{after.title or 'untitled'}”", snapshot, done)
         self.restore(done)
-        self.context.undo.record(step)
+        # No Undo notice: it came at every pause in the typing, over the content box being typed in. Ctrl+Z
+        # (outside the box, which undoes its own typing) and Edit > Undo take it back.
+        self.context.undo.record(step, quietly=True)
 
     # -- edits -----------------------------------------------------------------------------------------
     @async_slot()
@@ -975,9 +958,6 @@ class LorebookPane(Pane):
     # -- import and export -------------------------------------------------------------------------------
     @async_slot()
     async def _on_import(self) -> None:
-        if self.dirty:
-            self.error_banner.show_message("Save (Ctrl+S) or undo your edits first: an import writes to lorebook.toml.")
-            return
         file = await choose_file_to_open(self, "Import a lorebook", "Lorebooks and cards (*.json *.png);;All files (*)")
         if file is not None:
             await self.import_file(file)
@@ -985,22 +965,51 @@ class LorebookPane(Pane):
     async def import_file(
         self, file: Path, choose: Callable[[ImportPreview], Awaitable[frozenset[int] | None]] | None = None
     ) -> bool:
-        outcome = await self.ops.run("read the file to import", lambda: self.facade.lore.import_preview(file))
+        """Put the entries of `file` the owner takes into the draft: one undo step, written by the next Save
+        (the preview compares the file with the draft, unsaved edits and all)."""
+        self.editor.flush()
+        book = self._book
+        if book is None:
+            return False
+        entries = self._entries
+        outcome = await self.ops.run(
+            "read the file to import",
+            lambda: self.facade.lore.import_preview(file, entries, base_revision=book.revision),
+        )
+        if isinstance(outcome, Failed):
+            current = getattr(outcome.error, "current", None)
+            if isinstance(current, str):
+                self._offer_reload(current)  # changed on disk since it was loaded: merge or reload first
+            return False
         if not isinstance(outcome, Succeeded):
             return False
         preview: ImportPreview = outcome.value
         take = await (choose or self._choose_imports)(preview)
         if take is None:
             return False
-        if not take:
+        chosen = [item for item in preview.items if item.number in take and item.action != "unchanged"]
+        if not chosen:
             self.context.undo.notices.show_message("Nothing to import: every entry is in the book already")
             return False
-        step = ImportStep(self, file, take, f"Imported {len(take)} entries from {file.name}")
-        done = await self.ops.run("import the lorebook", lambda: self.context.undo.perform(step))
-        return isinstance(done, Succeeded)
+        if entries is not self._entries or book is not self._book:
+            self.error_banner.show_message("The lorebook changed while the import was open: import it again.")
+            return False
+        draft = list(entries)
+        touched: list[int] = []
+        for item in chosen:
+            if item.action == "changed" and item.existing is not None and item.existing < len(draft):
+                draft[item.existing] = dataclasses.replace(item.entry, ref=draft[item.existing].ref)
+                touched.append(item.existing)
+            else:
+                touched.append(len(draft))
+                draft.append(item.entry)
+        self.filter.clear()
+        label = f"Imported {len(chosen)} {'entry' if len(chosen) == 1 else 'entries'} from {file.name}"
+        await self.change(f"{label} (Ctrl+S saves)", draft, select=sorted(touched))
+        return True
 
     async def _choose_imports(self, preview: ImportPreview) -> frozenset[int] | None:
-        dialog = ImportDialog(preview, self.context.window)
+        dialog = ImportDialog(preview, self._entries, self.context.window)
         if not await accepted(dialog):
             return None
         return dialog.chosen()
@@ -1037,47 +1046,166 @@ def _digest(revision: str) -> str:
     return revision.split(":", 1)[0]
 
 
-class ImportDialog(QDialog):
-    """Each entry of the file against the book: added, changed (which fields) or unchanged, with a choice each."""
+FIELD_WORDS = {
+    "title": "title", "id": "id", "keys": "keys", "secondary_keys": "secondary keys", "logic": "logic",
+    "content": "content", "priority": "priority", "constant": "constant", "enabled": "enabled",
+    "case_sensitive": "match case", "whole_words": "whole words", "scan_depth": "scan depth",
+    "probability": "probability", "use_probability": "use the probability", "group": "inclusion group",
+    "group_override": "wins its group", "group_weight": "group weight", "use_group_scoring": "group scoring",
+    "sticky": "sticky", "cooldown": "cooldown", "delay": "delay", "exclude_recursion": "not activated by others",
+    "prevent_recursion": "activates no others", "delay_until_recursion": "recursion delay",
+    "extensions": "fields of its own (extensions)",
+}  # fmt: skip
+"""What each field of an entry is called in the import preview."""
 
-    def __init__(self, preview: ImportPreview, parent: QWidget | None = None) -> None:
+
+def _field_text(entry: LoreEntryView, name: str) -> str:
+    value = getattr(entry, name, None)
+    if isinstance(value, tuple):
+        return ", ".join(str(v) for v in value) or "none"
+    if value is None:
+        return "the book's"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def import_item_html(item: ImportItem, book: Sequence[LoreEntryView]) -> str:
+    """An entry of the file to import, in full: its keys and content; for a new version of an entry of the
+    book, what changes, with a word diff of the content."""
+    entry = item.entry
+    old = book[item.existing] if item.existing is not None and item.existing < len(book) else None
+    title = html.escape(entry.title or "(untitled)")
+    parts = [f"<h3>{title}</h3>"]
+    if item.action == "changed" and old is not None:
+        fields = ", ".join(FIELD_WORDS.get(f, f) for f in item.changed_fields)
+        parts.append(f"<p>A new version of entry {(item.existing or 0) + 1}, “{html.escape(old.title)}”: {fields}.</p>")
+    elif item.action == "unchanged":
+        parts.append(f"<p>Already in the book as entry {(item.existing or 0) + 1}, exactly so.</p>")
+    else:
+        parts.append("<p>New: the book has no entry of this title and id.</p>")
+    changed = set(item.changed_fields) if item.action == "changed" and old is not None else set()
+
+    def shown(name: str, text: str) -> str:
+        if name in changed and old is not None:
+            return f"{html.escape(text)} <i>(was: {html.escape(_field_text(old, name))})</i>"
+        return html.escape(text)
+
+    rows = [("Keys", shown("keys", _field_text(entry, "keys")))]
+    if entry.secondary_keys or "secondary_keys" in changed:
+        logic = dict(LOGICS).get(entry.logic, entry.logic)
+        rows.append(("Secondary keys", shown("secondary_keys", _field_text(entry, "secondary_keys")) + f" ({logic})"))
+    if "title" in changed and old is not None:
+        rows.append(("Title", shown("title", entry.title)))
+    for name in item.changed_fields:
+        if old is None or name in ("content", "keys", "secondary_keys", "title") or not hasattr(entry, name):
+            continue
+        rows.append(
+            (
+                FIELD_WORDS.get(name, name).capitalize(),
+                f"{html.escape(_field_text(old, name))} → {html.escape(_field_text(entry, name))}",
+            )
+        )
+    parts.append("<table cellspacing='0' cellpadding='2'>")
+    for label, cell in rows:
+        parts.append(f"<tr><td><b>{html.escape(label)}</b>&nbsp;&nbsp;</td><td>{cell}</td></tr>")
+    parts.append("</table>")
+    if item.action == "changed" and old is not None and "content" in item.changed_fields:
+        parts.append(f"<p><b>Content</b> ({legend_html('the file', 'the book')})</p>")
+        parts.append(f"<p>{diff_html(word_diff(old.content, entry.content))}</p>")
+    else:
+        parts.append("<p><b>Content</b></p>")
+        parts.append(f"<p>{html.escape(entry.content) or '<i>none</i>'}</p>".replace("\n", "<br>"))
+    return "".join(parts)
+
+
+class ImportDialog(QDialog):
+    """Each entry of the file against the book (the draft): new, changed (which fields) or already there, with
+    a choice each; the chosen row in full below (keys, content, and for a new version a diff)."""
+
+    def __init__(
+        self, preview: ImportPreview, book: Sequence[LoreEntryView] = (), parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Import {Path(preview.file).name}")
         self._preview = preview
+        self._book = tuple(book)
         counts = {a: sum(1 for i in preview.items if i.action == a) for a in ("added", "changed", "unchanged")}
         summary = QLabel(
             f"{preview.source}: {counts['added']} new, {counts['changed']} changed, "
-            f"{counts['unchanged']} already in the book."
+            f"{counts['unchanged']} already in the book. Nothing is written until you save the lorebook."
         )
         summary.setWordWrap(True)
-        self.table = QTableWidget(len(preview.items), 3)
-        self.table.setHorizontalHeaderLabels(["Take", "Entry", "Against the book"])
+        self.table = QTableWidget(len(preview.items), 4)
+        self.table.setHorizontalHeaderLabels(["Take", "Entry", "Keys", "Against the book"])
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(False)
         self._boxes: list[QCheckBox] = []
         for row, item in enumerate(preview.items):
             box = QCheckBox()
             box.setChecked(item.action != "unchanged")
             box.setEnabled(item.action != "unchanged")
+            box.setToolTip("Take this entry" if item.action != "unchanged" else "Already in the book")
+            box.toggled.connect(self._sync)
             self._boxes.append(box)
             self.table.setCellWidget(row, 0, box)
-            self.table.setItem(row, 1, QTableWidgetItem(item.entry.title or ", ".join(item.entry.keys)))
+            title = item.entry.title or ", ".join(item.entry.keys)
+            keys = ", ".join(item.entry.keys)
             what = {
                 "added": "new",
-                "changed": f"changes entry {(item.existing or 0) + 1}: {', '.join(item.changed_fields)}",
+                "changed": "changes entry "
+                f"{(item.existing or 0) + 1}: {', '.join(FIELD_WORDS.get(f, f) for f in item.changed_fields)}",
                 "unchanged": "already in the book",
             }[item.action]
-            self.table.setItem(row, 2, QTableWidgetItem(what))
-        self.table.resizeColumnsToContents()
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Import the chosen")
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+            for column, text in ((1, title), (2, keys), (3, what)):
+                cell = QTableWidgetItem(text)
+                cell.setToolTip(text)
+                self.table.setItem(row, column, cell)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        self.table.resizeColumnToContents(1)
+        self.table.resizeColumnToContents(2)
+        for column in (1, 2):
+            self.table.setColumnWidth(column, min(self.table.columnWidth(column), 220))
+        self.detail = QTextBrowser()
+        self.detail.setOpenLinks(False)
+        self.table.currentCellChanged.connect(self._on_table_current_cell_changed)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.take_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.take_button.setText("Import the chosen")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.setChildrenCollapsible(False)
+        split.addWidget(self.table)
+        split.addWidget(self.detail)
+        split.setSizes([260, 240])
         layout = QVBoxLayout(self)
         layout.addWidget(summary)
-        layout.addWidget(self.table, 1)
-        layout.addWidget(buttons)
-        self.resize(640, 420)
+        layout.addWidget(split, 1)
+        layout.addWidget(self.buttons)
+        self.resize(760, 560)
+        if preview.items:
+            self.table.setCurrentCell(0, 1)
+        self._sync()
+
+    def _on_table_current_cell_changed(self, row: int, _column: int, _old_row: int, _old_column: int) -> None:
+        items = self._preview.items
+        self.detail.setHtml(import_item_html(items[row], self._book) if 0 <= row < len(items) else "")
+
+    def _sync(self, *_args: object) -> None:
+        """Import the chosen does something only with something chosen."""
+        count = len(self.chosen())
+        self.take_button.setEnabled(count > 0)
+        self.take_button.setToolTip(
+            f"Put the {count} chosen entries in the book (Save writes them)" if count else "Tick an entry to import"
+        )
 
     def chosen(self) -> frozenset[int]:
         return frozenset(
@@ -1156,7 +1284,10 @@ def _highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
         if start < at or end > len(text):
             continue
         out.append(html.escape(text[at:start]))
-        out.append(f'<b style="background:#ffe08a" title="{html.escape(title)}">{html.escape(text[start:end])}</b>')
+        out.append(
+            f'<b style="background:{LORE_HIGHLIGHT}; color:{LORE_HIGHLIGHT_TEXT}" title="{html.escape(title)}">'
+            f"{html.escape(text[start:end])}</b>"
+        )  # its own text colour with its background: it reads in the dark theme too
         at = end
     out.append(html.escape(text[at:]))
     return "".join(out)
@@ -1211,8 +1342,8 @@ def trial_html(trial: LoreTrial) -> str:
     if not trial.fired and not trial.dropped:
         parts.append("<p>Nothing matched: no key of an enabled entry is in these messages.</p>")
     for problem in trial.problems:
-        parts.append(f'<p style="color:{ERROR_RED}">{html.escape(problem)}</p>')
+        parts.append(f'<p style="color:{colours().error}">{html.escape(problem)}</p>')
     return "".join(parts)
 
 
-__all__ = ["DraftStep", "ImportDialog", "ImportStep", "LoreRow", "LorebookPane", "trial_html"]
+__all__ = ["DraftStep", "ImportDialog", "LoreRow", "LorebookPane", "trial_html"]

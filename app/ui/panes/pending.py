@@ -37,7 +37,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QPushButton,
     QScrollArea,
-    QSplitter,
     QStackedWidget,
     QToolButton,
     QVBoxLayout,
@@ -51,7 +50,7 @@ from app.runtime.views import FactView, PendingItem, PendingQueue
 from app.ui import fact_actions
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.forget_dialog import forget_with_preview
-from app.ui.dialogs.shortcut_sheet import ShortcutSheet
+from app.ui.dialogs.shortcut_sheet import ShortcutSheet, keys_text
 from app.ui.dialogs.snooze_dialog import ask_snooze_until
 from app.ui.error_text import one_line
 from app.ui.fact_actions import FactStep
@@ -60,8 +59,10 @@ from app.ui.models.pending_model import PendingModel
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import CAUGHT_UP_STYLE, scaled_font, small_label
+from app.ui.widgets.flow_layout import FlowLayout
 from app.ui.widgets.pending_detail import PendingDetail, conflict_text, left_text
 from app.ui.widgets.pending_item_delegate import PendingItemDelegate
+from app.ui.widgets.stable_splitter import StableSplitter
 
 _log = logging.getLogger(__name__)
 
@@ -71,6 +72,8 @@ LOW_WATER = 40
 PREPARE_DELAY_MS = 4
 """After a key, how soon the rows the next decision shows afresh are drawn ahead (PendingPane._prepare_timer)."""
 RECOUNT_MS = 30
+LIST_SHARES = (9, 11)
+"""The queue's and the item's parts of the pane's width (until the owner drags the handle between them)."""
 SNOOZES: tuple[tuple[str, timedelta], ...] = (
     ("1 &hour", timedelta(hours=1)),
     ("1 &day", timedelta(days=1)),
@@ -242,8 +245,7 @@ class PendingPane(Pane):
             made = QAction(text, self)
             made.setShortcuts([QKeySequence(k) for k in keys])
             made.setShortcutContext(Qt.ShortcutContext.WindowShortcut)  # while this pane is shown
-            shown = " or ".join(QKeySequence(k).toString(QKeySequence.SequenceFormat.NativeText) for k in keys)
-            made.setToolTip(f"{tip} ({shown})")
+            made.setToolTip(f"{tip} ({keys_text(made)})")
             made.setStatusTip(tip)  # the shortcut sheet's words
             made.triggered.connect(slot)
             self.addAction(made)
@@ -338,8 +340,8 @@ class PendingPane(Pane):
         bar.addStretch(1)
 
         self.selection_bar = QWidget()
-        selection_layout = QHBoxLayout(self.selection_bar)
-        selection_layout.setContentsMargins(0, 0, 0, 0)
+        # Wraps when the queue is narrow: the bar never makes the queue wider than its share of the pane.
+        selection_layout = FlowLayout(self.selection_bar, spacing=6)
         self.selection_label = QLabel()
         fixed_size_for(self.selection_label, "9,999 selected")
         self.accept_marked_button = QPushButton("Accept selected")
@@ -349,7 +351,6 @@ class PendingPane(Pane):
         self.clear_marks_button = QPushButton("Clear")
         self.clear_marks_button.clicked.connect(self._on_clear_marks_clicked)
         selection_layout.addWidget(self.selection_label)
-        selection_layout.addStretch(1)
         selection_layout.addWidget(self.accept_marked_button)
         selection_layout.addWidget(self.reject_marked_button)
         selection_layout.addWidget(self.clear_marks_button)
@@ -371,12 +372,12 @@ class PendingPane(Pane):
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.addLayout(bar)
         right_layout.addWidget(self.detail_scroll, 1)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        # The queue keeps its share of the width whatever the item beside it shows (a selection's bar, an
+        # editor, the pane shown again after "All caught up"): only a drag of the handle changes it.
+        self.splitter = StableSplitter(Qt.Orientation.Horizontal, LIST_SHARES)
         self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(left)
         self.splitter.addWidget(right)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 1)
 
         self.caught_up = QWidget()
         self.caught_up.setObjectName("caught-up")
@@ -527,6 +528,9 @@ class PendingPane(Pane):
         item = self.current_item()
         self.detail.show_item(item, conflict=self._conflicts.get(item.fact.id) if item else None)
 
+    def focus_widget(self) -> QWidget:
+        return self.list_view
+
     def focus_on(self, target: object) -> None:
         """Show the pending fact with this id (from another pane); snoozed ones too."""
         if not isinstance(target, int):
@@ -625,8 +629,13 @@ class PendingPane(Pane):
             self._conflicts.pop(fact_id, None)
         if focused is not None and focused.fact.id not in ids:
             self._select(self.model.row_of(focused.fact.id) or 0)  # deciding the selected: focus stays put
+        elif taken:
+            # The item after the last one decided (or, at the end, the one before the first): the rows above
+            # it that were decided went out with it, so it is that many rows up from where it was.
+            last = max(taken_row for taken_row, _item in taken)
+            self._select(last + 1 - len(taken))
         else:
-            self._select(row)  # the row it had now holds the next item (or, at the end, the one before)
+            self._select(row)
         self._sync()
         self._run_decision(kind, [(item, row, orders[item.fact.id]) for row, item in taken], until, text)
 

@@ -38,6 +38,7 @@ from app.runtime.events import ChangeKind
 from app.runtime.views import PersonView
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.forget_dialog import forget_with_preview
+from app.ui.dialogs.shortcut_sheet import keys_text
 from app.ui.local_time import short_day, short_when
 from app.ui.models import dossier_facts_model, people_model
 from app.ui.models.dossier_facts_model import DossierFactsModel, FactRow, ScopeFacts, kind_text, scopes_of
@@ -134,8 +135,7 @@ class PeoplePane(Pane):
             made = QAction(text, self)
             made.setShortcuts([QKeySequence(k) for k in keys])
             made.setShortcutContext(Qt.ShortcutContext.WindowShortcut)  # while this pane is shown
-            shown = " or ".join(QKeySequence(k).toString(QKeySequence.SequenceFormat.NativeText) for k in keys)
-            made.setToolTip(f"{tip} ({shown})")
+            made.setToolTip(f"{tip} ({keys_text(made)})")
             made.setStatusTip(tip)
             made.triggered.connect(slot)
             self.addAction(made)
@@ -245,6 +245,9 @@ class PeoplePane(Pane):
                 self.people_view.setCurrentIndex(self.proxy.index(row, 0))
                 return True
         return False
+
+    def focus_widget(self) -> QWidget:
+        return self.people_view
 
     async def load(self) -> bool:
         people = await self.facade.memory.people()

@@ -434,6 +434,9 @@ class TimelinePane(Pane):
                 edit.shown = edit.dateTime().toSecsSinceEpoch()
                 control.now_buttons[handle].setChecked(values[handle] is None)
 
+    def focus_widget(self) -> QWidget:
+        return self.view
+
     # -- loading -----------------------------------------------------------------------------------------------
     async def load(self) -> bool:
         extent = await self.facade.memory.timeline_extent()

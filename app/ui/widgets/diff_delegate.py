@@ -7,7 +7,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRectF
 from PySide6.QtGui import QAbstractTextDocumentLayout, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
-from app.ui.widgets.fact_panel import diff_html
+from app.ui.widgets.word_diff import diff_html
 
 
 class DiffDelegate(QStyledItemDelegate):

@@ -30,14 +30,13 @@ from PySide6.QtWidgets import (
 
 from app.runtime.views import DiffPiece, FactDetail, FactView, ForgottenFact, StatusChange
 from app.ui.theme import (
-    DIFF_ADDED_TEXT,
-    DIFF_REMOVED_TEXT,
-    MUTED_GREY,
+    colours,
     section_label,
     small_label,
     status_chip_style,
 )
 from app.ui.time_text import span, when
+from app.ui.widgets.word_diff import diff_html
 
 # Who made a version, by its origin.
 ORIGIN_WORDS = {
@@ -81,42 +80,39 @@ def history(detail: FactDetail) -> list[HistoryEvent]:
         else:
             who = CORRECTED_BY.get(version.origin, "by the familiar")
             events.append(HistoryEvent(version.created_at, f"Corrected to {quoted(version.content)} {who}"))
+        back_to = _undone_to(version, versions[:n])
         changes: Sequence[StatusChange] = detail.status_history.get(version.id, ())
         for before, after in itertools.pairwise(changes):
-            if after.status == before.status:
+            if after.status == before.status or (back_to is not None and after.at == version.superseded_at):
                 continue
             move = STATUS_MOVES.get((before.status, after.status), after.status)
             events.append(HistoryEvent(after.at, f"{move.capitalize()}"))
         successor = next((v for v in versions[n + 1 :] if v.id == version.superseded_by), None)
-        if version.superseded_at is not None and successor is None and version.superseded_by is None:
+        if back_to is not None and version.superseded_at is not None:
+            events.append(HistoryEvent(version.superseded_at, f"Correction undone: back to {quoted(back_to.content)}"))
+        elif version.superseded_at is not None and successor is None and version.superseded_by is None:
             events.append(HistoryEvent(version.superseded_at, "Set aside: the message it came from was edited"))
     return sorted(events, key=lambda e: e.at)
+
+
+def _undone_to(version: FactView, earlier: Sequence[FactView]) -> FactView | None:
+    """The earlier version an undone correction gave way back to (None: it was not undone)."""
+    if version.superseded_by is None:
+        return None
+    return next((v for v in earlier if v.id == version.superseded_by), None)
 
 
 def chain_sentence(detail: FactDetail) -> str:
     """ "Believed “X” from 3 Nov 14:05; corrected to “Y” at 10 Nov 09:00 by you." (one version: its first line)."""
     versions = detail.versions
     parts = [f"Believed {quoted(versions[0].content)} from {when(versions[0].created_at)}"]
-    for version in versions[1:]:
+    for n, version in enumerate(versions[1:], 1):
         who = CORRECTED_BY.get(version.origin, "by the familiar")
-        parts.append(f"corrected to {quoted(version.content)} at {when(version.created_at)} {who}")
+        part = f"corrected to {quoted(version.content)} at {when(version.created_at)} {who}"
+        if version.superseded_at is not None and _undone_to(version, versions[:n]) is not None:
+            part += f", undone at {when(version.superseded_at)}"
+        parts.append(part)
     return "; ".join(parts) + "."
-
-
-def diff_html(pieces: Sequence[DiffPiece]) -> str:
-    out: list[str] = []
-    for n, piece in enumerate(pieces):
-        text = html.escape(piece.text)
-        following = pieces[n + 1] if n + 1 < len(pieces) else None
-        if piece.op == "removed" and following is not None and following.op == "added" and not text[-1:].isspace():
-            text += " "  # "Porto. Lisbon.", not "Porto.Lisbon."
-        if piece.op == "removed":
-            out.append(f'<s style="color:{DIFF_REMOVED_TEXT}">{text}</s>')
-        elif piece.op == "added":
-            out.append(f'<b style="color:{DIFF_ADDED_TEXT}">{text}</b>')
-        else:
-            out.append(text)
-    return "".join(out)
 
 
 def _rich(text: str) -> QLabel:
@@ -192,9 +188,9 @@ class FactPanel(QScrollArea):
         self.note = small_label("")
 
         self.edit_button = QPushButton("Edit…")
-        self.edit_button.setToolTip("Correct its text: a new version, which you can undo (E)")
+        self.edit_button.setToolTip("Correct its text: a new version, which you can undo (e or F2)")
         self.archive_button = QPushButton("Archive")
-        self.archive_button.setToolTip("Take it out of what the familiar believes now; undoable (A)")
+        self.archive_button.setToolTip("Take it out of what the familiar believes now; undoable (a)")
         self.forget_button = QPushButton("Forget…")
         self.forget_button.setToolTip("Erase it everywhere, after a preview; undoable for a few seconds (Delete)")
         self.edit_button.clicked.connect(self.edit_requested)
@@ -274,10 +270,11 @@ class FactPanel(QScrollArea):
         self.chain.setText(chain_sentence(detail))
         events = history(detail)
         self.events.setVisible(bool(events))
+        muted = colours().muted
         self.events.setText(
             "<table cellspacing='0' cellpadding='2'>"
             + "".join(
-                f"<tr><td style='color:{MUTED_GREY}; white-space:nowrap'>{html.escape(when(e.at))}</td>"
+                f"<tr><td style='color:{muted}; white-space:nowrap'>{html.escape(when(e.at))}</td>"
                 f"<td>{html.escape(e.text)}</td></tr>"
                 for e in events
             )
@@ -287,7 +284,7 @@ class FactPanel(QScrollArea):
         self.sources.setVisible(True)
         self.sources.setText(
             "<br>".join(
-                f"<span style='color:{MUTED_GREY}'>{html.escape(s.author.name)} in {html.escape(s.place.name)},"
+                f"<span style='color:{muted}'>{html.escape(s.author.name)} in {html.escape(s.place.name)},"
                 f" {html.escape(when(s.created_at))}</span><br>"
                 + ("<i>(the message was erased)</i>" if s.redacted else html.escape(s.content))
                 for s in detail.sources

@@ -10,82 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import (
-    QLabel,
-    QLayout,
-    QLayoutItem,
-    QLineEdit,
-    QSizePolicy,
-    QToolButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QLabel, QLineEdit, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
-from app.ui.theme import ERROR_RED
-
-CHIP_STYLE = (
-    "QToolButton { border: 1px solid #9fb4d6; border-radius: 9px; background: #eef3fb; padding: 1px 6px; }"
-    "QToolButton:focus { border: 2px solid #3b6fd1; }"
-)
-REGEX_CHIP_STYLE = CHIP_STYLE.replace("#eef3fb", "#f3eefb")
-
-
-class FlowLayout(QLayout):
-    """Children left to right, wrapping onto new lines."""
-
-    def __init__(self, parent: QWidget | None = None, spacing: int = 4) -> None:
-        super().__init__(parent)
-        self._items: list[QLayoutItem] = []
-        self._spacing = spacing
-        self.setContentsMargins(0, 0, 0, 0)
-
-    def addItem(self, item: QLayoutItem) -> None:
-        self._items.append(item)
-
-    def count(self) -> int:
-        return len(self._items)
-
-    def itemAt(self, index: int) -> QLayoutItem | None:
-        return self._items[index] if 0 <= index < len(self._items) else None
-
-    def takeAt(self, index: int) -> QLayoutItem | None:
-        return self._items.pop(index) if 0 <= index < len(self._items) else None
-
-    def expandingDirections(self) -> Qt.Orientation:
-        return Qt.Orientation(0)
-
-    def hasHeightForWidth(self) -> bool:
-        return True
-
-    def heightForWidth(self, width: int) -> int:
-        return self._arrange(QRect(0, 0, width, 0), apply=False)
-
-    def setGeometry(self, rect: QRect) -> None:
-        super().setGeometry(rect)
-        self._arrange(rect, apply=True)
-
-    def sizeHint(self) -> QSize:
-        return self.minimumSize()
-
-    def minimumSize(self) -> QSize:
-        size = QSize()
-        for item in self._items:
-            size = size.expandedTo(item.minimumSize())
-        return size
-
-    def _arrange(self, rect: QRect, *, apply: bool) -> int:
-        x, y, line = rect.x(), rect.y(), 0
-        for item in self._items:
-            hint = item.sizeHint()
-            if x + hint.width() > rect.right() and line > 0:
-                x, y, line = rect.x(), y + line + self._spacing, 0
-            if apply:
-                item.setGeometry(QRect(QPoint(x, y), hint))
-            x += hint.width() + self._spacing
-            line = max(line, hint.height())
-        return y + line - rect.y()
+from app.ui.theme import ERROR_RED, chip_style
+from app.ui.widgets.flow_layout import FlowLayout
 
 
 class KeyChips(QWidget):
@@ -187,7 +117,9 @@ class KeyChips(QWidget):
         for key in self._keys:
             chip = QToolButton()
             chip.setText(f"{key}  ×")
-            chip.setStyleSheet(REGEX_CHIP_STYLE if key.startswith("/") else CHIP_STYLE)
+            # Its own text colour with its background, in the theme's colours: the pill used to keep the
+            # window's text colour, near-white on a near-white pill in the dark theme.
+            chip.setStyleSheet(chip_style(regex=key.startswith("/")))
             chip.setToolTip(f"Remove the key “{key}”")
             chip.setAccessibleName(f"key {key}")
             chip.clicked.connect(lambda _checked=False, k=key: self.remove(k))

@@ -31,11 +31,18 @@ from app.ui.widgets.key_chips import KeyChips
 
 EDIT_SETTLE_MS = 400
 LOGICS: tuple[tuple[LoreLogic, str], ...] = (
-    ("and_any", "AND any: a key and any secondary key"),
-    ("and_all", "AND all: a key and every secondary key"),
-    ("not_any", "NOT any: a key and no secondary key"),
-    ("not_all", "NOT all: a key and not every secondary key"),
+    ("and_any", "AND any secondary key"),
+    ("and_all", "AND all secondary keys"),
+    ("not_any", "NOT any secondary key"),
+    ("not_all", "NOT all secondary keys"),
 )
+"""Each logic as the combo shows it: short enough for the side panel of a small window."""
+LOGIC_TIPS: dict[LoreLogic, str] = {
+    "and_any": "It fires on a key and any of its secondary keys",
+    "and_all": "It fires on a key and every one of its secondary keys",
+    "not_any": "It fires on a key and none of its secondary keys",
+    "not_all": "It fires on a key unless every one of its secondary keys is there too",
+}
 TRISTATE: tuple[tuple[bool | None, str], ...] = ((None, "the book's setting"), (True, "yes"), (False, "no"))
 
 
@@ -87,9 +94,11 @@ class LoreEntryEditor(QWidget):
         self.constant.setToolTip("Goes into every reply, whatever is said (within the lorebook's budget)")
         self.keys = KeyChips(check_key, "Add a key: a word, or /regex/i")
         self.logic = QComboBox()
-        for _logic, text in LOGICS:
+        for logic, text in LOGICS:
             self.logic.addItem(text)
+            self.logic.setItemData(self.logic.count() - 1, LOGIC_TIPS[logic], Qt.ItemDataRole.ToolTipRole)
         self.logic.setToolTip("How the secondary keys combine with a primary key that matched")
+        self.logic.currentIndexChanged.connect(self._on_logic_changed)
         _narrow(self.logic)
         self.secondary = KeyChips(check_key, "Add a secondary key (optional)")
         self.case = _tristate("Whether the keys match only with the same upper and lower case")
@@ -293,6 +302,10 @@ class LoreEntryEditor(QWidget):
     def _changed(self, *_args: object) -> None:
         if not self._loading and self._entry is not None:
             self._settle.start()
+
+    def _on_logic_changed(self, index: int) -> None:
+        logic = LOGICS[max(0, index)][0]
+        self.logic.setToolTip(f"{LOGIC_TIPS[logic]}: how the secondary keys combine with a primary key that matched")
 
     def flush(self) -> None:
         """Emit the pending change now (nothing when there is none)."""

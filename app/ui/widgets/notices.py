@@ -1,5 +1,6 @@
-"""Notices: small dark boxes stacked at the bottom right of the window, each with an optional action
-button ("Undo") and a close button, each going away by itself after its duration. A notice can be told
+"""Notices: small dark boxes stacked at the bottom right of the window (moved aside, to the left or above,
+when the owner types in a field there), each with an optional action button ("Undo") and a close button,
+each going away by itself after its duration. A notice can be told
 again (`NoticeArea.retell`): new words and a new duration in the same box, so a run of actions shows one
 notice, not a stack that shifts at every key; its action button can be hidden meanwhile (and shown again).
 
@@ -11,8 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+from shiboken6 import isValid
 
 from app.ui.error_text import single_line
 from app.ui.theme import NOTICE_MARGINS, SPACE_S, SPACE_SM, notice_style
@@ -106,6 +120,30 @@ def _height(notice: Notice) -> int:
     return max(notice.heightForWidth(NOTICE_WIDTH), notice.sizeHint().height())
 
 
+def _typing_in(parent: QWidget) -> QRect | None:
+    """Where, in `parent`, the field the owner types in is (a text box or a number field with the focus)."""
+    focused = QApplication.focusWidget()
+    if focused is None or not parent.isAncestorOf(focused):
+        return None
+    if isinstance(focused, QLineEdit | QPlainTextEdit | QTextEdit):
+        if focused.isReadOnly():
+            return None
+    elif not isinstance(focused, QAbstractSpinBox):
+        return None
+    return QRect(focused.mapTo(parent, QPoint(0, 0)), focused.size())
+
+
+def _aside(where: QRect, field: QRect, room: QSize) -> QRect:
+    """`where` moved off `field`: to its left, else above it, else below it, else to the window's left edge."""
+    left = where.translated(field.left() - MARGIN - where.right() - 1, 0)
+    above = where.translated(0, field.top() - MARGIN - where.bottom() - 1)
+    below = where.translated(0, field.bottom() + MARGIN + 1 - where.top())
+    for candidate in (left, above, below):
+        if candidate.left() >= 0 and candidate.top() >= 0 and candidate.bottom() < room.height():
+            return candidate
+    return where.translated(MARGIN - where.left(), 0)
+
+
 class NoticeArea(QWidget):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
@@ -120,6 +158,10 @@ class NoticeArea(QWidget):
         self._heights: dict[Notice, int] = {}  # a notice's text does not change: measured once
         self._adding = False
         parent.installEventFilter(self)
+        # Never over the field the owner types in: notices move aside when the focus goes into one under them.
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._on_app_focus_changed)
         self._place()
         self.hide()
 
@@ -193,7 +235,18 @@ class NoticeArea(QWidget):
         # A fixed size: a notice coming or going then re-lays out this area only, not the whole window
         # (Qt passes a size change of a child up to its parent's layout unless the child's size is fixed).
         self.setFixedSize(NOTICE_WIDTH, max(1, total))
-        self.move(max(0, parent.width() - NOTICE_WIDTH - MARGIN), max(0, parent.height() - total - BOTTOM_MARGIN))
+        where = QRect(
+            max(0, parent.width() - NOTICE_WIDTH - MARGIN), max(0, parent.height() - total - BOTTOM_MARGIN),
+            NOTICE_WIDTH, max(1, total),
+        )  # fmt: skip
+        field = _typing_in(parent)
+        if field is not None and field.intersects(where):
+            where = _aside(where, field, parent.size())
+        self.move(where.topLeft())
+
+    def _on_app_focus_changed(self, _old: QWidget | None, _new: QWidget | None) -> None:
+        if self._notices and isValid(self):
+            self._place()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.parentWidget() and event.type() == QEvent.Type.Resize:

@@ -1,6 +1,6 @@
 """Draws a pending-queue row: the fact's text, larger, on up to two lines, then who it is about, where it
-was said, how long ago and what it is (type, confidence, importance) in a muted line; the mark box on the
-left. Reads the row's record from the model (memory only).
+was said, how long ago and what it is (type, confidence, importance) in muted lines (two when the text
+takes one); the mark box on the left. Reads the row's record from the model (memory only).
 
 Each row is drawn once into an image kept for what it shows (text, state, size, look) and then only
 copied: a decision moves every row below it up one, and redrawing their text was most of what a key
@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleO
 from app.runtime.views import PendingItem
 from app.ui.models.pending_model import ChangedRole, PendingModel, meta_line
 from app.ui.models.roles import RecordRole
-from app.ui.theme import AMBER, LOOK_CHANGE_EVENTS, scaled_font
+from app.ui.theme import AMBER, LOOK_CHANGE_EVENTS, colours, scaled_font, themed
 
 TITLE_SCALE = 1.1
 TITLE_LINES = 2
@@ -53,6 +53,16 @@ def wrapped_lines(text: str, font: QFont, width: int, lines: int) -> list[str]:
     finally:
         layout.endLayout()
     return out
+
+
+def row_colours(palette: QPalette, group: QPalette.ColorGroup, *, selected: bool) -> tuple[QColor, QColor]:
+    """The colours of a row's text and of its details: the view's text (its selection's text when selected)
+    and, for the details, the theme's muted grey (selected, the selection's text: a paler shade of it did
+    not read on the selection's blue)."""
+    if selected:
+        text = palette.color(group, QPalette.ColorRole.HighlightedText)
+        return text, QColor(text)
+    return palette.color(group, QPalette.ColorRole.Text), QColor(colours().muted)
 
 
 CACHE_ROWS = 512
@@ -103,7 +113,6 @@ class PendingItemDelegate(QStyledItemDelegate):
         self._rows = rows
         self._looks = _LooksWatcher(parent, self.look_changed.emit) if parent is not None else None
         self._lines: dict[tuple[str, int, str], list[str]] = {}
-        self._elided: dict[tuple[str, int, str], str] = {}
         self._fonts: dict[str, tuple[QFont, QFont, QFontMetrics, QFontMetrics]] = {}
         self._images: OrderedDict[Hashable, QPixmap] = OrderedDict()
         self._metas: dict[Hashable, str] = {}
@@ -120,15 +129,6 @@ class PendingItemDelegate(QStyledItemDelegate):
             title, meta = scaled_font(base, TITLE_SCALE), scaled_font(base, META_SCALE)
             fonts = self._fonts[key] = (title, meta, QFontMetrics(title), QFontMetrics(meta))
         return fonts
-
-    def _elide(self, text: str, metrics: QFontMetrics, font: QFont, width: int) -> str:
-        key = (text, width, font.key())
-        elided = self._elided.get(key)
-        if elided is None:
-            if len(self._elided) >= CACHE_ROWS:
-                self._elided.clear()
-            elided = self._elided[key] = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(0, width))
-        return elided
 
     def _meta(self, item: PendingItem) -> str:
         """The row's muted line, made again when the fact changes and once a minute ("4 h ago")."""
@@ -272,42 +272,54 @@ class PendingItemDelegate(QStyledItemDelegate):
         group = (
             QPalette.ColorGroup.Active if opt.state & QStyle.StateFlag.State_Active else QPalette.ColorGroup.Inactive
         )
-        text_colour = opt.palette.color(
-            group, QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
-        )
-        muted = QColor(text_colour)
-        muted.setAlphaF(0.72 if selected else 0.62)
+        text_colour, muted = row_colours(opt.palette, group, selected=selected)
 
         title_font, meta_font, title_metrics, meta_metrics = self._fonts_for(opt.font)
         painter.save()
         try:
             painter.setFont(title_font)
             painter.setPen(text_colour)
-            title = " ".join(item.fact.content.split())
+            titles, metas = self.row_lines(item, meta, changed, opt.font, area.width())
+            left = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
             top = area.top()
-            for line in self._title_lines(title, title_font, area.width()):
-                painter.drawText(
-                    QRect(area.left(), top, area.width(), title_metrics.height()),
-                    int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                    line,
-                )
+            for line in titles:
+                painter.drawText(QRect(area.left(), top, area.width(), title_metrics.height()), left, line)
                 top += title_metrics.lineSpacing()
             painter.setFont(meta_font)
-            meta_rect = QRect(area.left(), top + 3, area.width(), meta_metrics.height())
-            if changed:
-                painter.setPen(text_colour if selected else QColor(AMBER))
-                flag = f"{CHANGED_WORDS} · "
-                painter.drawText(meta_rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), flag)
-                offset = meta_metrics.horizontalAdvance(flag)
-                meta_rect = meta_rect.adjusted(offset, 0, 0, 0)
-            painter.setPen(muted)
-            painter.drawText(
-                meta_rect,
-                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-                self._elide(meta, meta_metrics, meta_font, meta_rect.width()),
-            )
+            top += 3
+            flag = f"{CHANGED_WORDS} · " if changed else ""
+            for line in metas:
+                rect = QRect(area.left(), top, area.width(), meta_metrics.height())
+                if flag and line.startswith(flag):
+                    painter.setPen(text_colour if selected else themed(AMBER))
+                    painter.drawText(rect, left, flag)
+                    rect = rect.adjusted(meta_metrics.horizontalAdvance(flag), 0, 0, 0)
+                    line = line[len(flag) :]
+                painter.setPen(muted)
+                painter.drawText(rect, left, line)
+                top += meta_metrics.lineSpacing()
         finally:
             painter.restore()
+
+    def row_lines(
+        self, item: PendingItem, meta: str, changed: bool, font: QFont, width: int
+    ) -> tuple[list[str], list[str]]:
+        """The lines a row of `width` shows: its text on up to two lines, then its details ("changed
+        meanwhile" first when it did) on the lines left, two when the text takes one. What does not fit is
+        cut with "…" (the row's tooltip has it all)."""
+        title_font, meta_font, _title_metrics, _meta_metrics = self._fonts_for(font)
+        titles = self._title_lines(" ".join(item.fact.content.split()), title_font, width)
+        details = f"{CHANGED_WORDS} · {meta}" if changed else meta
+        return titles, self._meta_lines(details, meta_font, width, TITLE_LINES + 1 - len(titles))
+
+    def _meta_lines(self, text: str, font: QFont, width: int, lines: int) -> list[str]:
+        key = (text, width, f"{font.key()}/{lines}")
+        found = self._lines.get(key)
+        if found is None:
+            if len(self._lines) >= CACHE_ROWS:
+                self._lines.clear()
+            found = self._lines[key] = wrapped_lines(text, font, width, lines)
+        return found
 
     def sizeHint(self, option: QStyleOptionViewItem, _index: QModelIndex | QPersistentModelIndex) -> QSize:
         looks = self._looks.generation if self._looks is not None else None

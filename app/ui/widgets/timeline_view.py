@@ -41,9 +41,11 @@ from app.runtime.views import ForgottenFact, TimelineRow
 from app.ui.models.timeline_model import TimelineModel, about, row_text, tooltip
 from app.ui.theme import LOOK_CHANGE_EVENTS, TIMELINE_WORLD_CURSOR, Palette, colours, status_colour
 from app.ui.time_text import day
+from app.ui.widgets.pending_item_delegate import wrapped_lines
 from app.ui.widgets.time_axis import TimeScale, ticks
 
-ROW_HEIGHT = 40
+ROW_HEIGHT = 46  # two lines of a fact's text and its line of details
+TITLE_LINES = 2  # a longer text is cut at the end of its second line (the row's tooltip has it whole)
 HEADER_HEIGHT = 26
 BAR_HEIGHT = 12
 TEXT_SHARE = 0.44
@@ -449,24 +451,25 @@ class TimelineView(QAbstractScrollArea):
         colour = status_colour(record.status)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(colour)
-        painter.drawEllipse(QPointF(PAD + 5, top + 13), 4.5, 4.5)
         painter.setFont(paint.italic if forgotten else paint.main)
-        painter.setPen(QColor(paint.colours.muted if forgotten else paint.colours.text))
         metrics = paint.italic_metrics if forgotten else paint.main_metrics
         room = paint.text_width - PAD - 18
-        self._text(
-            painter,
-            QRect(PAD + 16, top + 3, room, 20),
-            Qt.AlignmentFlag.AlignVCenter,
-            metrics.elidedText(row_text(record), Qt.TextElideMode.ElideRight, room),
-        )
+        titles = wrapped_lines(row_text(record), paint.italic if forgotten else paint.main, room, TITLE_LINES)
+        spacing, small = metrics.lineSpacing(), paint.small_metrics.height() + 2
+        # The text and its details, as a block in the middle of the row (the dot by its first line).
+        y = top + max(2, (ROW_HEIGHT - (len(titles) * spacing + 2 + small)) // 2)
+        painter.drawEllipse(QPointF(PAD + 5, y + spacing / 2), 4.5, 4.5)
+        painter.setPen(QColor(paint.colours.muted if forgotten else paint.colours.text))
+        for title in titles:
+            self._text(painter, QRect(PAD + 16, y, room, spacing), Qt.AlignmentFlag.AlignVCenter, title)
+            y += spacing
         painter.setFont(paint.small)
         painter.setPen(QColor(paint.colours.muted))
         details = ["text erased"] if forgotten else ([f"about {about(record)}"] if record.subjects else [])
         line = " · ".join([record.status, *details, record.scope.name])
         self._text(
             painter,
-            QRect(PAD + 16, top + 21, room, 16),
+            QRect(PAD + 16, y + 2, room, small),
             Qt.AlignmentFlag.AlignVCenter,
             paint.small_metrics.elidedText(line, Qt.TextElideMode.ElideRight, room),
         )

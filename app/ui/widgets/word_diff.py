@@ -17,13 +17,16 @@ REMOVED_STYLE = f"background-color: {DIFF_REMOVED}; color: {DIFF_REMOVED_TEXT}; 
 def diff_html(pieces: Sequence[DiffPiece]) -> str:
     """The pieces as one line of HTML (spaces kept inside the marked runs, trimmed at their ends)."""
     out: list[str] = []
-    for piece in pieces:
+    for n, piece in enumerate(pieces):
         text = html.escape(piece.text)
         if piece.op == "same":
             out.append(text)
             continue
         core = piece.text.rstrip()
         tail = piece.text[len(core) :]
+        following = pieces[n + 1] if n + 1 < len(pieces) else None
+        if piece.op == "removed" and not tail and following is not None and following.op == "added":
+            tail = " "  # "storm. was lit", not "storm.was lit"
         style = ADDED_STYLE if piece.op == "added" else REMOVED_STYLE
         out.append(f'<span style="{style}">{html.escape(core)}</span>{html.escape(tail)}')
     return "".join(out)

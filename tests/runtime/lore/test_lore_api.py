@@ -257,6 +257,54 @@ async def test_a_changed_entry_is_offered_as_changed_and_taken_only_when_chosen(
     assert "Ember has woken up." in lorebook(familiar).read_text(encoding="utf-8")
 
 
+async def test_an_import_into_an_editor_s_draft_writes_nothing_until_the_draft_is_saved(
+    familiar: Familiar, tmp_path: Path
+) -> None:
+    """The window's import: a preview against the draft (with its unsaved edits), the chosen entries put in
+    the draft, and a save that writes them with every field they came with, as `lore import` would."""
+    source = SAMPLES / "st_world_info.json"
+    book = await familiar.lore.load()
+    on_disk = lorebook(familiar).read_text(encoding="utf-8")
+    edited = dataclasses.replace(book.entries[1], content="The lighthouse has a keeper again.")
+    draft = [book.entries[0], edited]
+    preview = await familiar.lore.import_preview(source, draft, base_revision=book.revision)
+    assert preview.count("added") == 8
+    assert lorebook(familiar).read_text(encoding="utf-8") == on_disk  # a preview writes nothing
+    taken = [
+        dataclasses.replace(item.entry, content=item.entry.content + " (checked)") if n == 0 else item.entry
+        for n, item in enumerate(preview.items)
+    ]
+    assert all(entry.imported is not None and entry.ref is None for entry in taken)
+    # the same file against the draft that holds it now: nothing new in it (a second import adds nothing)
+    again = await familiar.lore.import_preview(source, [*draft, *taken], base_revision=book.revision)
+    assert [item.action for item in again.items] == ["changed"] + ["unchanged"] * 7
+    assert again.items[0].changed_fields == ("content",)
+    assert [item.existing for item in again.items] == list(range(2, 10))
+
+    saved = await familiar.lore.save([*draft, *taken], book.revision)
+    assert [e.title for e in saved.entries][:3] == ["Ember", "Lighthouse", "Ember the dragon"]
+    assert all(e.imported is None for e in saved.entries)
+    text = lorebook(familiar).read_text(encoding="utf-8")
+    assert "# Saltmere lore, by hand." in text  # the file's comments and its own fields stay
+    assert 'mood = "grumpy"' in text
+    assert "The lighthouse has a keeper again." in text
+    written = tomllib.loads(text)["entries"][2]
+    assert written["content"].endswith("(checked)")  # the edit made to it after the import
+    assert written["extensions"]["st"]["characterFilter"]["isExclude"] is False  # kept for the export
+    # saved, it is what `lore import` would have made of the file: the file's entries are all in the book
+    after = await familiar.lore.import_preview(source)
+    assert [item.action for item in after.items] == ["changed"] + ["unchanged"] * 7
+    # an import changing an entry of the draft: its fields replace the entry's when the draft is saved
+    changed = dataclasses.replace(after.items[0].entry, ref=after.items[0].existing)
+    saved = await familiar.lore.save(
+        [changed if i == changed.ref else e for i, e in enumerate(saved.entries)], saved.revision
+    )
+    assert {item.action for item in (await familiar.lore.import_preview(source)).items} == {"unchanged"}
+    lorebook(familiar).write_text(on_disk + "\n", encoding="utf-8")
+    with pytest.raises(LoreConflictError):
+        await familiar.lore.import_preview(source, saved.entries, base_revision=saved.revision)
+
+
 async def test_a_png_card_s_lorebook_is_imported(familiar: Familiar, tmp_path: Path) -> None:
     card = json.loads(WISP.read_text("utf-8"))
     png = pillow_png(tmp_path / "wisp.png", [("chara", base64.b64encode(json.dumps(card).encode()).decode())])
