@@ -297,17 +297,23 @@ class FactBook:
         # backwards from the head to the first version: every version that led to it (an undone edit too,
         # which points back at the version it gave way to)
         frontier = [head_id]
+        walked: set[int] = set()  # the versions whose predecessors were looked up
         while frontier:
+            walked.update(frontier)
             marks = ",".join("?" * len(frontier))
             rows = await self._store.read_all(f"SELECT id FROM facts WHERE superseded_by IN ({marks})", frontier)
             frontier = []
             for (older_id,) in rows:
-                if older_id in seen:
-                    continue  # the way forward from `fact_id` (the forward walk checked it for cycles)
-                older = await self.get(int(older_id))
-                if older is not None:
+                if older_id in walked:
+                    continue
+                if older_id not in seen:
+                    older = await self.get(int(older_id))
+                    if older is None:
+                        continue
                     seen[older.id] = older
-                    frontier.append(older.id)
+                # a version on the way forward from `fact_id` (the forward walk checked it for cycles) is
+                # walked back through too: the versions before `fact_id` led to the head as well
+                frontier.append(int(older_id))
         return FactChain(facts=tuple(sorted(seen.values(), key=lambda f: (f.created_at, f.id))), head_id=head_id)
 
     async def list_facts(

@@ -189,9 +189,10 @@ async def test_an_edit_supersedes_and_the_old_row_is_kept_unchanged(history: His
         assert [f.id for f in chain.facts] == [old.id, new.id]
         assert chain.head_id == new.id
     newest, _changes = await history.corrections.edit(new.id, new.revision, "Alice runs the bookshop", now=year(2025))
-    chain = await asyncio.wait_for(history.facts.chain(old.id), WAIT)
-    assert [f.id for f in chain.facts] == [old.id, new.id, newest.id]
-    assert chain.head_id == newest.id
+    for start in (old.id, new.id, newest.id):  # from the middle too: the walk back goes on through it
+        chain = await asyncio.wait_for(history.facts.chain(start), WAIT)
+        assert [f.id for f in chain.facts] == [old.id, new.id, newest.id]
+        assert chain.head_id == newest.id
     assert [f.id for f in await history.facts.list_facts()] == [newest.id]
 
 
