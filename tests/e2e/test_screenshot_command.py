@@ -12,13 +12,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QColor, QImage
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.records import NewTurn
 from app.runtime.service import Familiar
 from app.ui.main_window import pane_names
+from app.ui.theme import AMBER
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -129,7 +130,8 @@ def test_the_screenshot_shows_the_pause_light_once_anything_is_paused(tmp_path: 
     done = familiar_command(home, "screenshot", "--pane", "memory", "--out", str(out), "--size", "900x600")
     assert done.returncode == 0, done.stderr
     image = QImage(str(out))
-    amber = (0xB2, 0x6A, 0x00)  # the light's text (app.ui.theme.AMBER), in the status bar at the bottom
+    colour = QColor(AMBER)  # the light's text, in the status bar at the bottom
+    amber = (colour.red(), colour.green(), colour.blue())
     lit = [
         x
         for y in range(image.height() - 30, image.height())
