@@ -5,7 +5,8 @@ is never switched off, and a scan spends up to bounded_regex.SCAN_BUDGET (0.5 s)
 familiar runs against the wire-level fake Discord and the fake OpenAI-compatible server in this process,
 with a lorebook of `--keys` such keys (each a look-ahead RE2 cannot express, scanning the newest message
 only, on a message calibrated so that one search takes as long as it can under `--search-ms`); a burst of
-`--messages` mentions over five channels is sent at once, and a task ticking every 10 ms measures how long the event loop went without running it.
+`--messages` mentions over five channels is sent at once, and a task ticking every 10 ms measures how long
+the event loop went without running it.
 
 Two runs in the same process: the scans on the event loop's thread (as before the fix: the layer's
 executor swapped for one that runs each scan where it is called), then on the scan thread. Printed: the
