@@ -31,9 +31,14 @@ Costs, measured: 500 entries over 20 turns scan in about the time they did with 
 compiling is dearer: 0.5 to 2 ms per regex key using `\\w` (its set has some 700 ranges), once per
 change of the file (a book of 2,000 such keys: about 1 s).
 
+A key just under its limit still costs up to `SCAN_BUDGET` a scan, so the reply path runs its scans on a
+thread of their own (app/runtime/context/lore_layer.py), and the `regex` engine searches with
+`concurrent=True`: it lets go of the GIL while it searches, and the event loop goes on meanwhile (RE2 is
+linear: its passes are short).
+
 Rejected: `regex` for every key (each search of a slow pattern costs its whole budget until it is
-disabled, and a busy machine could disable a sound key); searching in a thread with a deadline (`re`
-holds the GIL while it runs, so the thread cannot be abandoned and the loop starves anyway); a
+disabled, and a busy machine could disable a sound key); searching with `re` in a thread with a deadline
+(`re` holds the GIL while it runs, so the thread cannot be abandoned and the loop starves anyway); a
 subprocess per search (milliseconds per scan).
 """
 
@@ -532,7 +537,7 @@ def search_with_budget(compiled: Any, text: str, budget: float) -> tuple[bool | 
     """Search with the `regex` engine for at most `budget` seconds: (found, or None when cut off; seconds)."""
     started = time.perf_counter()
     try:
-        found: bool | None = compiled.search(text, timeout=max(budget, 0.001)) is not None
+        found: bool | None = compiled.search(text, timeout=max(budget, 0.001), concurrent=True) is not None
     except TimeoutError:
         found = None
     return found, time.perf_counter() - started
@@ -541,7 +546,7 @@ def search_with_budget(compiled: Any, text: str, budget: float) -> tuple[bool | 
 def span_with_budget(compiled: Any, text: str, budget: float) -> tuple[int, int] | None:
     """Where the `regex` engine first matches, searching at most `budget` seconds (None: no match, or cut off)."""
     try:
-        found = compiled.search(text, timeout=max(budget, 0.001))
+        found = compiled.search(text, timeout=max(budget, 0.001), concurrent=True)
     except TimeoutError:
         return None
     return None if found is None else (found.start(), found.end())

@@ -21,6 +21,7 @@ import bisect
 import functools
 import logging
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -778,17 +779,25 @@ class ScannerCache:
         self._size = size
         self._on_disabled = on_disabled
         self._scanners: OrderedDict[str, LoreScanner] = OrderedDict()
+        self._lock = threading.Lock()  # scanners are built on one thread and looked at from another
 
     def scanner(self, book: Lorebook) -> LoreScanner:
-        scanner = self._scanners.get(book.digest)
-        if scanner is None:
-            scanner = LoreScanner(book, self._on_disabled)
+        with self._lock:
+            scanner = self._scanners.get(book.digest)
+            if scanner is not None:
+                self._scanners.move_to_end(book.digest)
+                return scanner
+        scanner = LoreScanner(book, self._on_disabled)  # compiling takes a while: not under the lock
+        with self._lock:
             self._scanners[book.digest] = scanner
             while len(self._scanners) > self._size:
                 self._scanners.popitem(last=False)
-        else:
-            self._scanners.move_to_end(book.digest)
         return scanner
+
+    def built(self, book: Lorebook) -> LoreScanner | None:
+        """The book's scanner if it is built already (never builds one)."""
+        with self._lock:
+            return self._scanners.get(book.digest)
 
 
 __all__ = [

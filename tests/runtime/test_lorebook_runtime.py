@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.cli import main as cli_main
 from app.config.paths import FamiliarPaths
+from app.lore import bounded_regex
 from app.runtime.events import FailureReported, RuntimeEvent
 from app.runtime.service import Familiar
 from tests.conftest import ALICE, GENERAL, GUILD_ID
@@ -67,3 +70,54 @@ async def test_a_catastrophic_key_neither_delays_the_reply_nor_stops_the_next(
     await fake_discord.wait_for_posted(2, timeout=10)
     assert "Owl lore." in fake_llm.requests[-1].messages[0]["content"]
     assert len([e for e in events if isinstance(e, FailureReported)]) == 1  # reported once; it stays off
+
+
+async def test_a_slow_key_under_its_limit_leaves_the_event_loop_running(
+    familiar: Familiar,
+    familiar_paths: FamiliarPaths,
+    fake_discord: FakeDiscord,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 19 item 8: a regex key the time-limited engine searches up to the scan's budget (here 0.4 s, its
+    own limit set out of reach so that it is never switched off) cost the event loop all of it, on every
+    message: every place, every heartbeat and the window waited. The scan runs on a thread of its own and
+    the engine lets go of the GIL while it searches: the loop goes on ticking meanwhile."""
+    lore = write_world_info(tmp_path / "world.json", ("Trap", [CATASTROPHIC_FALLBACK]), ("Owl", ["owl"]))
+    monkeypatch.setenv("FAMILIAR_HOME", str(familiar_paths.root))
+    assert cli_main(["lore", "import", str(lore), "--replace"]) == 0
+    monkeypatch.setattr(bounded_regex, "KEY_BUDGET", 5.0)
+    monkeypatch.setattr(bounded_regex, "SCAN_BUDGET", 0.4)
+    ticks = 0
+    searches: list[tuple[int, int, int, float]] = []  # thread, ticks before, ticks after, seconds
+    real = bounded_regex.search_with_budget
+
+    def watched(compiled: Any, text: str, budget: float) -> tuple[bool | None, float]:
+        before = ticks
+        found, took = real(compiled, text, budget)
+        searches.append((threading.get_ident(), before, ticks, took))
+        return found, took
+
+    monkeypatch.setattr(bounded_regex, "search_with_budget", watched)
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.002)
+            ticks += 1
+
+    await familiar.start()
+    ticker = asyncio.create_task(tick())
+    try:
+        await fake_discord.send_message(
+            channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="an owl " + TRIGGER, mentions_bot=True
+        )
+        await fake_discord.wait_for_posted(1, timeout=10)
+    finally:
+        ticker.cancel()
+    assert "Owl lore." in fake_llm.requests[-1].messages[0]["content"]
+    slow = [s for s in searches if s[3] >= 0.3]
+    assert slow, searches  # the key was searched up to the scan's budget
+    assert all(thread != threading.get_ident() for thread, *_ in searches)  # never on the loop's thread
+    assert all(after - before >= 20 for _thread, before, after, _took in slow)  # the loop ran meanwhile

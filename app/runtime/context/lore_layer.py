@@ -15,10 +15,12 @@ reply (`commit`): assembling a prompt to look at it changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,6 +209,36 @@ def _span(span: Span | None, turns: Sequence[Turn | None]) -> dict[str, Any] | N
     return {**found, "position": span.text}
 
 
+# The reply path's scans run on a thread of their own, one at a time (a scanner is not shared between
+# threads): a regex key near its time limit costs a reply up to bounded_regex.SCAN_BUDGET a scan, and on the
+# event loop that was a stall of every place, every heartbeat and the window. One thread for the process,
+# made when first needed; it ends with the process.
+_scans: ThreadPoolExecutor | None = None
+_scans_lock = threading.Lock()
+_reporting = threading.local()  # on the scan thread: the event loop a disabled key is reported on
+
+
+def _scan_thread() -> ThreadPoolExecutor:
+    global _scans
+    with _scans_lock:
+        if _scans is None:
+            _scans = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-scan")
+        return _scans
+
+
+def _on_loop(callback: Callable[[list[LoreProblem]], None]) -> Callable[[list[LoreProblem]], None]:
+    """`callback`, called on the event loop's thread when a scan thread calls it."""
+
+    def report(problems: list[LoreProblem]) -> None:
+        loop = getattr(_reporting, "loop", None)
+        if loop is None:
+            callback(problems)
+        else:
+            loop.call_soon_threadsafe(callback, problems)
+
+    return report
+
+
 class LorebookLayer:
     name = "lorebook"
 
@@ -221,7 +253,7 @@ class LorebookLayer:
         its time limit."""
         self.file = lore
         self._state = state
-        self._scanners = ScannerCache(size=2, on_disabled=on_disabled)
+        self._scanners = ScannerCache(size=2, on_disabled=None if on_disabled is None else _on_loop(on_disabled))
         self._pending: OrderedDict[tuple[str, int], tuple[Activation, Lorebook]] = OrderedDict()
 
     def book(self) -> Lorebook:
@@ -250,8 +282,12 @@ class LorebookLayer:
             ctx.budget.lorebook_tokens,
             ctx.budget.max_lorebook_entries,
             self.error,
-            len(self.scanner(book).disabled),
+            len(self._disabled(book)),
         )
+
+    def _disabled(self, book: Lorebook) -> tuple[LoreProblem, ...]:
+        built = self._scanners.built(book)  # a scanner not built yet has disabled nothing
+        return () if built is None else built.disabled
 
     async def effects(self, place: str) -> list[TimedEffect]:
         return [] if self._state is None else to_effects(await self._state.effects(place))
@@ -263,11 +299,15 @@ class LorebookLayer:
 
     async def build(self, ctx: ReplyContext) -> LayerOutput:
         book = self.book()
-        scanner = self.scanner(book)
         answering = ctx.recent[-1].id if ctx.recent else 0
         clock = await self.clock(ctx.place, ctx.recent)
         seed = reply_seed(ctx.place, answering)
-        activation = activate(scanner, ctx.scan_texts(), clock=clock, effects=await self.effects(ctx.place), seed=seed)
+        effects = await self.effects(ctx.place)
+        texts = ctx.scan_texts()
+        loop = asyncio.get_running_loop()
+        scanner, activation = await loop.run_in_executor(
+            _scan_thread(), self._activate, loop, book, texts, clock, effects, seed
+        )
         if self._state is not None and ctx.recent:
             self._pending[(ctx.place, answering)] = (activation, book)
             while len(self._pending) > PENDING_REPLIES:
@@ -292,6 +332,24 @@ class LorebookLayer:
             note=problems,
             details=details,
         )
+
+    def _activate(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        book: Lorebook,
+        texts: list[str],
+        clock: int,
+        effects: list[TimedEffect],
+        seed: int,
+    ) -> tuple[LoreScanner, Activation]:
+        """On the scan thread: the book's scanner (compiled here the first time) and the activation. A key
+        it disables is reported on the event loop's thread, where the familiar's events are published."""
+        _reporting.loop = loop
+        try:
+            scanner = self.scanner(book)
+            return scanner, activate(scanner, texts, clock=clock, effects=effects, seed=seed)
+        finally:
+            _reporting.loop = None
 
     async def commit(self, place: str, turn_id: int) -> None:
         """The prompt built for the reply to `turn_id` was used: keep the timed effects it left."""
