@@ -319,7 +319,7 @@ def _main(args: argparse.Namespace) -> int:
             try:
                 create_familiar(paths)
             except OSError as exc:
-                raise ConfigError(f"cannot create the familiar 'default' in {paths.folder}: {exc}") from None
+                raise ConfigError(paths.folder, None, None, f"cannot create the familiar 'default': {exc}") from None
             _log.info(
                 "no familiar yet: created 'default' in %s from the template (its character.md and"
                 " character.toml are yours to edit)",

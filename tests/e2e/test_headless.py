@@ -203,7 +203,8 @@ async def test_the_first_headless_run_on_a_fresh_data_root_creates_default(
     assert not [line for line in again.lines if "created" in line]
     # a command still asks for a familiar that does not exist, and creates nothing
     code, _out, err = await _cli(home, "--familiar", "other", "facts", "list")
-    assert code != 0 and "no familiar named 'other'" in err
+    assert code != 0
+    assert "no familiar named 'other'" in err
     assert sorted(p.name for p in (home / "familiars").iterdir()) == ["default"]
 
 
