@@ -63,7 +63,7 @@ from app.runtime.context.lore_layer import (
     select,
     to_effects,
 )
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import FamiliarError, LoreConflictError
 from app.runtime.events import ChangeKind, LorebookStatus, RuntimeEvent
 from app.runtime.explain import explained_lore, explained_lore_drop
 from app.runtime.names import Names
@@ -91,16 +91,6 @@ _log = logging.getLogger(__name__)
 WATCH_SECONDS = 1.0  # a save in an editor shows (or clears) its banner within about a second
 TRY_MESSAGES = 20  # how many of a place's last messages `try_place` looks at by default
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-class LoreConflictError(FamiliarError):
-    """lorebook.toml changed on disk after the revision a save was based on: nothing was written.
-
-    `current` is the file's revision now: load it again (or merge with it) before saving."""
-
-    def __init__(self, message: str, current: str) -> None:
-        super().__init__(message)
-        self.current = current
 
 
 # -- view records <-> lorebook.toml ------------------------------------------------------------------------
