@@ -313,6 +313,18 @@ def _main(args: argparse.Namespace) -> int:
             # explained by the window's own check, in a dialog too).
             with contextlib.suppress(OSError):
                 create_familiar(paths)
+        elif args.command == "run" and args.familiar is None and not list_familiars(paths.root):
+            # The first headless run on a server set up with environment variables only: as the window's
+            # first launch, "default" is made from the template, and the console says so once.
+            try:
+                create_familiar(paths)
+            except OSError as exc:
+                raise ConfigError(paths.folder, None, None, f"cannot create the familiar 'default': {exc}") from None
+            _log.info(
+                "no familiar yet: created 'default' in %s from the template (its character.md and"
+                " character.toml are yours to edit)",
+                paths.folder,
+            )
         else:
             require_familiar(paths)
     except ConfigError as exc:

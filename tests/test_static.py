@@ -83,3 +83,34 @@ def test_no_code_of_the_window_starts_a_nested_event_loop() -> None:
         for line, what in _nested_loops(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+def _error_classes_outside_errors_py() -> list[str]:
+    """Classes under app/runtime deriving from FamiliarError (or one of its subclasses) outside errors.py."""
+    import ast
+
+    known = {"FamiliarError"}
+    tree = {path: ast.parse(path.read_text(encoding="utf-8")) for path in (REPO / "app" / "runtime").rglob("*.py")}
+    errors_py = REPO / "app" / "runtime" / "errors.py"
+    for node in ast.walk(tree[errors_py]):
+        if isinstance(node, ast.ClassDef):
+            known.add(node.name)
+    found = []
+    for path, module in tree.items():
+        if path == errors_py:
+            continue
+        for node in ast.walk(module):
+            if isinstance(node, ast.ClassDef):
+                bases = {
+                    b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+                    for b in node.bases
+                }
+                if bases & known:
+                    found.append(f"{path.relative_to(REPO)}: class {node.name}")
+    return found
+
+
+def test_every_error_the_facade_raises_is_defined_in_runtime_errors() -> None:
+    """Issue 20 item 6: one error contract. A front end catches FamiliarError and its kinds from
+    app/runtime/errors.py (the lorebook pane used to look for a `current` attribute on whatever failed)."""
+    assert _error_classes_outside_errors_py() == []

@@ -306,6 +306,18 @@ def rebuilt(
     return dataclasses.replace(book, entries=tuple(numbered), problems=found, digest=digest)
 
 
+# The book's own settings, as Lorebook holds them (and the editor's LoreBookSettings names them).
+BOOK_SETTINGS: tuple[str, ...] = (
+    "scan_depth", "case_sensitive", "whole_words", "token_budget", "max_entries", "recursive_scanning",
+    "max_recursion_steps", "use_group_scoring",
+)  # fmt: skip
+
+
+def with_settings(book: Lorebook, settings: object) -> Lorebook:
+    """`book` with the settings of `settings` (a Lorebook, or anything with the BOOK_SETTINGS attributes)."""
+    return dataclasses.replace(book, **{name: getattr(settings, name) for name in BOOK_SETTINGS})
+
+
 def validate_entry(raw: dict[str, Any], path: Path, index: int) -> LoreEntry:
     """Check one entry table (as an editor is about to write it); raises LorebookError without a line."""
     return _entry(_Checker("", path), index, raw)
@@ -544,6 +556,7 @@ def _decorators(extensions: Any) -> Decorators:
 __all__ = [
     "ACTED_DECORATORS",
     "BOOK_KEYS",
+    "BOOK_SETTINGS",
     "DEFAULT_PRIORITY",
     "DEFAULT_RECURSION_STEPS",
     "DEFAULT_SCAN_DEPTH",
@@ -570,4 +583,5 @@ __all__ = [
     "read_lorebook_text",
     "rebuilt",
     "validate_entry",
+    "with_settings",
 ]

@@ -18,7 +18,6 @@ document goes to tomlkit, as before: slower, never wrong.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 import os
@@ -28,7 +27,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, overload
 
 import tomlkit
 import tomlkit.exceptions
@@ -46,6 +45,7 @@ from app.lore.book import (
     parse_lorebook,
     rebuilt,
     validate_entry,
+    with_settings,
 )
 
 NEW_FILE_HEADER = (
@@ -207,22 +207,10 @@ class LorebookDocument:
         """Set fields of entry `index`; a None value removes the key. Other keys and comments stay."""
         self._check_index(index)
         merged = dict(self._raw[index])
-        for key, value in fields.items():
-            if value is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = value
+        _apply(merged, fields)
         entry = validate_entry(merged, self.path, index)
         table = self._table(index)
-        inline = isinstance(table, InlineTable)
-        for key, value in fields.items():
-            if value is None:
-                if key in table:
-                    del table[key]
-            elif key in table:
-                table[key] = _value(value, inline=inline)
-            else:
-                _add_key(table, key, _value(value, inline=inline))
+        _apply(table, fields, inline=isinstance(table, InlineTable))
         self._raw[index] = merged
         self._entries[index] = entry
         self._problems[index] = tuple(entry_problems(entry))
@@ -326,15 +314,7 @@ class LorebookDocument:
             self._set_fields_in_pieces(fields)
             return
         before = self.text()
-        document = self._document()
-        for key, value in fields.items():
-            if value is None:
-                if key in document:
-                    del document[key]
-            elif key in document:
-                document[key] = _value(value, inline=False)
-            else:
-                _add_key(document, key, _value(value, inline=False))
+        _apply(self._document(), fields, inline=False)
         try:
             self._book = parse_lorebook(self.text(), self.path)
         except LorebookError:
@@ -348,27 +328,10 @@ class LorebookDocument:
             self._pieces.insert(0, _Piece(False, ""))
         first = self._pieces[0]
         document = _parse(first.dump(), self.path)
-        for key, value in fields.items():
-            if value is None:
-                if key in document:
-                    del document[key]
-            elif key in document:
-                document[key] = _value(value, inline=False)
-            else:
-                _add_key(document, key, _value(value, inline=False))
+        _apply(document, fields, inline=False)
         settings = parse_lorebook(tomlkit.dumps(document), self.path)  # the first piece holds the whole book's keys
         first.document = document
-        self._book = dataclasses.replace(
-            self._book,
-            scan_depth=settings.scan_depth,
-            case_sensitive=settings.case_sensitive,
-            whole_words=settings.whole_words,
-            token_budget=settings.token_budget,
-            max_entries=settings.max_entries,
-            recursive_scanning=settings.recursive_scanning,
-            max_recursion_steps=settings.max_recursion_steps,
-            use_group_scoring=settings.use_group_scoring,
-        )
+        self._book = with_settings(self._book, settings)
 
     def set_extension(self, name: str, value: Mapping[str, Any] | None) -> None:
         """Replace (or, with None, remove) one table under the top-level [extensions]."""
@@ -551,6 +514,30 @@ def _digest(raw: bytes) -> str:
 
 def _entry_rank(key: str) -> tuple[int, str]:
     return (ENTRY_ORDER.index(key), "") if key in ENTRY_ORDER else (len(ENTRY_ORDER), key)
+
+
+@overload
+def _apply(target: dict[str, Any], fields: Mapping[str, Any]) -> None: ...
+@overload
+def _apply(target: Table | InlineTable | tomlkit.TOMLDocument, fields: Mapping[str, Any], *, inline: bool) -> None: ...
+def _apply(
+    target: dict[str, Any] | Table | InlineTable | tomlkit.TOMLDocument,
+    fields: Mapping[str, Any],
+    *,
+    inline: bool | None = None,
+) -> None:
+    """Set `fields` in a table (None removes a key): in plain values, or (with `inline`, whether the table is
+    written inline) in a tomlkit table, where the other keys keep their place and comments."""
+    for key, value in fields.items():
+        if value is None:
+            if key in target:
+                del target[key]
+        elif inline is None:
+            target[key] = value
+        elif key in target:
+            target[key] = _value(value, inline=inline)
+        else:
+            _add_key(cast(Table, target), key, _value(value, inline=inline))
 
 
 def _add_key(table: Table | InlineTable | tomlkit.TOMLDocument, key: str, item: Item) -> None:

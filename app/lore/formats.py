@@ -65,11 +65,9 @@ from app.lore.book import (
     MAX_RECURSION_STEPS,
     MAX_SCAN_DEPTH,
     MAX_TIMED,
-    Lorebook,
     parse_lorebook,
     read_lorebook_text,
 )
-from app.lore.document import LorebookDocument
 from app.lore.errors import LoreError
 from app.lore.keys import split_regex_key
 
@@ -749,32 +747,6 @@ def _st_to_card(st: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- files ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class ImportReport:
-    imported: ImportedLorebook
-    replaced: int  # entries removed first (--replace)
-    book: Lorebook  # the lorebook as saved
-
-
-def import_file(source: Path, lorebook: Path, *, replace: bool = False) -> ImportReport:
-    """Add (or, with `replace`, substitute) the entries of a foreign file to lorebook.toml.
-
-    Comments and everything else in lorebook.toml stay. Any error (LorebookFormatError for the source,
-    LorebookError for lorebook.toml) leaves lorebook.toml as it was.
-    """
-    imported = read_lorebook_file(source)
-    document = LorebookDocument.load(lorebook)
-    replaced = 0
-    if replace:
-        replaced = document.clear_entries()
-        document.set_fields({key: value for key, value in imported.book.items() if key != "extensions"})
-        foreign = imported.book.get("extensions", {})
-        for space in ("st", "card"):
-            document.set_extension(space, foreign.get(space))
-    document.add_entries(imported.entries)
-    return ImportReport(imported, replaced, document.save())
-
-
 def export_file(lorebook: Path, target: Path, fmt: str) -> int:
     """Write lorebook.toml to `target` in `fmt` (atomically); returns how many entries were written."""
     text = read_lorebook_text(lorebook)
@@ -800,14 +772,12 @@ __all__ = [
     "JSON_MARKER",
     "ST_CARD_NAMES",
     "ST_DEFAULTS",
-    "ImportReport",
     "ImportedLorebook",
     "LorebookFormatError",
     "export_file",
     "export_lorebook",
     "export_text",
     "from_toml",
-    "import_file",
     "import_lorebook",
     "import_text",
     "join_decorators",

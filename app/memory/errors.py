@@ -9,6 +9,11 @@ class StoreError(Exception):
     """A failure of the local store, explained in one line."""
 
 
+class BadInputError(StoreError, ValueError):
+    """A value given to the store that it cannot take (a place, a time, a status), in one line saying what
+    it takes instead. A ValueError too, for the callers that check a value before acting on it."""
+
+
 class MigrationError(StoreError):
     """The database could not be migrated; nothing was changed."""
 

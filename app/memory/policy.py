@@ -9,6 +9,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from app.memory.errors import BadInputError
+
 FACT_TYPES = ("episodic", "semantic", "procedural")
 TYPE_WEIGHTS = {"semantic": 1.0, "procedural": 0.9, "episodic": 0.7}
 STATUSES = ("pending", "active", "rejected", "archived", "forgotten")
@@ -126,10 +128,10 @@ def visible_scopes(where: str) -> tuple[str, ...]:
     A quarantined fact is never visible; a DM never sees a guild's facts and the reverse.
     """
     if where == "familiar":  # the familiar's own scope is not a place anyone speaks in
-        raise ValueError(f"'{where}' is not a place: use {PLACE_FORMS}")
+        raise BadInputError(f"'{where}' is not a place: use {PLACE_FORMS}")
     problem = place_problem(where)
     if problem is not None:
-        raise ValueError(problem)
+        raise BadInputError(problem)
     if where.startswith("guild:") and "/" in where:
         return (where, where.split("/", 1)[0], "familiar")
     return (where, "familiar")

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from app.memory.errors import StoreError
+from app.memory.errors import BadInputError, StoreError
 from app.memory.facts import COLUMNS, Fact, from_row
 from app.memory.store import Store
 
@@ -58,7 +58,7 @@ FORGOTTEN = _STATUS_CODE["forgotten"]
 def micros(moment: datetime) -> int:
     """A time as integer microseconds since the epoch (exact; the arrays' unit)."""
     if moment.tzinfo is None:
-        raise ValueError("times must carry a time zone (ISO-8601 with an offset, e.g. 2024-05-01T12:00:00+00:00)")
+        raise BadInputError("times must carry a time zone (ISO-8601 with an offset, e.g. 2024-05-01T12:00:00+00:00)")
     return (moment - EPOCH) // timedelta(microseconds=1)
 
 
@@ -172,7 +172,7 @@ class TimelineFilter:
         for name, allowed, given in (("type", TYPES, self.types), ("status", STATUSES, self.statuses)):
             unknown = sorted(set(given) - set(allowed))
             if unknown:
-                raise ValueError(f"unknown {name} {unknown[0]!r}: choose from {', '.join(allowed)}")
+                raise BadInputError(f"unknown {name} {unknown[0]!r}: choose from {', '.join(allowed)}")
 
 
 @dataclass(frozen=True, slots=True)

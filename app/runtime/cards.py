@@ -56,7 +56,7 @@ from app.config.settings import load_settings, parse_settings
 from app.lore.book import LorebookError, parse_lorebook, read_lorebook_text
 from app.lore.document import NEW_FILE_HEADER, LorebookDocument
 from app.lore.formats import LorebookFormatError, export_lorebook, import_lorebook
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import CardError, CardNameError
 from app.runtime.png_text import SIGNATURE, TEXT_CHUNKS, Chunk, PngError, placeholder, read_chunks, text_of, with_text
 from app.runtime.setup_views import CardApplied, CardPreview
 
@@ -108,14 +108,6 @@ _HEADING = re.compile(
 _SECTION_OF = {heading.lower(): key for key, heading in SECTIONS}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _IMAGES = {b"\xff\xd8\xff": "JPEG", b"GIF8": "GIF", b"BM": "BMP"}
-
-
-class CardError(FamiliarError):
-    """A file that is not a character card this reads, or a card that cannot be written, in one line."""
-
-
-class CardNameError(CardError):
-    """The card's name gives no usable familiar name: the caller must choose one."""
 
 
 @dataclass(frozen=True, slots=True)

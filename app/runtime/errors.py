@@ -1,4 +1,5 @@
-"""The runtime's exception root. Every message is one line a user can act on."""
+"""The runtime's errors: every error the facade raises is one of these (a FamiliarError), each message one
+line a user can act on. Front ends catch FamiliarError; anything else is a bug, never worded as a message."""
 
 from __future__ import annotations
 
@@ -46,3 +47,29 @@ class ReplyFailedError(FamiliarError):
         super().__init__(message)
         self.said = said
         self.greeting = greeting
+
+
+class LLMError(FamiliarError):
+    """The LLM endpoint could not give an answer; the message is one line a user can act on."""
+
+
+class CardError(FamiliarError):
+    """A file that is not a character card this reads, or a card that cannot be written, in one line."""
+
+
+class CardNameError(CardError):
+    """The card's name gives no usable familiar name: the caller must choose one."""
+
+
+class LoreConflictError(FamiliarError):
+    """lorebook.toml changed on disk after the revision a save was based on: nothing was written.
+
+    `current` is the file's revision now: load it again (or merge with it) before saving."""
+
+    def __init__(self, message: str, current: str) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class RebuildCancelledError(FamiliarError):
+    """The rebuild was cancelled: every index answers exactly as it did before."""

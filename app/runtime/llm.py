@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypedDict, cast
 
 from app.config.settings import LLMSection, Secrets
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import LLMError
 from app.runtime.place_slots import PlaceSlots
 
 if TYPE_CHECKING:  # the openai package loads on the first request (importing it takes about half a second)
@@ -50,10 +50,6 @@ async def load_client_library() -> None:
 class ChatMessage(TypedDict):
     role: Literal["system", "user", "assistant"]
     content: str
-
-
-class LLMError(FamiliarError):
-    """The LLM endpoint could not give an answer; the message is one line a user can act on."""
 
 
 @dataclass(frozen=True, slots=True)

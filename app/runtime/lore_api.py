@@ -34,6 +34,7 @@ from app.config.settings import BudgetTier
 from app.lore import lint as lore_lint
 from app.lore.activation import FOREVER, TimedEffect, activate, entry_key
 from app.lore.book import (
+    BOOK_SETTINGS,
     Lorebook,
     LorebookError,
     LoreEntry,
@@ -41,6 +42,7 @@ from app.lore.book import (
     parse_lorebook,
     rebuilt,
     validate_entry,
+    with_settings,
 )
 from app.lore.errors import LoreError
 from app.lore.keys import key_problem
@@ -61,7 +63,7 @@ from app.runtime.context.lore_layer import (
     select,
     to_effects,
 )
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import FamiliarError, LoreConflictError
 from app.runtime.events import ChangeKind, LorebookStatus, RuntimeEvent
 from app.runtime.explain import explained_lore, explained_lore_drop
 from app.runtime.names import Names
@@ -82,22 +84,13 @@ from app.runtime.views import (
 if TYPE_CHECKING:  # the formats and the round-trip editor (tomlkit) load when lore is imported, exported or edited
     from app.lore.document import LorebookDocument
     from app.lore.formats import ImportedLorebook
+    from app.lore.importing import ImportPlan, ImportReport
 
 _log = logging.getLogger(__name__)
 
 WATCH_SECONDS = 1.0  # a save in an editor shows (or clears) its banner within about a second
 TRY_MESSAGES = 20  # how many of a place's last messages `try_place` looks at by default
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-class LoreConflictError(FamiliarError):
-    """lorebook.toml changed on disk after the revision a save was based on: nothing was written.
-
-    `current` is the file's revision now: load it again (or merge with it) before saving."""
-
-    def __init__(self, message: str, current: str) -> None:
-        super().__init__(message)
-        self.current = current
 
 
 # -- view records <-> lorebook.toml ------------------------------------------------------------------------
@@ -229,14 +222,7 @@ def settings_view(book: Lorebook, top: Mapping[str, Any]) -> LoreBookSettings:
     return LoreBookSettings(
         name=top["name"] if isinstance(top.get("name"), str) else "",
         description=top["description"] if isinstance(top.get("description"), str) else "",
-        scan_depth=book.scan_depth,
-        case_sensitive=book.case_sensitive,
-        whole_words=book.whole_words,
-        token_budget=book.token_budget,
-        max_entries=book.max_entries,
-        recursive_scanning=book.recursive_scanning,
-        max_recursion_steps=book.max_recursion_steps,
-        use_group_scoring=book.use_group_scoring,
+        **{name: getattr(book, name) for name in BOOK_SETTINGS},
     )
 
 
@@ -244,18 +230,7 @@ def draft_book(
     entries: Sequence[LoreEntryView], settings: LoreBookSettings, path: Path = Path("lorebook.toml")
 ) -> Lorebook:
     """A book from view records (an editor's unsaved draft), checked as lorebook.toml would be."""
-    base = parse_lorebook("", path)
-    base = dataclasses.replace(
-        base,
-        scan_depth=settings.scan_depth,
-        case_sensitive=settings.case_sensitive,
-        whole_words=settings.whole_words,
-        token_budget=settings.token_budget,
-        max_entries=settings.max_entries,
-        recursive_scanning=settings.recursive_scanning,
-        max_recursion_steps=settings.max_recursion_steps,
-        use_group_scoring=settings.use_group_scoring,
-    )
+    base = with_settings(parse_lorebook("", path), settings)
     checked = [validate_entry(entry_fields(view), path, i) for i, view in enumerate(entries)]
     return rebuilt(base, checked, "draft")
 
@@ -312,96 +287,41 @@ def read_lore_source(path: Path) -> ImportedLorebook:
         raise FamiliarError(message if message.startswith(str(path)) else f"{path}: {message}") from None
 
 
-_FIELD_DEFAULTS = {name: _toml_value(getattr(_BLANK, name)) for name in EDIT_FIELDS}
-
-
-def _comparable(fields: Mapping[str, Any]) -> str:
-    """An entry's fields, those at the schema's defaults left out, as one canonical text: what 'the same
-    entry' compares (an imported entry and the one it became in lorebook.toml give the same text)."""
-    kept = {
-        key: value
-        for key, value in fields.items()
-        if not (key in _FIELD_DEFAULTS and value == _FIELD_DEFAULTS[key] and type(value) is type(_FIELD_DEFAULTS[key]))
-    }
-    return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def _identity(fields: Mapping[str, Any]) -> tuple[str, Any]:
-    """What makes an imported entry a new version of one in the book: its title and id (both as written)."""
-    ident = fields.get("id")
-    return (
-        str(fields.get("title") or ""),
-        ident if isinstance(ident, int | str) and not isinstance(ident, bool) else None,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    imported: ImportedLorebook
+    """An import planned by app/lore/importing.py, with each entry as the window shows it."""
+
+    plan: ImportPlan
     items: tuple[ImportItem, ...]
-    fields: tuple[dict[str, Any], ...]  # per item: the entry as it would be written
 
 
 def plan_import(
     imported: ImportedLorebook, document: LorebookDocument, existing: Sequence[Mapping[str, Any]] | None = None
 ) -> _Plan:
     """Each imported entry against the book (or against `existing`, the entries of an editor's draft as
-    lorebook.toml would hold them): unchanged (an entry has exactly its fields), changed (an entry with its
-    title and id differs) or added."""
-    existing = document.entries() if existing is None else list(existing)
-    same = {_comparable(raw): i for i, raw in reversed(list(enumerate(existing)))}
-    by_identity: dict[tuple[str, Any], int] = {}
-    for i, raw in enumerate(existing):
-        identity = _identity(raw)
-        if identity != ("", None):
-            by_identity.setdefault(identity, i)
-    items: list[ImportItem] = []
-    fields_of: list[dict[str, Any]] = []
-    path = document.path
-    for number, fields in enumerate(imported.entries):
-        checked = validate_entry(dict(fields), path, number)
-        view = dataclasses.replace(entry_view(checked, fields, None), imported=_fields_json(fields))
-        match = same.get(_comparable(fields))
-        if match is not None:
-            items.append(ImportItem(number, "unchanged", view, match, ()))
-        elif _identity(fields) != ("", None) and _identity(fields) in by_identity:
-            index = by_identity[_identity(fields)]
-            old = existing[index]
-            changed = tuple(
-                sorted(
-                    key
-                    for key in set(fields) | set(old)
-                    if _comparable({key: fields[key]} if key in fields else {})
-                    != _comparable({key: old[key]} if key in old else {})
-                )
-            )
-            items.append(ImportItem(number, "changed", view, index, changed))
-        else:
-            items.append(ImportItem(number, "added", view, None, ()))
-        fields_of.append(dict(fields))
-    return _Plan(imported, tuple(items), tuple(fields_of))
+    lorebook.toml would hold them): unchanged, changed or added (app/lore/importing.py)."""
+    from app.lore.importing import plan_import as plan_entries
+
+    plan = plan_entries(imported, document.entries() if existing is None else list(existing), document.path)
+    items = tuple(
+        ImportItem(
+            entry.number,
+            entry.action,
+            dataclasses.replace(entry_view(entry.checked, entry.fields, None), imported=_fields_json(entry.fields)),
+            entry.existing,
+            entry.changed_fields,
+        )
+        for entry in plan.entries
+    )
+    return _Plan(plan, items)
 
 
 def apply_plan(plan: _Plan, document: LorebookDocument, take: Collection[int] | None) -> tuple[int, int, int]:
     """Add the added entries and update the changed ones that `take` names (None: all of them); returns
     (added, updated, skipped). Raises LorebookError (naming the entry) before anything is written."""
-    added: list[dict[str, Any]] = []
-    updated = 0
-    for item, fields in zip(plan.items, plan.fields, strict=True):
-        if item.action == "unchanged" or (take is not None and item.number not in take):
-            continue
-        if item.action == "added":
-            added.append(fields)
-            continue
-        assert item.existing is not None
-        old = document.entry(item.existing)
-        changes: dict[str, Any] = {key: None for key in old if key not in fields}
-        changes.update(fields)
-        document.update_entry(item.existing, changes)
-        updated += 1
-    if added:
-        document.add_entries(added)
-    return len(added), updated, len(plan.items) - len(added) - updated
+    from app.lore.importing import apply_plan as apply_entries
+
+    return apply_entries(plan.plan, document, take)
 
 
 def trial(
@@ -444,44 +364,13 @@ def trial(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ImportReport:
-    """What `familiar lore import` did."""
-
-    imported: ImportedLorebook
-    added: int
-    updated: int
-    unchanged: int
-    changed_kept: int  # entries the file has in another version, left as the book has them (no --update)
-    replaced: int  # entries removed first (--replace)
-    book: Lorebook
-
-
 def import_into(source: Path, lorebook: Path, *, replace: bool = False, update: bool = False) -> ImportReport:
-    """Import a foreign lorebook (World Info, a V2 / V3 card as JSON or PNG...) into lorebook.toml: the entries
-    the book does not have are added (an entry it has as is is skipped: importing a file twice adds
-    nothing); with `update`, the entries it has in another version are updated; with `replace`, the book's
-    entries are replaced by the file's. Raises FamiliarError (the source) or LorebookError (lorebook.toml)
-    before anything is written."""
-    from app.lore.document import LorebookDocument
+    """Import a foreign lorebook (World Info, a V2 / V3 card as JSON or PNG...) into lorebook.toml, as
+    app/lore/importing.py's `import_into` does. Raises FamiliarError (the source) or LorebookError
+    (lorebook.toml) before anything is written."""
+    from app.lore.importing import import_into as import_read
 
-    imported = read_lore_source(source)
-    document = LorebookDocument.load(lorebook)
-    if replace:
-        replaced = document.clear_entries()
-        document.set_fields({key: value for key, value in imported.book.items() if key != "extensions"})
-        foreign = imported.book.get("extensions", {})
-        for space in ("st", "card"):
-            document.set_extension(space, foreign.get(space))
-        document.add_entries(imported.entries)
-        return ImportReport(imported, len(imported.entries), 0, 0, 0, replaced, document.save())
-    plan = plan_import(imported, document)
-    take = None if update else {item.number for item in plan.items if item.action == "added"}
-    added, updated, _skipped = apply_plan(plan, document, take)
-    unchanged = sum(item.action == "unchanged" for item in plan.items)
-    changed = sum(item.action == "changed" for item in plan.items)
-    book = document.save() if added or updated else document.book()
-    return ImportReport(imported, added, updated, unchanged, changed - updated, 0, book)
+    return import_read(read_lore_source(source), lorebook, replace=replace, update=update)
 
 
 # -- the API -------------------------------------------------------------------------------------------------
@@ -995,7 +884,6 @@ def text_seed(texts: Sequence[str]) -> int:
 
 __all__ = [
     "EDIT_FIELDS",
-    "ImportReport",
     "LoreConflictError",
     "LoreDeps",
     "LoreService",

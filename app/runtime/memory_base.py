@@ -84,11 +84,12 @@ class MemoryBase:
 
     @asynccontextmanager
     async def _explained(self, fact_id: int | None = None) -> AsyncIterator[None]:
-        """Store errors become one-line FamiliarErrors; a stale revision a StaleRevisionError carrying the
-        fact as it is now."""
+        """Store errors (a bad input among them: BadInputError) become one-line FamiliarErrors; a stale
+        revision a StaleRevisionError carrying the fact as it is now. Any other error is a bug: it goes up as
+        it is, with its traceback, never worded as a message for the owner."""
         try:
             yield
         except RevisionConflictError as exc:
             raise StaleRevisionError(str(exc), fact_id or 0, await self._current_view(fact_id)) from exc
-        except (StoreError, ValueError) as exc:
+        except StoreError as exc:
             raise FamiliarError(str(exc)) from exc

@@ -30,7 +30,7 @@ from app.memory.export import (
 )
 from app.memory.history import History
 from app.memory.records import IndexHealth
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import FamiliarError, RebuildCancelledError
 from app.runtime.views import IndexPurge
 
 _log = logging.getLogger(__name__)
@@ -73,10 +73,6 @@ class RebuildProgress:
     done: int
     total: int
     percent: float
-
-
-class RebuildCancelledError(FamiliarError):
-    """The rebuild was cancelled: every index answers exactly as it did before."""
 
 
 class MemoryOps:

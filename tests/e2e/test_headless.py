@@ -145,6 +145,69 @@ async def test_headless_answers_and_keeps_every_turn_across_a_kill(
     await second.wait_for_line("stopping")
 
 
+async def test_the_first_headless_run_on_a_fresh_data_root_creates_default(
+    tmp_path: Path, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    """Issue 20 item 11: a server set up with environment variables only. The first `run --headless` on an
+    empty data root made no familiar ("no familiar named 'default'"): it creates 'default' from the template,
+    as the window's first launch does, says so in one line, and answers."""
+    home = tmp_path / "fresh"
+    env = _env(home)
+    env.update(
+        {
+            "FAMILIAR_DISCORD_API_BASE": fake_discord.api_base,
+            "FAMILIAR_DISCORD_GATEWAY_URL": fake_discord.gateway_url,
+            "FAMILIAR_LLM_BASE_URL": fake_llm.base_url,
+            "FAMILIAR_LLM_MODEL": "echo",
+        }
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app",
+        "run",
+        "--headless",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    headless = Headless(process)
+    await headless.wait_for_line("is running")
+    created = [line for line in headless.lines if "created 'default'" in line]
+    assert len(created) == 1
+    assert str(home / "familiars" / "default") in created[0]
+    assert (home / "familiars" / "default" / "character.toml").is_file()
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="hello there", mentions_bot=True
+    )
+    await fake_discord.wait_for_posted(1, timeout=20)
+    process.send_signal(signal.SIGTERM)
+    assert await headless.wait() == 0
+
+    # the next run finds it: nothing is created again
+    again = Headless(
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "app",
+            "run",
+            "--headless",
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    )
+    await again.wait_for_line("is running")
+    again.process.send_signal(signal.SIGTERM)
+    assert await again.wait() == 0
+    assert not [line for line in again.lines if "created" in line]
+    # a command still asks for a familiar that does not exist, and creates nothing
+    code, _out, err = await _cli(home, "--familiar", "other", "facts", "list")
+    assert code != 0
+    assert "no familiar named 'other'" in err
+    assert sorted(p.name for p in (home / "familiars").iterdir()) == ["default"]
+
+
 async def test_bad_token_exits_with_one_line(home: Path) -> None:
     process = await _start(home, token="wrong-token")
     assert await process.wait() == 1

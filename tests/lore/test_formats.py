@@ -29,13 +29,13 @@ from app.lore.formats import (
     export_file,
     export_lorebook,
     from_toml,
-    import_file,
     import_text,
     join_decorators,
     read_lorebook_file,
     split_decorators,
     to_toml,
 )
+from app.lore.importing import import_file
 from app.lore.scanner import LoreScanner
 
 SAMPLES = Path(__file__).parent / "samples"

@@ -22,6 +22,7 @@ from app.memory.facts import NewFact
 from app.runtime.errors import FamiliarError, StaleRevisionError
 from app.runtime.events import ChangeKind, MemoryChanged, RuntimeEvent
 from app.runtime.messages import IncomingMessage
+from app.runtime.retrieval import Retriever
 from app.runtime.service import Familiar
 from app.runtime.views import PendingItem
 from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME
@@ -436,3 +437,21 @@ async def test_server_names_from_the_guild_list_are_kept_for_views_and_other_pro
         assert made.fact.scope.name == "Lantern Club"
     finally:
         await other.close()
+
+
+async def test_a_bad_input_is_a_one_line_error_and_a_bug_goes_up_as_it_is(
+    familiar: Familiar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20 item 6: the memory API turned any ValueError into a FamiliarError, so a bug read as a message
+    for the owner (and the window showed it in a banner, with no traceback in the log). A value the store
+    cannot take (BadInputError) is still one line; anything else goes up as the bug it is."""
+    with pytest.raises(FamiliarError, match="'familiar' is not a place"):
+        await familiar.memory.recall("bees", "familiar")
+
+    def broken(*_args: object, **_kwargs: object) -> object:
+        raise ValueError("an index out of range somewhere deep")
+
+    monkeypatch.setattr(Retriever, "facts", broken)
+    with pytest.raises(ValueError, match="out of range") as raised:
+        await familiar.memory.recall("bees", PLACE)
+    assert not isinstance(raised.value, FamiliarError)

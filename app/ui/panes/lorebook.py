@@ -49,7 +49,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import FamiliarError, LoreConflictError
 from app.runtime.events import ChangeKind
 from app.runtime.textdiff import word_diff
 from app.runtime.views import (
@@ -802,9 +802,8 @@ class LorebookPane(Pane):
             "save the lorebook", lambda: self.facade.lore.save(entries, book.revision, settings=settings)
         )
         if isinstance(outcome, Failed):
-            current = getattr(outcome.error, "current", None)
-            if isinstance(current, str):
-                self._offer_reload(current)
+            if isinstance(outcome.error, LoreConflictError):
+                self._offer_reload(outcome.error.current)
             return False
         if not isinstance(outcome, Succeeded):
             return False
@@ -977,9 +976,8 @@ class LorebookPane(Pane):
             lambda: self.facade.lore.import_preview(file, entries, base_revision=book.revision),
         )
         if isinstance(outcome, Failed):
-            current = getattr(outcome.error, "current", None)
-            if isinstance(current, str):
-                self._offer_reload(current)  # changed on disk since it was loaded: merge or reload first
+            if isinstance(outcome.error, LoreConflictError):
+                self._offer_reload(outcome.error.current)  # changed on disk since it was loaded: merge or reload first
             return False
         if not isinstance(outcome, Succeeded):
             return False

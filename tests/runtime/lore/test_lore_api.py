@@ -16,8 +16,10 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.lore.book import BOOK_SETTINGS, Lorebook
+from app.lore.importing import ENTRY_DEFAULTS
 from app.runtime.errors import FamiliarError
-from app.runtime.lore_api import LoreConflictError
+from app.runtime.lore_api import EDIT_FIELDS, LoreConflictError
 from app.runtime.service import Familiar
 from app.runtime.views import LoreBookSettings, LoreEntryView, LoreSpan
 from tests.conftest import TOKEN, write_character_toml
@@ -329,3 +331,18 @@ async def test_export_in_each_format(familiar: Familiar, tmp_path: Path) -> None
     assert [e["comment"] for e in st["entries"].values()] == ["Ember", "Lighthouse"]
     with pytest.raises(FamiliarError, match="unknown format"):
         await familiar.lore.export(tmp_path / "x.json", "novelai")
+
+
+async def test_the_editor_s_records_and_the_lorebook_s_schema_name_the_same_fields_and_defaults() -> None:
+    """Issue 20 item 5: the import plan (app/lore/importing.py) compares entries with the schema's defaults
+    left out, and the editor's records carry their own defaults: they must agree, field for field, or an
+    entry the editor saved would not read as 'unchanged' when the same file is imported again. The book's
+    settings are one list too (app.lore.book.BOOK_SETTINGS)."""
+    blank = LoreEntryView()
+    assert set(ENTRY_DEFAULTS) == set(EDIT_FIELDS)
+    for name in EDIT_FIELDS:
+        value = getattr(blank, name)
+        assert ENTRY_DEFAULTS[name] == (list(value) if isinstance(value, tuple) else value), name
+    settings = {f.name for f in dataclasses.fields(LoreBookSettings)}
+    assert settings == {"name", "description", *BOOK_SETTINGS}
+    assert set(BOOK_SETTINGS) <= {f.name for f in dataclasses.fields(Lorebook)}
