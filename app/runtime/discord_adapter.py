@@ -277,6 +277,11 @@ class DiscordAdapter:
     def failed(self, event_method: str) -> None:
         self._state.activity(ActivityKind.ERROR, "discord", f"error while handling {event_method}")
 
+    def bad_frame(self, problem: str, resumed: bool) -> None:
+        # A dropped event may have been a message: an error line. A resumed connection loses nothing
+        # (the events after the last one read are sent again).
+        self._state.activity(ActivityKind.INFO if resumed else ActivityKind.ERROR, "discord", problem)
+
     # -- messages ----------------------------------------------------------------------------
     def _incoming(self, message: discord.Message, place: str | None = None) -> IncomingMessage:
         return incoming(message, self._client.user if self._client is not None else None, place)
