@@ -529,9 +529,9 @@ class FakeDiscord:
         # Requests to answer 429 (``rate_limit``), and the "METHOD path" of each request answered so.
         self.rate_limits: list[RateLimit] = []
         self.rate_limited: list[str] = []
-        # Message POSTs whose TCP connection is reset instead of answered (``reset_next_post``): True once
-        # the message is created and dispatched (accepted, the answer lost), False before it is.
-        self._resets: list[bool] = []
+        # What to do with each coming message POST (``reset_next_post``): None answer it; True reset its
+        # TCP connection once the message is created and dispatched (the answer lost), False before.
+        self._resets: list[bool | None] = []
         self.resets: list[str] = []  # "accepted" / "refused" for each POST reset so far
         self._nonces: dict[tuple[int, str], int] = {}  # (channel id, nonce) -> id of the bot's message with it
         self.nonce_hits = 0  # POSTs answered with the message their nonce already made (enforce_nonce)
@@ -751,10 +751,11 @@ class FakeDiscord:
         self.rate_limits.append(limit)
         return limit
 
-    def reset_next_post(self, *, accepted: bool = True) -> None:
-        """Reset the TCP connection of the next message POST instead of answering it: once the message
-        is created and dispatched (``accepted``: the client never learns it was sent), or before."""
-        self._resets.append(accepted)
+    def reset_next_post(self, *, accepted: bool = True, after: int = 0) -> None:
+        """Reset the TCP connection of the next message POST (or the one after ``after`` more) instead
+        of answering it: once the message is created and dispatched (``accepted``: the client never
+        learns it was sent), or before."""
+        self._resets.extend([None] * after + [accepted])
 
     async def send_raw_frame(self, frame: str | bytes, *, plain: bool = False) -> None:
         """One frame as it is on the newest gateway connection, outside any session's sequence (never
@@ -776,7 +777,7 @@ class FakeDiscord:
             self._append(session, event, copy.deepcopy(data))
             await self._flush(session)
 
-    def _reset(self, request: web.Request, accepted: bool) -> web.Response:
+    def _reset(self, request: web.Request, *, accepted: bool) -> web.Response:
         """Reset the request's TCP connection (RST, not FIN): the client gets no answer at all."""
         transport = request.transport
         assert transport is not None
@@ -1211,8 +1212,9 @@ class FakeDiscord:
             return self._reject(request, 404, "Unknown Channel", 10003)
         if channel.channel_id in self.muted_channels:
             return self._reject(request, 403, "Missing Permissions", 50013)
-        if self._resets and not self._resets[0]:
-            return self._reset(request, self._resets.pop(0))
+        reset = self._resets.pop(0) if self._resets else None
+        if reset is False:
+            return self._reset(request, accepted=False)
         body, files = await self._read_message_body(request)
         nonce = body.get("nonce")
         if body.get("enforce_nonce") and nonce is not None:
@@ -1265,8 +1267,8 @@ class FakeDiscord:
         if self.on_post is not None:
             await self.on_post(posted)
         await self._dispatch("MESSAGE_CREATE", msg)
-        if self._resets and self._resets[0]:
-            return self._reset(request, self._resets.pop(0))
+        if reset:
+            return self._reset(request, accepted=True)
         return self._json(msg)
 
     async def _patch_message(self, request: web.Request) -> web.Response:
