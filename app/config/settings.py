@@ -65,7 +65,8 @@ class DiscordSection:
         default=120.0,
         metadata=_doc(
             "How long a reply keeps trying while Discord rate-limits it (429, waiting the retry_after Discord"
-            " gives); past that it is given up, with the reason in the activity log; 0 = never retried."
+            " gives) or its answer is lost; past that it is given up, with the reason in the activity log;"
+            " 0 = never retried."
         ),
     )
 

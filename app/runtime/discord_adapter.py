@@ -52,6 +52,7 @@ class _Reply:
     incoming: IncomingMessage
     channel: discord.abc.Messageable
     where: str  # for the activity log: "Lantern Club #general"
+    familiar_id: int  # the familiar's own user: a sent message whose answer was lost is found by it
 
 
 class DiscordAdapter:
@@ -221,7 +222,7 @@ class DiscordAdapter:
         stored: asyncio.Future[bool] | None = None
         if self.should_answer(said):
             stored = asyncio.get_running_loop().create_future()
-            self._queue_reply(_Reply(message, said, message.channel, where), stored)
+            self._queue_reply(_Reply(message, said, message.channel, where, client.user.id), stored)
         ok = False
         try:
             await self._sink.on_message(said)
@@ -341,13 +342,17 @@ class DiscordAdapter:
                 return
             window = RetryWindow(self._settings.send_retry_seconds)  # one for the whole reply
             first: int | None = None  # the reply's first message, as stored: its explanation opens from the log
+            after = reply.message.id
             for index, piece in enumerate(split_reply(text, max_pieces=self._settings.max_reply_messages)):
                 message = await send(
                     reply.channel,
                     piece,
                     answering=reply.message if index == 0 else None,  # the first answers; the rest follow it
+                    after=after,
+                    familiar_id=reply.familiar_id,
                     window=window,
                 )
+                after = message.id
                 stored_id = await self._sink.on_reply_sent(said, sent(message))
                 first = stored_id if first is None else first
             self._state.activity(

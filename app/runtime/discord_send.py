@@ -5,6 +5,12 @@
   (`X-RateLimit-Reset-After`, else `Retry-After`), for as long as `[discord] send_retry_seconds`
   allows, counted from the reply's first refusal (`RetryWindow`). The adapter sends one channel's
   replies one after another, so the replies queued behind a rate-limited one wait for it.
+- A lost answer. When the connection drops after Discord took the POST (a TCP reset), aiohttp raises
+  and the message may or may not exist. The channel's history says: the familiar's own message after
+  the one before it, with this text (and, the first of a reply, answering the same message), is the
+  one sent; Discord keeps no nonce in history, so the text is what identifies it. When it is not
+  there, the message is sent again with the same nonce, which Discord (discord.py always asks
+  `enforce_nonce`) answers with the message that nonce made, never a second one.
 - The typing indicator is best effort: a refused or lost typing request never holds up a reply, and
   one is never cancelled half-way (see `keep_typing`).
 Given up, `send` raises `SendGaveUpError`, whose text says why, for the activity log and the window.
@@ -24,13 +30,15 @@ from app.runtime.errors import FamiliarError
 
 _log = logging.getLogger(__name__)
 
-# What a request whose answer never came raises.
+# What a send whose answer never came raises: the message may exist or not.
 _LOST = (aiohttp.ClientError, OSError, TimeoutError)
+_LOST_PAUSE = 1.0  # seconds before a message not found after a lost answer is sent again
+_HISTORY_LOOK = 100  # messages read after the one before, looking for one whose answer was lost
 _TYPING_EVERY = 5.0  # Discord shows the indicator for 10 s
 
 
 class SendGaveUpError(FamiliarError):
-    """A reply's message was not sent within the retry window."""
+    """A reply's message was not sent (or cannot be shown to have been) within the retry window."""
 
 
 class RetryWindow:
@@ -67,10 +75,13 @@ async def send(
     text: str,
     *,
     answering: discord.Message | None,
+    after: int,
+    familiar_id: int | None,
     window: RetryWindow,
 ) -> discord.Message:
-    """Send one message of a reply (`answering`: the message it replies to, for the first one). Raises
-    `SendGaveUpError`, or what Discord refused it with (a missing permission, a message too long)."""
+    """Send one message of a reply (`answering`: the message it replies to, for the first one; `after`:
+    the id of the message before it, which the sent one must follow). Raises `SendGaveUpError`, or what
+    Discord refused it with (a missing permission, a message too long)."""
     nonce = str(secrets.randbits(63))  # the same on every try: Discord makes one message of it
     limited = False
     while True:
@@ -89,6 +100,19 @@ async def send(
                 limited = True
                 _log.info("Discord rate-limits a reply (429): trying again in %.2f s", wait)
             await asyncio.sleep(wait)
+        except _LOST as exc:
+            why = _why(exc)
+            found = await _find_sent(channel, text, answering, after, familiar_id)
+            if found is not None:
+                _log.info("the answer to a reply's message was lost (%s); it was sent: message %s", why, found.id)
+                return found
+            if not window.allows(_LOST_PAUSE):
+                raise SendGaveUpError(
+                    f"The connection to Discord was lost while sending the reply ({why}), and it is not in the"
+                    f" channel within [discord] send_retry_seconds ({window.seconds:g} s); it was not sent"
+                ) from exc
+            _log.info("the answer to a reply's message was lost (%s) and it is not in the channel: sending again", why)
+            await asyncio.sleep(_LOST_PAUSE)
 
 
 async def _post(
@@ -99,6 +123,30 @@ async def _post(
             text, reference=answering, mention_author=False, allowed_mentions=SAFE_MENTIONS, nonce=nonce
         )
     return await channel.send(text, allowed_mentions=SAFE_MENTIONS, nonce=nonce)
+
+
+async def _find_sent(
+    channel: discord.abc.Messageable,
+    text: str,
+    answering: discord.Message | None,
+    after: int,
+    familiar_id: int | None,
+) -> discord.Message | None:
+    """The familiar's message with this text after `after` (answering `answering`), if Discord has it;
+    None when it is not there or the history cannot be read now."""
+    if familiar_id is None:
+        return None
+    wanted = text.strip()
+    try:
+        async for message in channel.history(limit=_HISTORY_LOOK, after=discord.Object(after), oldest_first=True):
+            if message.author.id != familiar_id or message.content.strip() != wanted:
+                continue
+            reference = message.reference
+            if answering is None or (reference is not None and reference.message_id == answering.id):
+                return message
+    except (discord.HTTPException, *_LOST) as exc:
+        _log.info("could not read the channel's history to find a reply's message: %s", _why(exc))
+    return None
 
 
 async def keep_typing(channel: discord.abc.Messageable) -> None:

@@ -1,6 +1,7 @@
 """Sending replies when Discord pushes back: rate limits (a route's, the global one) are waited out for
 `[discord] send_retry_seconds`, in order in each channel, and a reply is given up only with a reason
-on the Dashboard.
+on the Dashboard; a send whose answer was lost (a TCP reset after Discord took the POST) is found in
+the channel and stored while running, never sent twice.
 
 Real discord.py against the wire-level fake Discord, the real openai client against the fake LLM,
 real SQLite and tantivy. The fake LLM answers "echo: <the last user message of the prompt>".
@@ -181,3 +182,63 @@ async def test_with_no_retry_time_a_refused_reply_is_given_up_at_once(
         assert _answers(fake_discord.posted) == {asked: ["echo: alice: and now?"]}
     finally:
         await familiar.close()
+
+
+# -- a lost answer ---------------------------------------------------------------------------------
+
+
+async def test_a_reply_discord_took_whose_answer_was_lost_is_stored_while_running(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    """Before: no duplicate, but "Could not answer" and the reply missing from history.db until the next start."""
+    events = Recorder()
+    familiar.subscribe(events)
+    await familiar.start()
+    fake_discord.reset_next_post(accepted=True)
+    asked = await _mention(fake_discord, "did you get that?")
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.REPLY_OUT)), "the reply", timeout=20)
+    assert fake_discord.resets == ["accepted"]
+    [post] = fake_discord.posted  # exactly one message on Discord
+    assert await _stored_replies(familiar) == [(post.message_id, asked, "echo: alice: did you get that?")]
+    # Stored as if the send had answered: the activity line opens its explanation.
+    [line] = events.activity(ActivityKind.REPLY_OUT)
+    assert line.turn_id is not None
+    explanation = await familiar.explain(line.turn_id)
+    assert explanation.place.key == f"guild:{GUILD_ID}/{GENERAL}"
+    assert fake_discord.history_queries  # found in the channel's history
+    assert _problems(events) == []
+
+
+async def test_a_reply_reset_before_discord_took_it_is_sent_again_once(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events = Recorder()
+    familiar.subscribe(events)
+    await familiar.start()
+    fake_discord.reset_next_post(accepted=False)
+    asked = await _mention(fake_discord, "hello?")
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.REPLY_OUT)), "the reply", timeout=20)
+    assert fake_discord.resets == ["refused"]
+    [post] = fake_discord.posted
+    assert await _stored_replies(familiar) == [(post.message_id, asked, "echo: alice: hello?")]
+    assert _problems(events) == []
+
+
+async def test_a_long_reply_whose_middle_answer_was_lost_is_stored_whole_and_in_order(
+    familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events = Recorder()
+    familiar.subscribe(events)
+    await familiar.start()
+    paragraph = "The lantern flickers over the old map. " * 40
+    fake_llm.script(f"{paragraph}\n\n{paragraph}\n\n{paragraph}")  # three messages, the same text in each
+    fake_discord.reset_next_post(accepted=True, after=1)  # the second one's answer is lost
+    asked = await _mention(fake_discord, "tell me a story")
+    await events.wait_for(lambda: bool(events.activity(ActivityKind.REPLY_OUT)), "the reply", timeout=20)
+    assert fake_discord.resets == ["accepted"]
+    posted = fake_discord.posted
+    assert len(posted) == 3
+    stored = await _stored_replies(familiar)
+    assert [(m, c) for m, _r, c in stored] == [(p.message_id, p.content) for p in posted]
+    assert {r for _m, r, _c in stored} == {asked}
+    assert _problems(events) == []
