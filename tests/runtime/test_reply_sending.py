@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from app.config.paths import FamiliarPaths
+from app.runtime.errors import FamiliarError
 from app.runtime.events import ActivityKind, FailureReported
 from app.runtime.service import Familiar
 from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME
@@ -182,6 +183,28 @@ async def test_with_no_retry_time_a_refused_reply_is_given_up_at_once(
         assert _answers(fake_discord.posted) == {asked: ["echo: alice: and now?"]}
     finally:
         await familiar.close()
+
+
+async def test_the_retry_time_is_checked_and_changes_while_running(
+    familiar: Familiar, familiar_paths: FamiliarPaths, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    events = Recorder()
+    familiar.subscribe(events)
+    await familiar.start()
+    toml = familiar_paths.character_toml
+    good = toml.read_text(encoding="utf-8")
+    toml.write_text(good.replace("[discord]\n", "[discord]\nsend_retry_seconds = -5\n", 1), encoding="utf-8")
+    with pytest.raises(FamiliarError) as bad:
+        await familiar.reconfigure()
+    assert "line 6, key 'discord.send_retry_seconds': -5.0 is out of range (0 to 3600)" in str(bad.value)
+    assert familiar.settings.discord.send_retry_seconds == 120.0  # nothing changed
+    toml.write_text(good.replace("[discord]\n", "[discord]\nsend_retry_seconds = 0\n", 1), encoding="utf-8")
+    await familiar.reconfigure()
+    fake_discord.rate_limit(5, 0.01, channel_id=GENERAL)
+    await _mention(fake_discord, "with no second chances now")
+    await events.wait_for(lambda: bool(_problems(events)), "the reply given up")
+    assert len(fake_discord.rate_limited) == 5  # not tried again: the running connection took the new setting
+    assert fake_discord.posted == []
 
 
 # -- a lost answer ---------------------------------------------------------------------------------
