@@ -61,6 +61,14 @@ class DiscordSection:
     backfill_messages: int = field(
         default=1000, metadata=_doc("Most missed messages fetched per channel at start or after a reconnect; 0 = off.")
     )
+    send_retry_seconds: float = field(
+        default=120.0,
+        metadata=_doc(
+            "How long a reply keeps trying while Discord rate-limits it (429, waiting the retry_after Discord"
+            " gives) or its answer is lost; past that it is given up, with the reason in the activity log;"
+            " 0 = never retried."
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +251,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "discord.max_reply_messages": (1, 50),
     "discord.backfill_hours": (0.0, 24.0 * 365),
     "discord.backfill_messages": (0, 1_000_000),
+    "discord.send_retry_seconds": (0.0, 3600.0),
     "llm.timeout": (1.0, 3600.0),
     "llm.max_retries": (0, 10),
     "llm.max_concurrency": (1, 64),

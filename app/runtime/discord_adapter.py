@@ -25,13 +25,13 @@ from app.runtime.backfill import Backfill
 from app.runtime.discord_client import FamiliarClient
 from app.runtime.discord_messages import (
     PLATFORM,
-    SAFE_MENTIONS,
     describe,
     describe_channel,
     incoming,
     searchable_text,
     sent,
 )
+from app.runtime.discord_send import RetryWindow, keep_typing, send
 from app.runtime.discord_state import DiscordState
 from app.runtime.discord_transport import DiscordTransport, explain_start_failure
 from app.runtime.errors import DiskFullError, FamiliarError
@@ -52,6 +52,7 @@ class _Reply:
     incoming: IncomingMessage
     channel: discord.abc.Messageable
     where: str  # for the activity log: "Lantern Club #general"
+    familiar_id: int  # the familiar's own user: a sent message whose answer was lost is found by it
 
 
 class DiscordAdapter:
@@ -103,13 +104,15 @@ class DiscordAdapter:
 
     def use_answering_rules(self, settings: DiscordSection) -> None:
         """Answer by these settings from the next message on (home channels, DMs, other bots, reply
-        length); the connection's own settings (servers, intents, backfill) wait for the next start."""
+        length, how long a send is retried); the connection's own settings (servers, intents,
+        backfill) wait for the next start."""
         self._settings = dataclasses.replace(
             self._settings,
             home_channels=settings.home_channels,
             allow_dms=settings.allow_dms,
             respond_to_bots=settings.respond_to_bots,
             max_reply_messages=settings.max_reply_messages,
+            send_retry_seconds=settings.send_retry_seconds,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -219,7 +222,7 @@ class DiscordAdapter:
         stored: asyncio.Future[bool] | None = None
         if self.should_answer(said):
             stored = asyncio.get_running_loop().create_future()
-            self._queue_reply(_Reply(message, said, message.channel, where), stored)
+            self._queue_reply(_Reply(message, said, message.channel, where, client.user.id), stored)
         ok = False
         try:
             await self._sink.on_message(said)
@@ -277,6 +280,11 @@ class DiscordAdapter:
     def failed(self, event_method: str) -> None:
         self._state.activity(ActivityKind.ERROR, "discord", f"error while handling {event_method}")
 
+    def bad_frame(self, problem: str, resumed: bool) -> None:
+        # A dropped event may have been a message: an error line. A resumed connection loses nothing
+        # (the events after the last one read are sent again).
+        self._state.activity(ActivityKind.INFO if resumed else ActivityKind.ERROR, "discord", problem)
+
     # -- messages ----------------------------------------------------------------------------
     def _incoming(self, message: discord.Message, place: str | None = None) -> IncomingMessage:
         return incoming(message, self._client.user if self._client is not None else None, place)
@@ -309,27 +317,42 @@ class DiscordAdapter:
     ) -> None:
         if previous is not None:
             # Bounded: a reply that hangs past every timeout must not silence the channel for good.
-            await asyncio.wait({previous}, timeout=REPLY_WAIT_SECONDS)
+            # One Discord keeps refusing is tried for send_retry_seconds, and this one waits for it.
+            await asyncio.wait({previous}, timeout=REPLY_WAIT_SECONDS + self._settings.send_retry_seconds)
         done, _pending = await asyncio.wait({stored}, timeout=REPLY_WAIT_SECONDS)
         if stored not in done or not stored.result():
             return  # not stored (the failure is reported by the message handler): nothing to answer from
         await self._answer(reply)
 
+    async def _written(self, reply: _Reply) -> str | None:
+        """The reply's text, with the typing indicator on while it is written."""
+        typing = asyncio.create_task(keep_typing(reply.channel), name=f"typing-{reply.message.id}")
+        try:
+            return await self._sink.reply_for(reply.incoming)
+        finally:
+            typing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await typing
+
     async def _answer(self, reply: _Reply) -> None:
         said = reply.incoming
         try:
-            async with reply.channel.typing():
-                text = await self._sink.reply_for(said)
+            text = await self._written(reply)
             if not text:
                 return
+            window = RetryWindow(self._settings.send_retry_seconds)  # one for the whole reply
             first: int | None = None  # the reply's first message, as stored: its explanation opens from the log
+            after = reply.message.id
             for index, piece in enumerate(split_reply(text, max_pieces=self._settings.max_reply_messages)):
-                if index == 0:  # the first piece answers the message; the rest follow it
-                    message = await reply.channel.send(
-                        piece, reference=reply.message, mention_author=False, allowed_mentions=SAFE_MENTIONS
-                    )
-                else:
-                    message = await reply.channel.send(piece, allowed_mentions=SAFE_MENTIONS)
+                message = await send(
+                    reply.channel,
+                    piece,
+                    answering=reply.message if index == 0 else None,  # the first answers; the rest follow it
+                    after=after,
+                    familiar_id=reply.familiar_id,
+                    window=window,
+                )
+                after = message.id
                 stored_id = await self._sink.on_reply_sent(said, sent(message))
                 first = stored_id if first is None else first
             self._state.activity(

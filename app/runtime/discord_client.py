@@ -2,16 +2,21 @@
 
 It only translates discord.py's callbacks into the adapter's public interface; what to do with them
 is the adapter's business (discord_adapter.py). Never `run()`: that would start a second loop.
-Raw edit and delete events are used so messages discord.py has not cached are handled too.
+Raw edit and delete events are used so messages discord.py has not cached are handled too. Its
+connection state drops a gateway frame it cannot read instead of ending the connection
+(discord_frames.py).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import discord
+from discord.state import ConnectionState
+
+from app.runtime.discord_frames import GuardedState
 
 _log = logging.getLogger(__name__)
 
@@ -47,11 +52,26 @@ class DiscordEvents(Protocol):
         """Handling an event raised (already logged with its traceback)."""
         ...
 
+    def bad_frame(self, problem: str, resumed: bool) -> None:
+        """Discord sent a frame the client cannot read: dropped, or (`resumed`) the connection was
+        reset and resumed; `problem` says which, in words."""
+        ...
+
 
 class FamiliarClient(discord.Client):
     def __init__(self, events: DiscordEvents, *, intents: discord.Intents, guild_ready_timeout: float) -> None:
+        self._events = events  # before Client.__init__, which makes the state (_get_state)
         super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout)
-        self._events = events
+
+    def _get_state(self, **options: Any) -> ConnectionState[Self]:
+        return GuardedState(
+            report=self._events.bad_frame,
+            dispatch=self.dispatch,
+            handlers=self._handlers,
+            hooks=self._hooks,
+            http=self.http,
+            **options,
+        )
 
     async def on_connect(self) -> None:
         # Runs before any of the new session's messages are handled (tasks start in order).

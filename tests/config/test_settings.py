@@ -52,6 +52,11 @@ def test_empty_file_gives_defaults() -> None:
     assert parse_settings("", PATH) == Settings()
 
 
+def test_a_reply_is_retried_for_two_minutes_by_default() -> None:
+    assert Settings().discord.send_retry_seconds == 120.0
+    assert parse_settings("[discord]\nsend_retry_seconds = 0\n", PATH).discord.send_retry_seconds == 0.0
+
+
 def test_the_greeting_is_text_and_blank_by_default() -> None:
     assert parse_settings("", PATH).familiar.greeting == ""
     text = '[familiar]\ngreeting = """\n*waves*\n\nHello, "traveller".\n"""\n'
@@ -154,6 +159,7 @@ def test_unknown_key_in_dotted_form() -> None:
         ("[discord]\nhome_channels = 123\n", "discord.home_channels", 2, "expected a list"),
         ('[discord]\nallow_dms = "yes"\n', "discord.allow_dms", 2, "expected true or false"),
         ("[discord]\nallow_dms = 1\n", "discord.allow_dms", 2, "expected true or false"),
+        ('[discord]\nsend_retry_seconds = "2 minutes"\n', "discord.send_retry_seconds", 2, "expected a number"),
         ("[familiar]\ndisplay_name = 7\n", "familiar.display_name", 2, "expected a string"),
         ("[llm]\nbase_url = 1979-05-27\n", "llm.base_url", 2, "expected a string"),
         ("[llm]\nbackground = 3\n", "llm.background", 2, "expected a table"),
@@ -183,6 +189,9 @@ def test_wrong_types_name_line_and_key(text: str, key: str, line: int, words: st
         ("[history]\nrecent_turns = -1\n", "history.recent_turns", 2),
         ("[history]\nrecent_turns = 501\n", "history.recent_turns", 2),
         ("[discord]\nguild_ready_timeout = 61\n", "discord.guild_ready_timeout", 2),
+        ("[discord]\nsend_retry_seconds = -1\n", "discord.send_retry_seconds", 2),
+        ("[discord]\nsend_retry_seconds = 3601\n", "discord.send_retry_seconds", 2),
+        ("[discord]\nsend_retry_seconds = nan\n", "discord.send_retry_seconds", 2),
         # Huge integers for float options are out of range, not a crash.
         ("[llm]\ntimeout = 1" + "0" * 400 + "\n", "llm.timeout", 2),
         ("[llm]\nmax_retries = 1" + "0" * 400 + "\n", "llm.max_retries", 2),

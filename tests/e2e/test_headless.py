@@ -15,7 +15,7 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths
 from tests.conftest import ALICE, GENERAL, GUILD_ID, TOKEN, write_character_toml
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_server import CORRUPT_ZLIB_FRAME, FakeDiscord
 from tests.fakes.llm_server import FakeLLM
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
@@ -45,6 +45,7 @@ class Headless:
             self.raw += line
             self.lines.append(line.decode("utf-8", "replace").rstrip())
             self._changed.set()
+        self._changed.set()  # the end too: a line still awaited will never come
 
     async def wait_for_line(self, needle: str, timeout: float = 20.0, count: int = 1) -> str:
         async def scan() -> str:
@@ -258,6 +259,35 @@ async def test_an_llm_lost_while_running_is_logged_and_the_familiar_keeps_going(
     assert "Cannot reach the LLM endpoint" in line
     process.process.send_signal(signal.SIGTERM)
     assert await process.wait() == 0
+
+
+async def test_bad_gateway_frames_are_logged_and_headless_keeps_answering(
+    home: Path, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    """Before, the first of these ended the process (rc 1, "Could not connect to Discord: JSONDecodeError")."""
+    process = await _start(home)
+    await process.wait_for_line("is running")
+    await fake_discord.wait_for_delivered()
+    await fake_discord.send_raw_frame("<html>502 Bad Gateway</html>", plain=True)
+    await process.wait_for_line("Discord sent a frame that is not JSON")
+    await fake_discord.dispatch_raw("MESSAGE_CREATE", {"id": "1", "content": "half a message"})
+    await process.wait_for_line("Discord sent a MESSAGE_CREATE event that cannot be read (KeyError: 'channel_id')")
+    await fake_discord.send_raw_frame(CORRUPT_ZLIB_FRAME)
+    await process.wait_for_line("does not decompress")
+    await fake_discord.wait_for_resume(timeout=20)
+    await fake_discord.send_message(
+        channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="are you still there?", mentions_bot=True
+    )
+    [post] = await fake_discord.wait_for_posted(1, timeout=20)
+    assert post.content == "echo: alice: are you still there?"
+    await process.wait_for_line("INFO familiar: reply_out")
+    assert process.process.returncode is None
+    process.process.send_signal(signal.SIGTERM)
+    assert await process.wait() == 0
+    assert not any("Could not connect" in line for line in process.lines)
+    assert not any("half a message" in line for line in process.lines)  # a frame's text is never logged
+    for needle in ("not JSON", "cannot be read", "does not decompress"):
+        assert len([line for line in process.lines if needle in line]) == 1, needle  # each said once
 
 
 async def test_terminal_escapes_in_discord_text_reach_the_log_escaped(

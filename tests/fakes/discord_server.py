@@ -16,8 +16,10 @@ import asyncio
 import bisect
 import copy
 import json
+import math
 import re
 import socket
+import struct
 import time
 import uuid
 import zlib
@@ -68,6 +70,10 @@ EVERYONE_PERMISSIONS = (
 
 # Exceptions that mean a bug in the fake (or a malformed request): recorded in FakeDiscord.errors.
 FAKE_BUGS = (KeyError, ValueError, TypeError, AttributeError, IndexError, AssertionError)
+
+# A BINARY frame no zlib stream can decompress ("invalid block type"); it ends in the Z_SYNC_FLUSH
+# suffix, so the client decompresses it at once.
+CORRUPT_ZLIB_FRAME = b"\xff\xff\xff\xff\x00\x00\xff\xff"
 
 # Gateway opcodes.
 OP_DISPATCH, OP_HEARTBEAT, OP_IDENTIFY, OP_PRESENCE = 0, 1, 2, 3
@@ -349,6 +355,34 @@ def build_error(message: str, code: int) -> JSON:
     return {"message": message, "code": code}
 
 
+def build_rate_limited(retry_after: float, *, is_global: bool) -> JSON:
+    """The body of a 429 (https://discord.com/developers/docs/topics/rate-limits#exceeding-a-rate-limit)."""
+    return {"message": "You are being rate limited.", "retry_after": retry_after, "global": is_global, "code": 0}
+
+
+def rate_limit_headers(retry_after: float, *, is_global: bool) -> dict[str, str]:
+    """A 429's headers as Discord sends them: ``Via`` (without it discord.py takes the 429 for a Cloudflare
+    ban and does not retry), ``Retry-After`` in whole seconds; a route's limit also says
+    ``X-RateLimit-Reset-After`` to the millisecond, the global one ``X-RateLimit-Global``."""
+    headers = {
+        "Content-Type": "application/json",
+        "Via": "1.1 google",
+        "Retry-After": str(math.ceil(retry_after)),
+        "X-RateLimit-Scope": "global" if is_global else "user",
+    }
+    if is_global:
+        headers["X-RateLimit-Global"] = "true"
+    else:
+        headers["X-RateLimit-Reset-After"] = f"{retry_after:.3f}"
+    return headers
+
+
+def _stored(msg: JSON) -> JSON:
+    """A message as Discord keeps it: the nonce is only in the create answer and MESSAGE_CREATE, never
+    in what is read back (history, GET message)."""
+    return {k: v for k, v in msg.items() if k != "nonce"}
+
+
 # --------------------------------------------------------------------------------------------------
 # State
 # --------------------------------------------------------------------------------------------------
@@ -366,6 +400,25 @@ class PostedMessage:
     embeds: list[JSON] = field(default_factory=list)
     files: list[tuple[str, bytes]] = field(default_factory=list)
     payload: JSON = field(default_factory=dict)
+
+
+@dataclass
+class RateLimit:
+    """Requests the fake answers 429 (see ``FakeDiscord.rate_limit``)."""
+
+    count: int | None  # how many more; None: until removed from ``FakeDiscord.rate_limits``
+    retry_after: float
+    is_global: bool
+    channel_id: int | None
+
+    def applies(self, method: str, path: str) -> bool:
+        if self.count == 0:
+            return False
+        if self.is_global:
+            return True  # Discord's global limit: every request of the bot
+        if method != "POST" or not re.fullmatch(API_PREFIX + r"/channels/\d+/messages", path):
+            return False
+        return self.channel_id is None or path.split("/")[-2] == str(self.channel_id)
 
 
 @dataclass
@@ -395,13 +448,22 @@ class _Connection:
         self._lock = asyncio.Lock()
 
     async def send(self, payload: JSON) -> None:
-        raw = json.dumps(payload, separators=(",", ":"))
+        await self.send_text(json.dumps(payload, separators=(",", ":")))
+
+    async def send_text(self, raw: str, *, plain: bool = False) -> None:
+        """``raw`` as one frame: through the connection's zlib stream as BINARY when it is compressed,
+        else (or when ``plain``) as TEXT, which the client accepts on any connection."""
         async with self._lock:
-            if self._zlib is None:
+            if self._zlib is None or plain:
                 await self.ws.send_str(raw)
             else:
                 data = self._zlib.compress(raw.encode()) + self._zlib.flush(zlib.Z_SYNC_FLUSH)
                 await self.ws.send_bytes(data)
+
+    async def send_raw_bytes(self, data: bytes) -> None:
+        """``data`` as one BINARY frame, outside the zlib stream."""
+        async with self._lock:
+            await self.ws.send_bytes(data)
 
 
 @dataclass
@@ -464,6 +526,15 @@ class FakeDiscord:
         self.on_post: Callable[[PostedMessage], Awaitable[None]] | None = None
         # Awaited inside ``GET /channels/{id}/messages`` with the ids of the page, before answering.
         self.on_history: Callable[[int, list[int]], Awaitable[None]] | None = None
+        # Requests to answer 429 (``rate_limit``), and the "METHOD path" of each request answered so.
+        self.rate_limits: list[RateLimit] = []
+        self.rate_limited: list[str] = []
+        # What to do with each coming message POST (``reset_next_post``): None answer it; True reset its
+        # TCP connection once the message is created and dispatched (the answer lost), False before.
+        self._resets: list[bool | None] = []
+        self.resets: list[str] = []  # "accepted" / "refused" for each POST reset so far
+        self._nonces: dict[tuple[int, str], int] = {}  # (channel id, nonce) -> id of the bot's message with it
+        self.nonce_hits = 0  # POSTs answered with the message their nonce already made (enforce_nonce)
         self.identify_count = 0
         self.resume_count = 0
         self.replayed_frames = 0  # frames re-sent because a RESUME asked for them
@@ -666,6 +737,55 @@ class FakeDiscord:
         for session_id in [sid for sid, s in self._sessions.items() if s.conn is conn]:
             del self._sessions[session_id]
         await conn.ws.close(code=4000, message=b"session dropped by FakeDiscord.drop_session")
+
+    # ---- misbehaviour on purpose ----------------------------------------------------------------
+
+    def rate_limit(
+        self, count: int | None, retry_after: float, *, channel_id: int | None = None, is_global: bool = False
+    ) -> RateLimit:
+        """Answer the next ``count`` message POSTs (to ``channel_id`` only, if given) 429 with
+        ``retry_after`` seconds, as a route's limit is; with ``is_global``, the next ``count`` requests of
+        any kind (typing too), as Discord's global limit is. ``count=None``: until the returned limit is
+        removed from ``rate_limits``."""
+        limit = RateLimit(count, retry_after, is_global, channel_id)
+        self.rate_limits.append(limit)
+        return limit
+
+    def reset_next_post(self, *, accepted: bool = True, after: int = 0) -> None:
+        """Reset the TCP connection of the next message POST (or the one after ``after`` more) instead
+        of answering it: once the message is created and dispatched (``accepted``: the client never
+        learns it was sent), or before."""
+        self._resets.extend([None] * after + [accepted])
+
+    async def send_raw_frame(self, frame: str | bytes, *, plain: bool = False) -> None:
+        """One frame as it is on the newest gateway connection, outside any session's sequence (never
+        replayed): text through the connection's zlib stream (or, ``plain``, as a TEXT frame); bytes as
+        a BINARY frame outside the stream (corrupt data breaks the client's zlib stream for good)."""
+        if not self._conns:
+            raise RuntimeError("no open gateway connection")
+        conn = self._conns[-1]
+        if isinstance(frame, bytes):
+            await conn.send_raw_bytes(frame)
+        else:
+            await conn.send_text(frame, plain=plain)
+
+    async def dispatch_raw(self, event: str, data: Any) -> None:
+        """Dispatch ``data`` as ``event`` to every session as it is, with no builder and no intent filter:
+        a malformed payload, as a faulty Discord-compatible server sends. It takes a sequence number
+        and is replayed on RESUME like any event."""
+        for session in list(self._sessions.values()):
+            self._append(session, event, copy.deepcopy(data))
+            await self._flush(session)
+
+    def _reset(self, request: web.Request, *, accepted: bool) -> web.Response:
+        """Reset the request's TCP connection (RST, not FIN): the client gets no answer at all."""
+        transport = request.transport
+        assert transport is not None
+        sock = transport.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+        self.resets.append("accepted" if accepted else "refused")
+        return web.Response(status=204)  # never reaches the client
 
     # ---- waiting ---------------------------------------------------------------------------------
 
@@ -961,6 +1081,15 @@ class FakeDiscord:
         self.requests.append(f"{request.method} {request.path}")
         if request.headers.get("Authorization") != f"Bot {self.token}":
             return self._reject(request, 401, "401: Unauthorized", 0)
+        for limit in self.rate_limits:
+            if limit.applies(request.method, request.path):
+                if limit.count is not None:
+                    limit.count -= 1
+                self.rate_limited.append(f"{request.method} {request.path}")
+                self._notify()
+                body = json.dumps(build_rate_limited(limit.retry_after, is_global=limit.is_global)).encode()
+                headers = rate_limit_headers(limit.retry_after, is_global=limit.is_global)
+                return web.Response(status=429, body=body, headers=headers)
         try:
             return await handler(request)
         except FAKE_BUGS as exc:  # a bug in the fake; 4xx so discord.py does not retry for seconds
@@ -1050,7 +1179,7 @@ class FakeDiscord:
             chosen = ids[start : min(end, start + limit)]  # the oldest ones after it
         else:
             chosen = ids[max(0, end - limit) : end]  # the newest ones (before it)
-        page = [self._messages[i] for i in reversed(chosen)]  # newest first; read now, before the hook
+        page = [_stored(self._messages[i]) for i in reversed(chosen)]  # newest first; read now, before the hook
         if self.on_history is not None:
             await self.on_history(channel.channel_id, [int(m["id"]) for m in page])
         return self._json(page)
@@ -1059,7 +1188,7 @@ class FakeDiscord:
         msg = self._find_message(request)
         if msg is None:
             return self._reject(request, 404, "Unknown Message", 10008)
-        return self._json(msg)
+        return self._json(_stored(msg))
 
     async def _read_message_body(self, request: web.Request) -> tuple[JSON, list[tuple[str, bytes, str | None]]]:
         """JSON body, or multipart ``payload_json`` + ``files[n]`` (as discord.py sends uploads)."""
@@ -1083,7 +1212,18 @@ class FakeDiscord:
             return self._reject(request, 404, "Unknown Channel", 10003)
         if channel.channel_id in self.muted_channels:
             return self._reject(request, 403, "Missing Permissions", 50013)
+        reset = self._resets.pop(0) if self._resets else None
+        if reset is False:
+            return self._reset(request, accepted=False)
         body, files = await self._read_message_body(request)
+        nonce = body.get("nonce")
+        if body.get("enforce_nonce") and nonce is not None:
+            # As Discord: the bot's message with this nonce (sent again after a lost answer) is
+            # returned, not made twice.
+            existing = self._nonces.get((channel.channel_id, str(nonce)))
+            if existing is not None and existing in self._messages:
+                self.nonce_hits += 1
+                return self._json(self._messages[existing])
         content = body.get("content") or ""
         embeds = body.get("embeds") or []
         if not content and not embeds and not files and not body.get("sticker_ids"):
@@ -1109,8 +1249,10 @@ class FakeDiscord:
             embeds=embeds,
             attachments=attachments,
             reply_to=reply_to,
-            nonce=body.get("nonce"),
+            nonce=nonce,
         )
+        if nonce is not None:
+            self._nonces[(channel.channel_id, str(nonce))] = int(msg["id"])
         posted = PostedMessage(
             channel_id=channel.channel_id,
             content=content,
@@ -1125,6 +1267,8 @@ class FakeDiscord:
         if self.on_post is not None:
             await self.on_post(posted)
         await self._dispatch("MESSAGE_CREATE", msg)
+        if reset:
+            return self._reset(request, accepted=True)
         return self._json(msg)
 
     async def _patch_message(self, request: web.Request) -> web.Response:

@@ -25,7 +25,13 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from tests.fakes.discord_server import READ_MESSAGE_HISTORY, VIEW_CHANNEL, FakeDiscord, PostedMessage
+from tests.fakes.discord_server import (
+    CORRUPT_ZLIB_FRAME,
+    READ_MESSAGE_HISTORY,
+    VIEW_CHANNEL,
+    FakeDiscord,
+    PostedMessage,
+)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(15)]
 
@@ -636,3 +642,98 @@ async def test_application_flags_say_whether_the_message_content_intent_is_allow
             assert (await client.application_info()).flags.value == 0
         finally:
             await client.close()
+
+
+async def test_route_and_global_429s_are_what_discord_py_retries(fake: FakeDiscord) -> None:
+    async with running(fake) as client:
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        # A route's limit: discord.py sleeps the body's retry_after and tries again (five tries in all).
+        fake.rate_limit(2, 0.01, channel_id=GENERAL)
+        await channel.send("after two 429s")
+        assert fake.rate_limited == [f"POST /api/v10/channels/{GENERAL}/messages"] * 2
+        # Only that channel's messages: typing and other channels are not limited.
+        fake.rate_limit(1, 0.01, channel_id=GENERAL)
+        await channel.typing()
+        random = client.get_channel(RANDOM)
+        assert isinstance(random, discord.TextChannel)
+        await random.send("elsewhere")
+        assert len(fake.rate_limited) == 2
+        fake.rate_limits.clear()
+        # Five in a row and discord.py gives up: the 429 and its headers reach the caller.
+        fake.rate_limit(5, 0.01)
+        with pytest.raises(discord.HTTPException) as refused:
+            await channel.send("never sent")
+        assert refused.value.status == 429
+        headers = refused.value.response.headers
+        assert (headers["Via"], headers["Retry-After"]) == ("1.1 google", "1")
+        assert headers["X-RateLimit-Reset-After"] == "0.010"
+        # The global limit: every request, typing too, and discord.py holds every request meanwhile.
+        fake.rate_limit(2, 0.01, is_global=True)
+        await channel.typing()
+        await channel.send("after the global limit")
+        assert fake.rate_limited[-2:] == [f"POST /api/v10/channels/{GENERAL}/typing"] * 2
+        fake.rate_limit(5, 0.01, is_global=True)
+        with pytest.raises(discord.HTTPException) as globally:
+            await channel.send("never sent")
+        assert (globally.value.status, globally.value.response.headers["X-RateLimit-Global"]) == (429, "true")
+        assert "X-RateLimit-Reset-After" not in globally.value.response.headers
+        assert [p.content for p in fake.posted] == ["after two 429s", "elsewhere", "after the global limit"]
+
+
+@pytest.mark.parametrize("accepted", [True, False])
+async def test_a_post_reset_after_or_before_it_is_accepted(fake: FakeDiscord, accepted: bool) -> None:
+    async with running(fake) as client:
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        fake.reset_next_post(accepted=accepted)
+        with pytest.raises((aiohttp.ClientError, OSError)):  # the answer never comes (a reset, not a FIN)
+            await channel.send("lost on the way", nonce="n-1")
+        assert fake.resets == ["accepted" if accepted else "refused"]
+        assert [p.content for p in fake.posted] == (["lost on the way"] if accepted else [])
+        history = [m async for m in channel.history(limit=5)]
+        assert [(m.content, m.nonce) for m in history] == ([("lost on the way", None)] if accepted else [])
+        if accepted:  # the gateway's echo carries the nonce; what is read back never does (as on Discord)
+            echo = await client.wait_event("message", lambda m: m.content == "lost on the way")
+            assert echo.nonce == "n-1"
+        # The next POST is answered again.
+        assert (await channel.send("answered")).content == "answered"
+
+
+async def test_enforce_nonce_returns_the_message_the_nonce_made(fake: FakeDiscord) -> None:
+    async with running(fake) as client:
+        channel = client.get_channel(GENERAL)
+        assert isinstance(channel, discord.TextChannel)
+        first = await channel.send("once", nonce="same")  # discord.py always sends enforce_nonce
+        again = await channel.send("once", nonce="same")
+        other = await channel.send("once", nonce="other")
+        assert first.id == again.id != other.id
+        assert first.nonce == "same"
+        assert [p.content for p in fake.posted] == ["once", "once"]
+        assert fake.nonce_hits == 1
+
+
+BAD_FRAMES: dict[str, Callable[[FakeDiscord], Awaitable[None]]] = {
+    "not JSON": lambda fake: fake.send_raw_frame("<html>502</html>", plain=True),
+    "truncated JSON": lambda fake: fake.send_raw_frame('{"op":0,"t":"MESS'),
+    "corrupt zlib": lambda fake: fake.send_raw_frame(CORRUPT_ZLIB_FRAME),
+    "MESSAGE_CREATE without channel_id": lambda fake: fake.dispatch_raw("MESSAGE_CREATE", {"id": "1"}),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_FRAMES))
+async def test_a_bad_frame_ends_an_unguarded_client(fake: FakeDiscord, kind: str) -> None:
+    """Why the app reads frames through app/runtime/discord_frames.py: discord.py as it comes lets one
+    unreadable frame after READY end `start()` (reconnect=True notwithstanding)."""
+    client = RecordingClient()
+    task = asyncio.create_task(client.start(fake.token))
+    try:
+        await client.wait_event("ready")
+        await BAD_FRAMES[kind](fake)
+        async with asyncio.timeout(STEP):
+            with pytest.raises((ValueError, zlib.error, KeyError)):
+                await task
+    finally:
+        await client.close()
+        if not task.done():
+            task.cancel()
