@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.config.logs import Private, log_folder
-from app.logs import configure_logging
+from app.logs import configure_logging, redact_known
 from app.runtime.event_log import EventLog
 from app.runtime.events import Activity, ActivityKind, ConnectionChanged, ConnectionState, FailureReported
 
@@ -86,6 +86,35 @@ def test_a_command_shows_our_warnings_once_and_no_library_line(home: Path, capsy
     text = _file(home)
     for line in ("HTTP Request", "PyNaCl", "compacted 3", "connection: connecting", "said elsewhere"):
         assert line in text
+
+
+@pytest.mark.logs_errors("familiar: The LLM endpoint", "app.runtime.llm: request failed")
+def test_no_line_carries_a_credential_in_the_file_or_on_the_console(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 19, item 4: the password of an endpoint's address reached the log 63 times in a short run
+    (the start line, error lines, an httpx line per request) and the console."""
+    configure_logging("headless")
+    redact_known(lambda: ["sk-KNOWNKEY1", "bot.TOKEN.value"])
+    url = "http://user:S3CRETPASS@127.0.0.1:8080/v1"
+    logging.getLogger("httpx2").info('HTTP Request: POST %s/chat/completions "HTTP/1.1 200 OK"', url)
+    logging.getLogger("familiar").info("LLM endpoint: OK: model 'tiny' at %s answered in 5 ms", url)
+    logging.getLogger("familiar").error("The LLM endpoint %s answered with an error 500.", url)
+    logging.getLogger("app.runtime.llm").warning("the key sk-KNOWNKEY1 and bot.TOKEN.value were refused")
+    key = "AIza" + "QUERYKEY"  # not as one word in this file: the traceback shows the line that raised
+    try:
+        raise ValueError(f"cannot reach {url}?key={key}")
+    except ValueError:
+        logging.getLogger("app.runtime.llm").exception("request failed")
+
+    text, console = _file(home), capsys.readouterr().err
+    for secret in ("S3CRETPASS", "sk-KNOWNKEY1", "bot.TOKEN.value", "AIzaQUERYKEY"):
+        assert secret not in text
+        assert secret not in console
+    assert "POST http://[redacted]@127.0.0.1:8080/v1/chat/completions" in text
+    assert "at http://[redacted]@127.0.0.1:8080/v1 answered" in console
+    assert "the key [redacted] and [redacted] were refused" in console
+    assert "ValueError: cannot reach http://[redacted]@127.0.0.1:8080/v1?key=[redacted]" in text
 
 
 def test_configuring_again_replaces_the_handlers(home: Path) -> None:
