@@ -55,9 +55,12 @@ def _check_data_root(paths: FamiliarPaths) -> str | None:
 async def _open(paths: FamiliarPaths) -> Familiar:
     # Imported here, not at the top: the window is shown before the store, the index and the clients load.
     from app.config.secrets import SecretStore
+    from app.logs import redact_known
     from app.runtime.service import Familiar
 
-    return await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file))
+    familiar = await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file))
+    redact_known(familiar.secret_values)  # no log line, in the file or on the terminal, carries one
+    return familiar
 
 
 async def open_or_explain(paths: FamiliarPaths) -> Familiar | int:

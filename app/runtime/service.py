@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, list_familiars
+from app.config.redaction import url_secrets
 from app.config.secrets import SecretStore
 from app.config.settings import Settings
 from app.lore.book import LoreProblem
@@ -410,6 +411,20 @@ class Familiar:
     @property
     def settings(self) -> Settings:
         return self._parts.settings
+
+    def secret_values(self) -> tuple[str, ...]:
+        """What no text the familiar writes may carry (get_*-like, no I/O; the settings in force now): the
+        bot token, the API keys, the password in an endpoint's address. The log handlers ask it at each
+        line (app.logs.redact_known)."""
+        parts = self._parts
+        discord = parts.settings.discord
+        return (
+            parts.loaded.secrets.discord_token,
+            *parts.reply_llm.endpoint.secrets(),
+            *parts.background_llm.endpoint.secrets(),
+            *url_secrets(discord.api_base),
+            *url_secrets(discord.gateway_url),
+        )
 
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
         return self._events.subscribe(callback)
