@@ -798,7 +798,8 @@ async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[
         f"{h.name}: {h.state_line}; {h.commits} commits, {h.retries} retries, {h.failures} failures,"
         f" pending {h.pending} documents ({h.to_add} to add, {h.to_remove} to remove),"
         f" lag {h.lag} rows behind SQL"
-        + (f", retrying (attempt {h.live_attempt})" if h.live_attempt else "")
+        # Locked, the state line says which attempt it is on; a commit's own retry is another count.
+        + (f", retrying (attempt {h.live_attempt})" if h.live_attempt and h.health_state != "locked" else "")
         + (f", {h.awaiting_purge} removed documents await compaction" if h.awaiting_purge else "")
         + (f", last error: {h.last_error}" if h.last_error and h.health_state != "locked" else "")
         + _index_figures(h)

@@ -155,6 +155,12 @@ async def _backlog(store: Store, name: str, count_after: str, watermark: int) ->
     return (int(added[0]) if added else 0, int(removed[0]) if removed else 0)
 
 
+def health_file(db_path: Path, name: str) -> Path:
+    """Where the process writing the `name` index shares its health: beside history.db, out of the index
+    folder, which is what a lock or a read-only disk refuses (app/memory/committer.py)."""
+    return db_path.with_name(f"fts-{name}.health.json")
+
+
 class History:
     """Append, edit, redact and search turns; the facts beside them. SQL first; the indexes follow
     through their committers, woken after each change.
@@ -211,6 +217,7 @@ class History:
             on_health=on_health,
             batch_size=batch_size,
             timing=index_timing,
+            health_file=health_file(db_path, TURNS.name),
         )
         facts_committer = IndexCommitter(
             facts_index or FtsIndex(fts_dir / FACTS.name, FACTS),
@@ -218,6 +225,7 @@ class History:
             on_health=on_health,
             batch_size=batch_size,
             timing=index_timing,
+            health_file=health_file(db_path, FACTS.name),
             # Facts arrive in bursts (an extraction batch, an import): gather them for a second, so the
             # commit work interrupts the conversation less often. Measured at 100k facts: with 0.2 s the
             # commits beside a burst of inserts put the insert p95 at 1.3-3.4 ms, with 1 s at 0.5-0.9 ms.
