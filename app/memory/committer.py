@@ -46,6 +46,7 @@ from app.memory.errors import (
     IndexUnavailableError,
     RebuildCancelledError,
     is_disk_full,
+    no_room_left,
 )
 from app.memory.fts import (
     INLINE_SEARCH_LIMIT,
@@ -153,9 +154,12 @@ class IndexCommitter:
         on_health: Callable[[IndexHealth], None] | None = None,
         timing: IndexTiming | None = None,
         health_file: Path | None = None,
+        read_only: bool = False,
     ) -> None:
-        """`health_file`: where the writer shares its health (default: beside the index folder)."""
+        """`health_file`: where the writer shares its health (default: beside the index folder).
+        `read_only`: only read the index, never take it (the store is read as it stands: a full disk)."""
         self.index = index
+        self._read_only = read_only
         self._source = source
         self._own_executor = executor is None
         self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fts-{index.spec.name}")
@@ -231,7 +235,9 @@ class IndexCommitter:
     async def _open(self) -> None:
         """Open the live index and decide whether it must be rebuilt (IndexLockedError: not now)."""
         watermark, version, rebuilding = await self._source.load_state()
-        outcome: OpenOutcome = await self._run_blocking(self.index.open)
+        outcome: OpenOutcome = await self._run_blocking(
+            functools.partial(self.index.open, writable=not self._read_only)
+        )
         self._watermark = watermark
         self._sql_version = version
         self._sql_rebuilding = rebuilding
@@ -323,6 +329,7 @@ class IndexCommitter:
             _log.info("index %s: the disk is still full (attempt %d)", self.index.spec.name, c.full_attempts)
         self._publish()
         self._write_health_file(force=True)  # as for a lock: what a reader shows while this one backs off
+        self._fail_waiters()  # told now, not at their timeout: searches read the store until there is room
 
     def _healed(self) -> None:
         if self._c.locked_attempts:
@@ -371,6 +378,8 @@ class IndexCommitter:
                     " the Familiar process that writes it keeps retrying"
                 )
             return f"the {name} search index cannot be read here ({self.index.problem or 'not open'})"
+        if c.disk_full:
+            return f"the {name} search index cannot take new documents now: the disk is full ({c.last_error})"
         if self._state == "locked":
             return f"the {name} search index is locked, retrying (attempt {c.locked_attempts}): {c.last_error}"
         if self._state == "rebuilding":
@@ -553,7 +562,7 @@ class IndexCommitter:
 
     async def flush(self, timeout: float = 30.0) -> None:
         """Wait until everything SQL has now is committed to the index (IndexUnavailableError at once
-        while the index is locked, or as soon as it turns out to be)."""
+        while the index is locked, or as soon as it turns out to be, or a try meets a full disk)."""
         if self._state == "locked":
             raise IndexUnavailableError(self.unavailable_reason())
         target = await self._source.newest_id()
@@ -940,7 +949,9 @@ class IndexCommitter:
             # index, that file is older than its writer (which could not write it yet), not its state.
             stale = shared is not None and shared.state == "closed" and self.index.owned_elsewhere
             health = health if shared is None or stale else shared
-        return dataclasses.replace(health, lag=max(0, newest - watermark), watermark=watermark)
+        # On a full disk the writer cannot share its health either: what this process sees of the disk says it.
+        full = health.disk_full or await asyncio.to_thread(no_room_left, self.index.path.parent)
+        return dataclasses.replace(health, lag=max(0, newest - watermark), watermark=watermark, disk_full=full)
 
     async def search(
         self, text: str, limit: int, place: str | tuple[str, ...] | None = None
@@ -971,12 +982,12 @@ class IndexCommitter:
 
     async def stale_after(self) -> int | None:
         """The id past which the open index may lack rows that searches should add from the store:
-        while it is locked (it cannot take commits) or the old index answers during a rebuild (it
+        while it is locked or the disk is full (it cannot take commits) or the old index answers during a rebuild (it
         takes none until the swap), and always in a reader (the writer may be locked or a moment
         behind: its persisted watermark says how far it got). None when it is catching up by itself."""
         if not self.index.is_open:
             return None
-        if self._state in ("locked", "rebuilding"):
+        if self._state in ("locked", "rebuilding") or self._c.disk_full:  # it takes no commit now
             return self._watermark
         if self._state == "reader":
             watermark, _version, _rebuilding = await self._source.load_state()

@@ -244,7 +244,16 @@ class Familiar:
         self.publish(SettingsReloaded(display_name=self._display_name()))
 
     @classmethod
-    async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
+    async def open(
+        cls,
+        paths: FamiliarPaths,
+        secret_store: SecretStore,
+        env: dict[str, str] | None = None,
+        *,
+        reading: bool = False,
+    ) -> Familiar:
+        """`reading`: for a command that only reads (a search, a listing, a status, an export): opening
+        writes nothing it need not, and on a full disk the store is read as it stands (app.memory.store)."""
         loaded = load_familiar(paths, secret_store, env)
         holder: list[Familiar] = []
 
@@ -254,7 +263,12 @@ class Familiar:
 
         try:
             history = await History.open(
-                paths.history_db, paths.fts, paths.backups, on_health=on_health, keys=VaultKeys(secret_store)
+                paths.history_db,
+                paths.fts,
+                paths.backups,
+                on_health=on_health,
+                keys=VaultKeys(secret_store),
+                reading=reading,
             )
         except Exception as exc:
             # Opening writes (the tombstone key's record, a migration's backup): a full disk says so in one line.
