@@ -170,7 +170,7 @@ class Store:
             for conn in opened:
                 with contextlib.suppress(sqlite3.Error, ValueError):
                     await conn.close()
-            raise _open_error(path, exc) from exc
+            raise _open_error(path, exc, reading_it=False) from exc
         writer, reader = opened
         store = cls(path, writer, reader, read_only=immutable)
         store.backup_written = backup_written
@@ -632,10 +632,14 @@ def _no_room(exc: sqlite3.Error, path: Path) -> bool:
     return is_disk_full(exc) or (sqlite_io_error(exc) and no_room_left(path.parent))
 
 
-def _open_error(path: Path, exc: sqlite3.Error) -> StoreError:
+def _open_error(path: Path, exc: sqlite3.Error, *, reading_it: bool = True) -> StoreError:
+    """The one-line error for a failed open: the full disk when it is one; else, once SQLite has read the
+    file (`reading_it`), what it found there, or that it cannot be opened."""
     if _no_room(exc, path):
         return StoreDiskFullError(f"{path.name} cannot be opened: {exc}")
-    return StoreError(f"{path} is not a readable Familiar database: {exc}")
+    if reading_it:
+        return StoreError(f"{path} is not a readable Familiar database: {exc}")
+    return StoreError(f"{path} cannot be opened ({exc}); check it and its folder's permissions")
 
 
 def _wal_empty(path: Path) -> bool:
@@ -653,9 +657,7 @@ def _migrate_sync(path: Path, backups_dir: Path, reading: bool) -> tuple[Path | 
     try:
         conn = sqlite3.connect(path, isolation_level=None)
     except sqlite3.Error as exc:
-        if _no_room(exc, path):
-            raise _open_error(path, exc) from exc
-        raise StoreError(f"{path} cannot be opened ({exc}); check it and its folder's permissions") from exc
+        raise _open_error(path, exc, reading_it=False) from exc
     try:
         conn.execute("PRAGMA journal_mode = WAL")  # WAL already: this writes nothing
         conn.execute("PRAGMA busy_timeout = 5000")
@@ -676,7 +678,7 @@ def _read_as_it_stands(path: Path, refused: sqlite3.Error) -> bool:
     try:
         conn = sqlite3.connect(_immutable_uri(path), uri=True, isolation_level=None)
     except sqlite3.Error as exc:
-        raise _open_error(path, refused) from exc
+        raise _open_error(path, refused, reading_it=False) from exc
     try:
         if not schema_current(conn):
             raise StoreDiskFullError(
