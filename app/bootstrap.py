@@ -52,18 +52,22 @@ def _check_data_root(paths: FamiliarPaths) -> str | None:
     return None
 
 
-async def _open(paths: FamiliarPaths) -> Familiar:
+async def _open(paths: FamiliarPaths, *, reading: bool = False) -> Familiar:
     # Imported here, not at the top: the window is shown before the store, the index and the clients load.
     from app.config.secrets import SecretStore
+    from app.logs import redact_known
     from app.runtime.service import Familiar
 
-    return await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file))
+    familiar = await Familiar.open(paths, SecretStore(paths.name, paths.secrets_file), reading=reading)
+    redact_known(familiar.secret_values)  # no log line, in the file or on the terminal, carries one
+    return familiar
 
 
-async def open_or_explain(paths: FamiliarPaths) -> Familiar | int:
-    """Open the familiar for a terminal command; on failure print one line and return the exit code."""
+async def open_or_explain(paths: FamiliarPaths, *, reading: bool = False) -> Familiar | int:
+    """Open the familiar for a terminal command (`reading`: one that only reads, see Familiar.open); on
+    failure print one line and return the exit code."""
     try:
-        return await _open(paths)
+        return await _open(paths, reading=reading)
     except ConfigError as exc:
         error(str(exc))
         return EXIT_CONFIG

@@ -354,8 +354,31 @@ def _main(args: argparse.Namespace) -> int:
 Handler: TypeAlias = "Callable[[Familiar, argparse.Namespace], Awaitable[tuple[Any, str]]]"
 
 
+# Commands that only read the memory: opening for them writes nothing it need not, so they answer beside
+# a running familiar on a full disk, and on a full disk with none running too (app.memory.store).
+_READING: frozenset[tuple[str, str | None]] = frozenset(
+    {
+        ("turns", "search"),
+        ("facts", "list"),
+        ("facts", "show"),
+        ("tombstones", "list"),
+        ("recall", None),
+        ("explain", None),
+        ("memory", "status"),
+        ("index", "status"),
+        ("export", None),
+    }
+)
+
+
+def _reads_only(args: argparse.Namespace) -> bool:
+    if args.command == "lore":
+        return args.lore_command == "try" or (args.lore_command == "timed" and not args.clear)
+    return (args.command, getattr(args, f"{args.command}_command", None)) in _READING
+
+
 async def _with_familiar(paths: FamiliarPaths, args: argparse.Namespace, handler: Handler) -> int:
-    familiar = await open_or_explain(paths)
+    familiar = await open_or_explain(paths, reading=_reads_only(args))
     if isinstance(familiar, int):
         return familiar
     try:
@@ -810,7 +833,9 @@ async def _index_status(familiar: Familiar, _args: argparse.Namespace) -> tuple[
         f"{h.name}: {h.state_line}; {h.commits} commits, {h.retries} retries, {h.failures} failures,"
         f" pending {h.pending} documents ({h.to_add} to add, {h.to_remove} to remove),"
         f" lag {h.lag} rows behind SQL"
-        + (f", retrying (attempt {h.live_attempt})" if h.live_attempt else "")
+        # Locked, the state line says which attempt it is on; a commit's own retry is another count.
+        + (f", retrying (attempt {h.live_attempt})" if h.live_attempt and h.health_state != "locked" else "")
+        + (", the disk is full: it takes new documents once there is room" if h.disk_full else "")
         + (f", {h.awaiting_purge} removed documents await compaction" if h.awaiting_purge else "")
         + (f", last error: {h.last_error}" if h.last_error and h.health_state != "locked" else "")
         + _index_figures(h)

@@ -28,6 +28,8 @@ import logging
 import re
 import sys
 
+from app.config.redaction import redact_urls
+
 # C0 controls, DEL, C1 controls, bidi controls, line and paragraph separators (regex escapes).
 _OTHERS = r"\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
 _ANY = re.compile(rf"[\x00-\x1f{_OTHERS}]")
@@ -66,8 +68,8 @@ def output_json(text: str) -> None:
 
 
 def error(message: str) -> None:
-    """A one-line error, on stderr."""
-    sys.stderr.write(f"error: {escape(message)}\n")
+    """A one-line error, on stderr; a web address in it without its user:password (app.config.redaction)."""
+    sys.stderr.write(f"error: {escape(redact_urls(message))}\n")
     sys.stderr.flush()
 
 

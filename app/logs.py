@@ -4,6 +4,10 @@
   gets every record at INFO and above: ours, discord.py's, the HTTP client's, index compaction, Python
   warnings. The window and headless mode write the same events there (app/runtime/event_log.py).
   Private text (app.config.logs.Private) is written as its id and length, never as the text.
+- No line carries a credential, in the file or on the terminal: the user:password of every web address
+  and its secret query values become [redacted] (an endpoint behind a proxy that wants a password, an
+  httpx request line naming it), and so does every secret the open familiar knows (the bot token, the
+  API keys) wherever it stands (app.config.redaction; `redact_known` tells the handlers what to cut).
 - A command's terminal output is its answer: its result on stdout, its error once on stderr (through
   app.console.error), and on stderr a `warning:` line for a warning of Familiar's own modules (an
   interrupted import being finished, an index locked by another program). No library line, no INFO line.
@@ -25,6 +29,7 @@ from typing import Literal
 
 from app.config.logs import Private, log_file
 from app.config.paths import private_file, private_folder
+from app.config.redaction import Redactor, SecretSource
 from app.console import EscapingFormatter
 
 Mode = Literal["command", "headless", "window"]
@@ -37,8 +42,21 @@ _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _FILE_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 
 
-class FileFormatter(EscapingFormatter):
-    """One escaped line per record, with every `Private` argument replaced by its description."""
+class ConsoleFormatter(EscapingFormatter):
+    """A terminal's line for a record: escaped (app.console), its credentials redacted (the whole
+    line, traceback included)."""
+
+    def __init__(self, fmt: str, redactor: Redactor | None = None) -> None:
+        super().__init__(fmt)
+        self.redactor = redactor or Redactor()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self.redactor(super().format(record))
+
+
+class FileFormatter(ConsoleFormatter):
+    """One escaped line per record, with every `Private` argument replaced by its description and its
+    credentials redacted."""
 
     def format(self, record: logging.LogRecord) -> str:
         args = record.args
@@ -117,7 +135,7 @@ def configure_logging(mode: Mode, *, env: dict[str, str] | None = None) -> LogSe
         handler.close()
     root.setLevel(logging.INFO)
     # Their DEBUG lines carry request bodies (message text); INFO and above only, whatever the root says.
-    for noisy in ("discord", "httpx", "httpcore", "openai"):
+    for noisy in ("discord", "httpx", "httpx2", "httpcore", "openai"):
         logging.getLogger(noisy).setLevel(logging.INFO)
     logging.captureWarnings(True)  # a library's warnings.warn goes to the file, not the terminal
 
@@ -134,17 +152,31 @@ def configure_logging(mode: Mode, *, env: dict[str, str] | None = None) -> LogSe
             f"warning: cannot write the log file {wanted} ({exc.strerror or exc}); not logging to a file\n"
         )
         file_handler, path = None, None
+    redactor = Redactor()  # one for both handlers: what it learns (redact_known) holds for each
     if file_handler is not None:
-        file_handler.setFormatter(FileFormatter(_FILE_FORMAT))
+        file_handler.setFormatter(FileFormatter(_FILE_FORMAT, redactor))
         _install(root, file_handler)
 
     # Headless mode's lines carry a time (they are its running log); a command's are one-line notices.
     console = ConsoleFilter(events=mode == "headless")
     stream = logging.StreamHandler(sys.stderr)
-    stream.setFormatter(EscapingFormatter(_FORMAT if mode == "headless" else "warning: %(message)s"))
+    stream.setFormatter(ConsoleFormatter(_FORMAT if mode == "headless" else "warning: %(message)s", redactor))
     stream.addFilter(console)
     _install(root, stream)
     return LogSetup(file=path, console=console)
+
+
+def redact_known(source: SecretSource) -> None:
+    """From now on, the handlers configure_logging installed cut out the secrets `source` names (asked
+    at each record: a key changed in Settings is cut out from then on)."""
+    seen: set[int] = set()
+    for handler in logging.getLogger().handlers:
+        formatter = handler.formatter
+        if not getattr(handler, "familiar", False) or not isinstance(formatter, ConsoleFormatter):
+            continue
+        if id(formatter.redactor) not in seen:
+            seen.add(id(formatter.redactor))
+            formatter.redactor.know(source)
 
 
 def _install(root: logging.Logger, handler: logging.Handler) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,9 +10,16 @@ from pathlib import Path
 import pytest
 
 from app.config.logs import Private, log_folder
-from app.logs import configure_logging
+from app.logs import configure_logging, redact_known
 from app.runtime.event_log import EventLog
-from app.runtime.events import Activity, ActivityKind, ConnectionChanged, ConnectionState, FailureReported
+from app.runtime.events import (
+    Activity,
+    ActivityKind,
+    ConnectionChanged,
+    ConnectionState,
+    DiskFullChanged,
+    FailureReported,
+)
 
 
 @pytest.fixture
@@ -86,6 +94,61 @@ def test_a_command_shows_our_warnings_once_and_no_library_line(home: Path, capsy
     text = _file(home)
     for line in ("HTTP Request", "PyNaCl", "compacted 3", "connection: connecting", "said elsewhere"):
         assert line in text
+
+
+@pytest.mark.logs_errors("familiar: The LLM endpoint", "app.runtime.llm: request failed")
+def test_no_line_carries_a_credential_in_the_file_or_on_the_console(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 19, item 4: the password of an endpoint's address reached the log 63 times in a short run
+    (the start line, error lines, an httpx line per request) and the console."""
+    configure_logging("headless")
+    redact_known(lambda: ["sk-KNOWNKEY1", "bot.TOKEN.value"])
+    url = "http://user:S3CRETPASS@127.0.0.1:8080/v1"
+    logging.getLogger("httpx2").info('HTTP Request: POST %s/chat/completions "HTTP/1.1 200 OK"', url)
+    logging.getLogger("familiar").info("LLM endpoint: OK: model 'tiny' at %s answered in 5 ms", url)
+    logging.getLogger("familiar").error("The LLM endpoint %s answered with an error 500.", url)
+    logging.getLogger("app.runtime.llm").warning("the key sk-KNOWNKEY1 and bot.TOKEN.value were refused")
+    key = "AIza" + "QUERYKEY"  # not as one word in this file: the traceback shows the line that raised
+    try:
+        raise ValueError(f"cannot reach {url}?key={key}")
+    except ValueError:
+        logging.getLogger("app.runtime.llm").exception("request failed")
+
+    text, console = _file(home), capsys.readouterr().err
+    for secret in ("S3CRETPASS", "sk-KNOWNKEY1", "bot.TOKEN.value", "AIzaQUERYKEY"):
+        assert secret not in text
+        assert secret not in console
+    assert "POST http://[redacted]@127.0.0.1:8080/v1/chat/completions" in text
+    assert "at http://[redacted]@127.0.0.1:8080/v1 answered" in console
+    assert "the key [redacted] and [redacted] were refused" in console
+    assert "ValueError: cannot reach http://[redacted]@127.0.0.1:8080/v1?key=[redacted]" in text
+
+
+@pytest.mark.asyncio
+@pytest.mark.logs_errors("familiar: disk full: ", "a message was not stored yet")
+async def test_a_full_disk_is_said_once_then_how_many_messages_wait_then_when_it_clears(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 19, item 5: the console said "disk full" once, then nothing for 29 more messages it kept out."""
+    configure_logging("headless")
+    events = EventLog(count_every=0.3)
+    problem = "the disk holding /f is full (database or disk is full)"
+    events(DiskFullChanged(full=True, folder="/f", detail="database or disk is full", waiting=1, places=1))
+    kept_out = f"a message was not stored yet: {problem}"
+    for waiting in range(2, 31):
+        events(Activity(ActivityKind.ERROR, "Lantern Club #general", kept_out, message_id=waiting, disk_full=True))
+        events(DiskFullChanged(full=True, folder="/f", detail="database or disk is full", waiting=waiting, places=1))
+    await asyncio.sleep(0.6)  # the count is said at most every count_every seconds, the latest last
+    events(DiskFullChanged(full=False, folder="/f"))
+
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3, lines
+    assert "ERROR familiar: disk full: 1 message in 1 channel not stored yet" in lines[0]
+    said = "WARNING familiar: disk full: 30 messages in 1 channel wait for room (fetched from Discord and stored"
+    assert lines[1].endswith(f"{said} once there is room)")
+    assert lines[2].endswith("WARNING familiar: disk full no more: /f takes writes again")
+    assert _file(home).count("a message was not stored yet") == 29  # each one is in the file
 
 
 def test_configuring_again_replaces_the_handlers(home: Path) -> None:

@@ -15,6 +15,13 @@ exactly as it was.
 A full disk is neither a lock nor damage: the commit is rolled back, SQL keeps the documents, and the
 index is tried again with the same growing pauses until there is room (`IndexHealth.disk_full` says so
 meanwhile), then catches up from its watermark.
+
+The process that writes an index shares its health with those that only read it (`familiar index status`
+beside the window) through a small JSON file. It lives beside history.db, not in the index folder: a
+locked or read-only index folder (the antivirus race) is exactly when a reader must learn "locked,
+retrying (attempt N)". A write of it that fails (a scanner holding the file) is tried again at the
+committer's next turn, and a reader does not take a file its writer left as "closed" for the state of an
+index another process holds now.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from app.memory.errors import (
@@ -38,6 +46,7 @@ from app.memory.errors import (
     IndexUnavailableError,
     RebuildCancelledError,
     is_disk_full,
+    no_room_left,
 )
 from app.memory.fts import (
     INLINE_SEARCH_LIMIT,
@@ -144,8 +153,13 @@ class IndexCommitter:
         failure_pause: float = 1.0,
         on_health: Callable[[IndexHealth], None] | None = None,
         timing: IndexTiming | None = None,
+        health_file: Path | None = None,
+        read_only: bool = False,
     ) -> None:
+        """`health_file`: where the writer shares its health (default: beside the index folder).
+        `read_only`: only read the index, never take it (the store is read as it stands: a full disk)."""
         self.index = index
+        self._read_only = read_only
         self._source = source
         self._own_executor = executor is None
         self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fts-{index.spec.name}")
@@ -168,7 +182,7 @@ class IndexCommitter:
         self._reader_tried = 0.0
         self._upsert = True  # the first round after opening replays as upserts (crash recovery)
         self._needs_reconcile = True  # once after start-up: the last run may have lost a batch silently
-        self._health_file = index.path.with_name(index.path.name + ".health.json")
+        self._health_file = health_file or index.path.with_name(index.path.name + ".health.json")
         self._health_written = 0.0
         self._health_unwritten = False  # a change the throttle kept out of the shared file, written when idle
         self._c = _Counters()
@@ -221,7 +235,9 @@ class IndexCommitter:
     async def _open(self) -> None:
         """Open the live index and decide whether it must be rebuilt (IndexLockedError: not now)."""
         watermark, version, rebuilding = await self._source.load_state()
-        outcome: OpenOutcome = await self._run_blocking(self.index.open)
+        outcome: OpenOutcome = await self._run_blocking(
+            functools.partial(self.index.open, writable=not self._read_only)
+        )
         self._watermark = watermark
         self._sql_version = version
         self._sql_rebuilding = rebuilding
@@ -282,6 +298,8 @@ class IndexCommitter:
         c.last_error = one_line(exc)
         delay = min(self._locked_retry_max, self._locked_retry_first * 2 ** min(c.locked_attempts - 1, 16))
         self._retry_after = time.monotonic() + delay
+        self._set_state("locked")
+        self._write_health_file(force=True)  # the attempt a reader shows: not held back while this one backs off
         if c.locked_attempts == 1:
             _log.warning(
                 "index %s is locked (%s); searches answer from the store, retrying with backoff",
@@ -290,7 +308,6 @@ class IndexCommitter:
             )
         else:
             _log.info("index %s still locked (attempt %d): %s", self.index.spec.name, c.locked_attempts, c.last_error)
-        self._set_state("locked")
         self._fail_waiters()
 
     def _note_disk_full(self, exc: BaseException) -> None:
@@ -311,6 +328,8 @@ class IndexCommitter:
         else:
             _log.info("index %s: the disk is still full (attempt %d)", self.index.spec.name, c.full_attempts)
         self._publish()
+        self._write_health_file(force=True)  # as for a lock: what a reader shows while this one backs off
+        self._fail_waiters()  # told now, not at their timeout: searches read the store until there is room
 
     def _healed(self) -> None:
         if self._c.locked_attempts:
@@ -359,6 +378,8 @@ class IndexCommitter:
                     " the Familiar process that writes it keeps retrying"
                 )
             return f"the {name} search index cannot be read here ({self.index.problem or 'not open'})"
+        if c.disk_full:
+            return f"the {name} search index cannot take new documents now: the disk is full ({c.last_error})"
         if self._state == "locked":
             return f"the {name} search index is locked, retrying (attempt {c.locked_attempts}): {c.last_error}"
         if self._state == "rebuilding":
@@ -541,7 +562,7 @@ class IndexCommitter:
 
     async def flush(self, timeout: float = 30.0) -> None:
         """Wait until everything SQL has now is committed to the index (IndexUnavailableError at once
-        while the index is locked, or as soon as it turns out to be)."""
+        while the index is locked, or as soon as it turns out to be, or a try meets a full disk)."""
         if self._state == "locked":
             raise IndexUnavailableError(self.unavailable_reason())
         target = await self._source.newest_id()
@@ -610,16 +631,18 @@ class IndexCommitter:
         if not force and now - self._health_written < 0.5 and not self._c.live_attempt:
             self._health_unwritten = True
             return
-        self._health_written = now
-        self._health_unwritten = False
         data = _health_json(self.health())
         data["pid"] = os.getpid()
         tmp = self._health_file.with_suffix(".tmp")
         try:
             tmp.write_text(json.dumps(data), encoding="utf-8")
             tmp.replace(self._health_file)
-        except OSError as exc:  # a locked file must not stop indexing; the next publish retries
+        except OSError as exc:  # a locked file must not stop indexing: the loop's next turn writes it again
+            self._health_unwritten = True
             _log.debug("could not write %s: %s", self._health_file, exc)
+            return
+        self._health_written = now
+        self._health_unwritten = False
 
     def shared_health(self) -> IndexHealth | None:
         """The health the writing process last shared, when this process only reads the index."""
@@ -641,6 +664,8 @@ class IndexCommitter:
         watch = self._watch
         while not self._closing:
             try:
+                if self._health_unwritten:  # a change the throttle or a refused write kept out of the file
+                    self._write_health_file()
                 backoff = self._retry_after - time.monotonic()
                 if backoff > 0:  # a lock refused the last try: give it time
                     watch.waiting(backoff)
@@ -920,8 +945,13 @@ class IndexCommitter:
         health = self.health()
         if not self.index.owned:
             shared: IndexHealth | None = await asyncio.to_thread(self.shared_health)
-            health = shared or health
-        return dataclasses.replace(health, lag=max(0, newest - watermark), watermark=watermark)
+            # "closed" is what the last writer left when it let go: while another process holds the
+            # index, that file is older than its writer (which could not write it yet), not its state.
+            stale = shared is not None and shared.state == "closed" and self.index.owned_elsewhere
+            health = health if shared is None or stale else shared
+        # On a full disk the writer cannot share its health either: what this process sees of the disk says it.
+        full = health.disk_full or await asyncio.to_thread(no_room_left, self.index.path.parent)
+        return dataclasses.replace(health, lag=max(0, newest - watermark), watermark=watermark, disk_full=full)
 
     async def search(
         self, text: str, limit: int, place: str | tuple[str, ...] | None = None
@@ -952,12 +982,12 @@ class IndexCommitter:
 
     async def stale_after(self) -> int | None:
         """The id past which the open index may lack rows that searches should add from the store:
-        while it is locked (it cannot take commits) or the old index answers during a rebuild (it
+        while it is locked or the disk is full (it cannot take commits) or the old index answers during a rebuild (it
         takes none until the swap), and always in a reader (the writer may be locked or a moment
         behind: its persisted watermark says how far it got). None when it is catching up by itself."""
         if not self.index.is_open:
             return None
-        if self._state in ("locked", "rebuilding"):
+        if self._state in ("locked", "rebuilding") or self._c.disk_full:  # it takes no commit now
             return self._watermark
         if self._state == "reader":
             watermark, _version, _rebuilding = await self._source.load_state()

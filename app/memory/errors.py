@@ -2,7 +2,9 @@
 
 import errno
 import re
+import shutil
 import sqlite3
+from pathlib import Path
 
 
 class StoreError(Exception):
@@ -26,6 +28,11 @@ class IndexLockedError(StoreError):
     """A search index's files cannot be opened or written now: a lock or a permission (the Windows
     antivirus race, a read-only folder), or another I/O failure. Never a sign of corruption: the
     index is left as it is and tried again."""
+
+
+class StoreDiskFullError(StoreError):
+    """history.db cannot be opened, or written, for want of room on the disk holding it (SQLite says
+    "disk I/O error" when it cannot make its shared-memory file there)."""
 
 
 class IndexDiskFullError(StoreError):
@@ -78,8 +85,28 @@ def disk_full_cause(error: BaseException) -> BaseException | None:
     return None
 
 
+NO_ROOM_BYTES = 1 << 20
+"""Less room than this on a disk, and an I/O error writing there is taken for a full disk (SQLite's
+shared-memory file alone takes 32 KiB)."""
+_SQLITE_IOERR = 10
+
+
+def no_room_left(folder: Path) -> bool:
+    """Whether the disk holding `folder` has (next to) no room left for this user."""
+    try:
+        return shutil.disk_usage(folder).free < NO_ROOM_BYTES
+    except OSError:
+        return False
+
+
+def sqlite_io_error(error: BaseException) -> bool:
+    """SQLite's "disk I/O error" (SQLITE_IOERR and its extended codes: the -shm file could not be sized...)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(error, sqlite3.Error) and isinstance(code, int) and code & 0xFF == _SQLITE_IOERR
+
+
 def _says_disk_full(error: BaseException) -> bool:
-    if isinstance(error, IndexDiskFullError):
+    if isinstance(error, IndexDiskFullError | StoreDiskFullError):
         return True
     if isinstance(error, sqlite3.Error):
         code = getattr(error, "sqlite_errorcode", None)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from app.config.redaction import redact_urls
 from app.memory.store import Store
 
 KEEP_EXPLANATIONS = 5000  # replies whose explanation stays available
@@ -23,11 +24,13 @@ class Explanations:
         self._store = store
 
     async def save(self, place: str, body: dict[str, Any], turn_ids: Sequence[int]) -> int:
-        """One reply's explanation, reachable from each turn it produced (a long reply is several messages)."""
+        """One reply's explanation, reachable from each turn it produced (a long reply is several messages).
+        A web address in it is kept without its user:password (app.config.redaction)."""
+        text = redact_urls(json.dumps(body, ensure_ascii=False))
         async with self._store.transaction() as conn:
             cursor = await conn.execute(
                 "INSERT INTO explanations (place, created_at, body) VALUES (?, ?, ?)",
-                (place, datetime.now(UTC).isoformat(), json.dumps(body, ensure_ascii=False)),
+                (place, datetime.now(UTC).isoformat(), text),
             )
             explanation_id = int(cursor.lastrowid or 0)
             await conn.executemany(_LINK, [(t, explanation_id) for t in turn_ids])

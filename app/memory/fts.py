@@ -168,6 +168,11 @@ class FtsIndex:
         return self._owner.held
 
     @property
+    def owned_elsewhere(self) -> bool:
+        """The last try to take the owner lock found another process holding it."""
+        return self._owner.taken
+
+    @property
     def is_open(self) -> bool:
         return self._index is not None
 
@@ -693,6 +698,7 @@ class _OwnerLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
+        self.taken = False  # the last acquire found it held by another process
 
     @property
     def held(self) -> bool:
@@ -716,8 +722,10 @@ class _OwnerLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
+            self.taken = True
             return False
         self._fd = fd
+        self.taken = False
         return True
 
     def release(self) -> None:

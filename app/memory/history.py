@@ -155,6 +155,12 @@ async def _backlog(store: Store, name: str, count_after: str, watermark: int) ->
     return (int(added[0]) if added else 0, int(removed[0]) if removed else 0)
 
 
+def health_file(db_path: Path, name: str) -> Path:
+    """Where the process writing the `name` index shares its health: beside history.db, out of the index
+    folder, which is what a lock or a read-only disk refuses (app/memory/committer.py)."""
+    return db_path.with_name(f"fts-{name}.health.json")
+
+
 class History:
     """Append, edit, redact and search turns; the facts beside them. SQL first; the indexes follow
     through their committers, woken after each change.
@@ -195,10 +201,13 @@ class History:
         batch_size: int = 5000,
         index_timing: IndexTiming | None = None,
         keys: TombstoneKeys | None = None,
+        reading: bool = False,
     ) -> History:
         """`keys`: where the tombstone key lives (a familiar passes `VaultKeys` over its SecretStore);
-        None keeps it in the database itself, for a database opened on its own (tests, benchmarks)."""
-        store = await Store.open(db_path, backups_dir)
+        None keeps it in the database itself, for a database opened on its own (tests, benchmarks).
+        `reading`: for a command that only reads: nothing is written at open unless it must be, and on a
+        full disk the store is read as it stands, the indexes only read (app.memory.store)."""
+        store = await Store.open(db_path, backups_dir, reading=reading)
         if keys is not None:
             try:
                 await keys.prepare(store, backups_dir)
@@ -211,6 +220,8 @@ class History:
             on_health=on_health,
             batch_size=batch_size,
             timing=index_timing,
+            health_file=health_file(db_path, TURNS.name),
+            read_only=store.read_only,
         )
         facts_committer = IndexCommitter(
             facts_index or FtsIndex(fts_dir / FACTS.name, FACTS),
@@ -218,6 +229,8 @@ class History:
             on_health=on_health,
             batch_size=batch_size,
             timing=index_timing,
+            health_file=health_file(db_path, FACTS.name),
+            read_only=store.read_only,
             # Facts arrive in bursts (an extraction batch, an import): gather them for a second, so the
             # commit work interrupts the conversation less often. Measured at 100k facts: with 0.2 s the
             # commits beside a burst of inserts put the insert p95 at 1.3-3.4 ms, with 1 s at 0.5-0.9 ms.
@@ -345,11 +358,14 @@ class History:
 
     async def catch_up(self, timeout: float = 60.0) -> None:
         """When this process writes the index: wait until it holds everything SQL has (after a crash,
-        the first open re-indexes what the last run did not commit). An index that is locked, or not
-        done within `timeout`, is not waited for: searches answer from the store meanwhile."""
+        the first open re-indexes what the last run did not commit). An index that is locked, that a
+        full disk refuses, or not done within `timeout`, is not waited for: searches answer from the
+        store meanwhile."""
         for committer in self.indexes():
             if committer.owns_index:
                 try:
+                    if committer.health().disk_full:
+                        raise IndexUnavailableError(committer.unavailable_reason())
                     await committer.flush(timeout)
                 except (IndexUnavailableError, TimeoutError) as exc:
                     reason = str(exc) or f"the {committer.index.spec.name} index is still catching up"

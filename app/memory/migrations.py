@@ -439,6 +439,21 @@ def current_version(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
+def schema_current(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> bool:
+    """Whether the schema is up to date, asked without writing anything (a database newer than this
+    Familiar is refused, as `migrate` refuses it)."""
+    known = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    if known.fetchone() is None:
+        return False
+    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+    version, newest = int(row[0]), max(m.version for m in migrations)
+    if version > newest:
+        raise MigrationError(
+            f"history.db is schema v{version}, newer than this Familiar knows (v{newest}); update Familiar"
+        )
+    return version == newest
+
+
 def _has_data(conn: sqlite3.Connection) -> bool:
     tables = [
         r[0]

@@ -3,6 +3,13 @@
 One writer connection, fed in order by aiosqlite's own thread, with explicit transactions; a second
 connection serves reads beside it (WAL). Turns are append-only: an edit adds a revision, a deletion
 redacts (content cleared, row kept, marker recorded) so nothing can bring the text back.
+
+Opening writes nothing unless it must (a migration, the database's first open): a command that only
+reads works beside a running familiar on a full disk. Opened `reading`, on a disk too full for SQLite
+to make its shared-memory file (`-shm`: nobody has the database open, so none is there), the file is
+read as it stands (`immutable`): nobody writes it while there is no room, and nothing is in its WAL,
+or SQLite could not answer from the file alone (that open is refused). Such a store is `read_only`:
+a write is refused with StoreDiskFullError.
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ from typing import Any, ClassVar
 import aiosqlite
 
 from app.config.paths import private_file
-from app.memory.errors import StoreError
-from app.memory.migrations import migrate
+from app.memory.errors import StoreDiskFullError, StoreError, is_disk_full, no_room_left, sqlite_io_error
+from app.memory.migrations import migrate, schema_current
 from app.memory.records import NewTurn, Turn
 from app.memory.sql import in_chunks
 
@@ -108,10 +115,13 @@ def _clean_text(text: str, what: str) -> str:
 class Store:
     """Async access to one familiar's history.db."""
 
-    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection) -> None:
+    def __init__(
+        self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection, *, read_only: bool = False
+    ) -> None:
         self.path = path
         self._writer = writer
         self._reader = reader
+        self.read_only = read_only  # opened as the file stands, on a full disk: every write is refused
         self.backup_written: Path | None = None
         # aiosqlite orders single calls, not transactions: one lock keeps write transactions whole.
         self._write_lock = asyncio.Lock()
@@ -119,29 +129,53 @@ class Store:
         self._raw_fd: int | None = None  # the database file read as bytes (file_holds), closed after SQLite's
 
     def _tx(self) -> _Transaction:
+        self._check_writable()
         return _Transaction(self._writer, self._write_lock)
 
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StoreDiskFullError(
+                f"{self.path} cannot be written now: the disk holding it is full (it was opened to read only)"
+            )
+
     @classmethod
-    async def open(cls, path: Path, backups_dir: Path) -> Store:
+    async def open(cls, path: Path, backups_dir: Path, *, reading: bool = False) -> Store:
+        """`reading`: for a command that only reads (see the module doc)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # Readable by the owner only; SQLite gives the -wal and -shm files the database's mode.
             private_file(path, create=True)
         except OSError as exc:
+            if is_disk_full(exc):
+                raise StoreDiskFullError(f"{path} cannot be created: {exc.strerror or exc}") from exc
             reason = exc.strerror or str(exc)
             raise StoreError(f"{path} cannot be created ({reason}); check its folder's permissions") from exc
-        backup_written = await asyncio.to_thread(_migrate_sync, path, backups_dir)
-        writer = await aiosqlite.connect(path, isolation_level=None)
-        reader = await aiosqlite.connect(path, isolation_level=None)
-        for conn in (writer, reader):
-            await conn.execute("PRAGMA journal_mode = WAL")
-            await conn.execute("PRAGMA synchronous = NORMAL")
-            await conn.execute("PRAGMA busy_timeout = 5000")
-            await conn.execute("PRAGMA foreign_keys = ON")
-            # Redacted and forgotten text must not linger in free pages of the file.
-            await conn.execute("PRAGMA secure_delete = ON")
-        store = cls(path, writer, reader)
+        backup_written, immutable = await asyncio.to_thread(_migrate_sync, path, backups_dir, reading)
+        opened: list[aiosqlite.Connection] = []
+        try:
+            for _ in range(2):  # the writer, then the reader
+                if immutable:
+                    conn = await aiosqlite.connect(_immutable_uri(path), uri=True, isolation_level=None)
+                else:
+                    conn = await aiosqlite.connect(path, isolation_level=None)
+                opened.append(conn)
+                if not immutable:  # already WAL: setting it again writes nothing
+                    await conn.execute("PRAGMA journal_mode = WAL")
+                await conn.execute("PRAGMA synchronous = NORMAL")
+                await conn.execute("PRAGMA busy_timeout = 5000")
+                await conn.execute("PRAGMA foreign_keys = ON")
+                # Redacted and forgotten text must not linger in free pages of the file.
+                await conn.execute("PRAGMA secure_delete = ON")
+        except sqlite3.Error as exc:
+            for conn in opened:
+                with contextlib.suppress(sqlite3.Error, ValueError):
+                    await conn.close()
+            raise _open_error(path, exc, reading_it=False) from exc
+        writer, reader = opened
+        store = cls(path, writer, reader, read_only=immutable)
         store.backup_written = backup_written
+        if immutable:
+            _log.warning("%s is read as it stands: the disk holding it is full", path)
         return store
 
     async def close(self) -> None:
@@ -199,11 +233,13 @@ class Store:
     async def checkpoint(self) -> None:
         """Move the WAL into the database file and truncate it: after a forget (so erased text does not
         linger in the WAL) and after a bulk load (so the next small writes do not pay for it)."""
+        self._check_writable()
         async with self._write_lock:
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def vacuum(self) -> None:
         """Rewrite the whole file (so no freed page keeps old bytes), then truncate the WAL."""
+        self._check_writable()
         async with self._write_lock:
             await self._writer.execute("VACUUM")
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -243,6 +279,7 @@ class Store:
         """Append one turn in one statement. Returns None when its message was deleted (a stale
         backfill) or is already stored."""
         row = _turn_row(turn)
+        self._check_writable()
         async with self._write_lock:
             rows = await self._writer.execute_fetchall(_INSERT_TURN + " RETURNING " + _TURN_COLUMNS, row)
         found = list(rows)
@@ -485,7 +522,8 @@ class Store:
         """Several reads in one snapshot, like `read_one_apart`: the rows of each statement, in order."""
 
         def run() -> list[list[tuple[Any, ...]]]:
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+            uri = _immutable_uri(self.path) if self.read_only else f"{self.path.resolve().as_uri()}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=5.0)
             try:
                 conn.execute("BEGIN")
                 out = [[tuple(row) for row in conn.execute(sql, params)] for sql, params in statements]
@@ -584,16 +622,70 @@ def blocks_hold(blocks: Iterable[bytes], needle: bytes) -> bool:
     return False
 
 
-def _migrate_sync(path: Path, backups_dir: Path) -> Path | None:
+def _immutable_uri(path: Path) -> str:
+    return f"{path.resolve().as_uri()}?immutable=1"
+
+
+def _no_room(exc: sqlite3.Error, path: Path) -> bool:
+    """A failure the full disk holding `path` caused: SQLite's own SQLITE_FULL, or an I/O error (it could
+    not size its -shm file) on a disk with no room left."""
+    return is_disk_full(exc) or (sqlite_io_error(exc) and no_room_left(path.parent))
+
+
+def _open_error(path: Path, exc: sqlite3.Error, *, reading_it: bool = True) -> StoreError:
+    """The one-line error for a failed open: the full disk when it is one; else, once SQLite has read the
+    file (`reading_it`), what it found there, or that it cannot be opened."""
+    if _no_room(exc, path):
+        return StoreDiskFullError(f"{path.name} cannot be opened: {exc}")
+    if reading_it:
+        return StoreError(f"{path} is not a readable Familiar database: {exc}")
+    return StoreError(f"{path} cannot be opened ({exc}); check it and its folder's permissions")
+
+
+def _wal_empty(path: Path) -> bool:
+    """Whether the database's WAL holds nothing (or is not there): the file alone is the whole database.
+    Asked with stat, never by opening history.db (see app.config.paths.database_usable)."""
+    try:
+        return os.stat(path.with_name(path.name + "-wal")).st_size == 0
+    except FileNotFoundError:
+        return True
+
+
+def _migrate_sync(path: Path, backups_dir: Path, reading: bool) -> tuple[Path | None, bool]:
+    """Bring the schema up to date; returns (the backup written, None if none; whether the file must be
+    read as it stands: `reading` on a full disk, see the module doc)."""
     try:
         conn = sqlite3.connect(path, isolation_level=None)
     except sqlite3.Error as exc:
-        raise StoreError(f"{path} cannot be opened ({exc}); check it and its folder's permissions") from exc
+        raise _open_error(path, exc, reading_it=False) from exc
     try:
-        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA journal_mode = WAL")  # WAL already: this writes nothing
         conn.execute("PRAGMA busy_timeout = 5000")
-        return migrate(conn, backups_dir)
+        if reading and schema_current(conn):
+            return None, False
+        return migrate(conn, backups_dir), False
+    except sqlite3.DatabaseError as exc:
+        if reading and _no_room(exc, path) and _wal_empty(path):
+            return None, _read_as_it_stands(path, exc)
+        raise _open_error(path, exc) from exc
+    finally:
+        conn.close()
+
+
+def _read_as_it_stands(path: Path, refused: sqlite3.Error) -> bool:
+    """For a reading open the full disk refused: check that the file, read as it stands, is a current
+    Familiar database (a migration would have to write). Returns True."""
+    try:
+        conn = sqlite3.connect(_immutable_uri(path), uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _open_error(path, refused, reading_it=False) from exc
+    try:
+        if not schema_current(conn):
+            raise StoreDiskFullError(
+                f"{path} must be upgraded to this Familiar's schema, and the disk holding it has no room left"
+            )
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} is not a readable Familiar database: {exc}") from exc
     finally:
         conn.close()
+    return True

@@ -184,11 +184,21 @@ class VaultKeys(TombstoneKeys):
 
     async def prepare(self, store: Store, backups_dir: Path) -> None:
         """Find the key (moving an old database's out of it), or make the first one. One process at a
-        time: the write transaction serialises two opening together."""
+        time: the write transaction serialises two opening together. When everything is in place (the
+        key in the vault, its id recorded, nothing left to move or erase), it is read and nothing is
+        written: opening a familiar to read it writes nothing (a full disk, a command beside the window)."""
+        stored = await self._read()
+        settled = await store.read_all(
+            "SELECT key, value FROM store_meta WHERE key IN (?, ?, ?)", (_LEGACY, _ID, _SCRUB)
+        )
+        found = {str(row[0]): row[1] for row in settled}
+        if stored is not None and set(found) == {_ID} and str(found[_ID]) == key_id(stored):
+            self._key = stored
+            return
         async with store.transaction() as conn:
             legacy = await _meta(conn, _LEGACY)
             recorded = await _meta(conn, _ID)
-            stored = await self._read()
+            stored = await self._read()  # again: another process may have made the first key meanwhile
             if legacy is not None:
                 key = bytes(legacy)
                 if stored not in (None, key):
@@ -215,7 +225,8 @@ class VaultKeys(TombstoneKeys):
                         cursor.rowcount,
                         self.where,
                     )
-            await _set_meta(conn, _ID, key_id(key))
+            if recorded is None or str(recorded) != key_id(key):
+                await _set_meta(conn, _ID, key_id(key))
             scrub = await _meta(conn, _SCRUB) is not None
         self._key = key
         if scrub:

@@ -4,6 +4,7 @@ an edit): the `memory_work` table.
 An item is queued once per (kind, turn), claimed by the worker of its kind (running), then done, or
 failed and queued again until MAX_ATTEMPTS, after which it stays `failed` with its last error for
 the owner to inspect. A deleted source message cancels its items, and cancelled stays cancelled.
+An error is kept without the credentials a web address in it may carry (app.config.redaction).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.config.redaction import redact_urls
 from app.memory.errors import StoreError
 from app.memory.store import Store, now_iso
 
@@ -97,7 +99,7 @@ class WorkQueue:
             new = "done" if error is None else ("failed" if attempts >= MAX_ATTEMPTS else "queued")
             await conn.execute(
                 "UPDATE memory_work SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
-                (new, error, now_iso(), item_id),
+                (new, None if error is None else redact_urls(error), now_iso(), item_id),
             )
         return new
 
@@ -108,7 +110,7 @@ class WorkQueue:
             cursor = await conn.execute(
                 "UPDATE memory_work SET status = 'queued', attempts = MAX(attempts - 1, 0), last_error = ?,"
                 " updated_at = ? WHERE id = ? AND status = 'running'",
-                (error, now_iso(), item_id),
+                (redact_urls(error), now_iso(), item_id),
             )
             if cursor.rowcount:
                 return "queued"

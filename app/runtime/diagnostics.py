@@ -12,7 +12,7 @@ import dataclasses
 import platform
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,11 +20,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app import __version__
 from app.config.logs import log_file
+from app.config.redaction import REDACTED, scrub, secret_name
 from app.config.settings import Settings
 from app.runtime.facade import IndexesApi, StatusSnapshot
 
-REDACTED = "[redacted]"
-_SECRET_WORDS = frozenset({"token", "key", "secret", "password", "passwd", "apikey", "auth"})
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
 LOG_TAIL_BYTES = 128 * 1024
 LAST_ERRORS = 12
@@ -81,7 +80,7 @@ def settings_lines(settings: Any, prefix: str = "") -> list[str]:
     values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
     for name, value in values.items():
         key = f"{prefix}{name}"
-        if _SECRET_WORDS & set(name.lower().split("_")):
+        if secret_name(name):
             lines.append(f"{key} = {REDACTED}")
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             lines += settings_lines(value, f"{key}.")
@@ -111,13 +110,6 @@ def last_log_problems(path: Path | None = None, limit: int = LAST_ERRORS) -> lis
             continue
         lines += [line for line in tail.splitlines() if " WARNING " in line or " ERROR " in line]
     return lines[-limit:]
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret value cut out (long ones first, so none leaves a part of another behind)."""
-    for secret in sorted({s.strip() for s in secrets if s and len(s.strip()) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 def report(

@@ -229,7 +229,7 @@ class DiscordAdapter:
             ok = True
         except DiskFullError as exc:  # not stored: it is fetched again once there is room
             problem = f"a message was not stored yet: {exc}; it is fetched again from Discord once there is room"
-            self._state.activity(ActivityKind.ERROR, where, problem, said.message_id)
+            self._state.activity(ActivityKind.ERROR, where, problem, said.message_id, disk_full=True)
             return
         finally:
             if stored is not None and not stored.done():

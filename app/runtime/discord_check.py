@@ -24,6 +24,7 @@ import aiohttp
 import discord
 import yarl
 
+from app.config.redaction import redact_urls
 from app.config.settings import DiscordSection
 from app.runtime.setup_views import DiscordCheck, TokenVerdict
 
@@ -79,7 +80,7 @@ async def check_bot_token(token: str, settings: DiscordSection, *, timeout: floa
     problem = token_problem(token)
     if problem is not None:
         return DiscordCheck(TokenVerdict.MALFORMED, problem)
-    where = settings.api_base or "Discord"
+    where = redact_urls(settings.api_base) or "Discord"
     try:
         async with asyncio.timeout(timeout), aiohttp.ClientSession(headers=_headers(token)) as session:
             return await _check(session, token, settings)
@@ -109,7 +110,7 @@ async def _check(session: aiohttp.ClientSession, token: str, settings: DiscordSe
         application_id = int(app["id"])
     except (KeyError, TypeError, ValueError):
         raise _RefusedError(
-            TokenVerdict.ERROR, f"{settings.api_base or 'Discord'} sent an answer without ids."
+            TokenVerdict.ERROR, f"{redact_urls(settings.api_base) or 'Discord'} sent an answer without ids."
         ) from None
     if me.get("bot") is False:
         raise _RefusedError(

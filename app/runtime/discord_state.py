@@ -59,9 +59,18 @@ class DiscordState:
         place: str | None = None,
         *,
         turn_id: int | None = None,
+        disk_full: bool = False,
     ) -> None:
         self._publish(
-            Activity(kind=kind, where=where, summary=summary, message_id=message_id, place=place, turn_id=turn_id)
+            Activity(
+                kind=kind,
+                where=where,
+                summary=summary,
+                message_id=message_id,
+                place=place,
+                turn_id=turn_id,
+                disk_full=disk_full,
+            )
         )
 
     def failure(self, message: str) -> None:

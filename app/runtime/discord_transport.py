@@ -16,6 +16,7 @@ import discord.gateway
 import discord.http
 import yarl
 
+from app.config.redaction import redact_urls
 from app.config.settings import DiscordSection
 
 PORTAL = "https://discord.com/developers/applications"
@@ -23,7 +24,7 @@ PORTAL = "https://discord.com/developers/applications"
 
 def explain_start_failure(exc: BaseException, settings: DiscordSection) -> str:
     """One line a user can act on, for anything `login`/`connect` can raise."""
-    where = settings.api_base or "Discord"
+    where = redact_urls(settings.api_base) or "Discord"
     if isinstance(exc, discord.LoginFailure):
         return "Discord rejected the bot token. Copy a fresh token from the Developer Portal (Bot > Reset Token)."
     if isinstance(exc, discord.PrivilegedIntentsRequired):

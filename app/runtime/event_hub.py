@@ -2,15 +2,27 @@
 
 One broken listener never silences the others (it is logged). The last failure and the last connection
 state published are kept for the status snapshot, so a window opened after them still shows them, and a
-status read says what every listener was told (the status bar and the Dashboard agree)."""
+status read says what every listener was told (the status bar and the Dashboard agree).
+
+A failure's text reaches every listener without credentials: a web address in it loses its
+user:password (app.config.redaction), whatever raised it."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 
-from app.runtime.events import ConnectionChanged, ConnectionState, FailureReported, RuntimeEvent
+from app.config.redaction import redact_urls
+from app.runtime.events import (
+    Activity,
+    ActivityKind,
+    ConnectionChanged,
+    ConnectionState,
+    FailureReported,
+    RuntimeEvent,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -41,6 +53,7 @@ class EventHub:
         return True
 
     def publish(self, event: RuntimeEvent) -> None:
+        event = _redacted(event)
         if isinstance(event, FailureReported):
             self.last_error = event.message
         elif isinstance(event, ConnectionChanged):
@@ -50,3 +63,15 @@ class EventHub:
                 callback(event)
             except Exception:  # noqa: BLE001 - one broken listener must not silence the others
                 _log.exception("event listener failed")
+
+
+def _redacted(event: RuntimeEvent) -> RuntimeEvent:
+    """The event with the failure text it carries redacted (what someone wrote is left as it is)."""
+    if isinstance(event, FailureReported) and (clean := redact_urls(event.message)) != event.message:
+        return dataclasses.replace(event, message=clean)
+    if isinstance(event, ConnectionChanged) and (clean := redact_urls(event.detail)) != event.detail:
+        return dataclasses.replace(event, detail=clean)
+    if isinstance(event, Activity) and event.kind is ActivityKind.ERROR:
+        clean = redact_urls(event.summary)
+        return event if clean == event.summary else dataclasses.replace(event, summary=clean)
+    return event

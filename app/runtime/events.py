@@ -80,6 +80,7 @@ class Activity:
     message_id: int | None = None  # the Discord message it is about (logs name it instead of its text)
     place: str | None = None  # the place key, where there is one (a reply: open its explanation from here)
     turn_id: int | None = None  # a reply's first message as stored: the explanation this line opens
+    disk_full: bool = False  # a message the full disk kept out: counted by DiskFullChanged, not said on its own
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,4 +86,5 @@ def with_report(view: IndexStatusView, report: IndexHealthReport, now: datetime 
         last_commit_at=report.last_commit_at,
         recovered_after=report.recovered_after,
         recovered_at=report.recovered_at,
+        disk_full=report.disk_full,
     )

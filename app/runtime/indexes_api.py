@@ -96,6 +96,7 @@ def index_view(status: IndexStatus, now: datetime | None = None) -> IndexStatusV
         recovered_after=health.recovered_after,
         recovered_at=health.recovered_at,
         written_here=status.written_here,
+        disk_full=health.disk_full,
     )
 
 

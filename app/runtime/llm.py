@@ -12,6 +12,7 @@ Runtime layer: no Qt, qasync or discord imports here.
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib
 import json
 import random
@@ -22,7 +23,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypedDict, cast
+from urllib.parse import unquote
 
+from app.config.redaction import redact_urls, split_userinfo, url_secrets
 from app.config.settings import LLMSection, Secrets
 from app.runtime.errors import LLMError
 from app.runtime.place_slots import PlaceSlots
@@ -95,6 +98,15 @@ class LLMEndpoint:
             temperature=llm.temperature,
             max_tokens=llm.max_tokens,
         )
+
+    @property
+    def shown_url(self) -> str:
+        """The address as every message names it: without its user:password (app.config.redaction)."""
+        return redact_urls(self.base_url.strip())
+
+    def secrets(self) -> tuple[str, ...]:
+        """What no text may carry: the API key, and the password of the address."""
+        return tuple(s for s in (self.api_key, *url_secrets(self.base_url.strip())) if s)
 
     def missing(self) -> tuple[str, ...]:
         """Names of the settings that must be filled in before this endpoint can be used."""
@@ -213,6 +225,26 @@ def _to_openai(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessagePar
     return out
 
 
+def _client(endpoint: LLMEndpoint, timeout: float) -> openai.AsyncOpenAI:
+    """The openai client for `endpoint`. A user:password in its address (a proxy that wants one) is sent
+    as the Basic authorization header the HTTP client would have made of it, and the address the client
+    requests (and its request log lines name) is the one without: no request line carries the password."""
+    import openai  # loaded by the caller already
+
+    url, user, password = split_userinfo(endpoint.base_url.strip())
+    headers: dict[str, str] | None = None
+    if user is not None or password is not None:
+        pair = f"{unquote(user or '')}:{unquote(password or '')}".encode()
+        headers = {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+    return openai.AsyncOpenAI(
+        base_url=url,
+        api_key=endpoint.api_key or "not-needed",
+        timeout=timeout,
+        max_retries=0,
+        default_headers=headers,
+    )
+
+
 def _retry_after(exc: openai.APIStatusError) -> float | None:
     raw = exc.response.headers.get("retry-after")
     if raw is None:
@@ -242,7 +274,8 @@ class LLMClient:
 
     @property
     def _url(self) -> str:
-        return self._endpoint.base_url.strip()
+        """The address as messages name it (no user:password); requests go to the endpoint's own."""
+        return self._endpoint.shown_url
 
     async def complete(
         self,
@@ -299,8 +332,6 @@ class LLMClient:
     # -- internals ---------------------------------------------------------------------------
 
     def _openai(self) -> openai.AsyncOpenAI:
-        import openai  # on first use (see the imports)
-
         if self._closed:
             raise LLMError("The LLM connection is closed; restart the familiar to use it again.")
         missing = self._endpoint.missing()
@@ -312,12 +343,7 @@ class LLMClient:
                 "It must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)."
             )
         if self._client is None:
-            self._client = openai.AsyncOpenAI(
-                base_url=self._url,
-                api_key=self._endpoint.api_key or "not-needed",
-                timeout=self._endpoint.timeout,
-                max_retries=0,
-            )
+            self._client = _client(self._endpoint, self._endpoint.timeout)
         return self._client
 
     async def _request(
@@ -492,9 +518,7 @@ class LLMClient:
             await asyncio.to_thread(importlib.import_module, "openai")
         import openai
 
-        client = openai.AsyncOpenAI(
-            base_url=url, api_key=self._endpoint.api_key or "not-needed", timeout=timeout, max_retries=0
-        )
+        client = _client(self._endpoint, timeout)
         try:
             async with asyncio.timeout(timeout):
                 return tuple(sorted({model.id async for model in client.models.list()}, key=str.lower))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths, list_familiars
+from app.config.redaction import url_secrets
 from app.config.secrets import SecretStore
 from app.config.settings import Settings
 from app.lore.book import LoreProblem
@@ -243,7 +244,16 @@ class Familiar:
         self.publish(SettingsReloaded(display_name=self._display_name()))
 
     @classmethod
-    async def open(cls, paths: FamiliarPaths, secret_store: SecretStore, env: dict[str, str] | None = None) -> Familiar:
+    async def open(
+        cls,
+        paths: FamiliarPaths,
+        secret_store: SecretStore,
+        env: dict[str, str] | None = None,
+        *,
+        reading: bool = False,
+    ) -> Familiar:
+        """`reading`: for a command that only reads (a search, a listing, a status, an export): opening
+        writes nothing it need not, and on a full disk the store is read as it stands (app.memory.store)."""
         loaded = load_familiar(paths, secret_store, env)
         holder: list[Familiar] = []
 
@@ -253,7 +263,12 @@ class Familiar:
 
         try:
             history = await History.open(
-                paths.history_db, paths.fts, paths.backups, on_health=on_health, keys=VaultKeys(secret_store)
+                paths.history_db,
+                paths.fts,
+                paths.backups,
+                on_health=on_health,
+                keys=VaultKeys(secret_store),
+                reading=reading,
             )
         except Exception as exc:
             # Opening writes (the tombstone key's record, a migration's backup): a full disk says so in one line.
@@ -410,6 +425,20 @@ class Familiar:
     @property
     def settings(self) -> Settings:
         return self._parts.settings
+
+    def secret_values(self) -> tuple[str, ...]:
+        """What no text the familiar writes may carry (get_*-like, no I/O; the settings in force now): the
+        bot token, the API keys, the password in an endpoint's address. The log handlers ask it at each
+        line (app.logs.redact_known)."""
+        parts = self._parts
+        discord = parts.settings.discord
+        return (
+            parts.loaded.secrets.discord_token,
+            *parts.reply_llm.endpoint.secrets(),
+            *parts.background_llm.endpoint.secrets(),
+            *url_secrets(discord.api_base),
+            *url_secrets(discord.gateway_url),
+        )
 
     def subscribe(self, callback: Callable[[RuntimeEvent], None]) -> Callable[[], None]:
         return self._events.subscribe(callback)

@@ -190,7 +190,7 @@ class SetupService:
             models = await client.list_models()
         finally:
             await client.aclose()
-        return ModelList(endpoint.base_url, models, endpoint.model)
+        return ModelList(endpoint.shown_url, models, endpoint.model)  # shown: no user:password
 
     async def test_endpoint(self, draft: SettingsUpdate | None = None, which: Which = "replies") -> str:
         """A tiny request to the endpoint in `draft` (see `endpoint`); a one-line result naming the

@@ -139,7 +139,7 @@ class DiscordCheck:
 class ModelList:
     """The models an endpoint serves."""
 
-    base_url: str  # the endpoint asked (the one in force: an environment override wins)
+    base_url: str  # the endpoint asked (the one in force: an environment override wins), without user:password
     models: tuple[str, ...]
     current: str  # the model set now ("" if none)
 

@@ -425,6 +425,7 @@ class IndexStatusView:
     recovered_after: int = 0  # how many tries it refused before one landed
     recovered_at: datetime | None = None  # when one landed
     written_here: bool = True  # this process writes the index (False: another Familiar process does)
+    disk_full: bool = False  # the disk holding it is full: it takes no new document until there is room
 
 
 @dataclass(frozen=True, slots=True)

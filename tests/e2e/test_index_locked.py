@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
@@ -253,3 +254,63 @@ async def _healed(home: Path) -> dict[str, Any] | None:
     status = await _status(home)
     ready = all(h["state"] == "ready" and h["lag"] == 0 for h in status.values())
     return status if ready else None
+
+
+def _holder_attempts(home: Path, pid: int) -> int:
+    """The attempt the process `pid` is on at its locked turns index, as its log lines say."""
+    log = (home / "logs" / "familiar.log").read_text(encoding="utf-8")
+    attempts = [0]
+    for line in log.splitlines():
+        if f" {pid} " not in line:
+            continue
+        if "index turns is locked (" in line:
+            attempts.append(1)
+        elif found := re.search(r"index turns still locked \(attempt (\d+)\)", line):
+            attempts.append(int(found.group(1)))
+    return max(attempts)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_index_status_beside_a_familiar_whose_index_is_locked_says_locked_and_the_attempt_it_is_on(
+    home: Path, fake_discord: FakeDiscord
+) -> None:
+    """Issue 19, item 6: `familiar index status` printed `closed` and `locked_attempts: 0` while the familiar
+    beside it was locked and retrying: the writer shared its health in a file inside the folder the lock
+    refused, so a reader found what the last command had left there when it closed."""
+    code, _out, err = await _cli(home, "facts", "remember", "Alice keeps a lantern", "--where", WHERE)
+    assert code == 0, err
+    code, _out, err = await _cli(home, "turns", "search", "lantern")  # both indexes exist, then "closed"
+    assert code == 0, err
+    fts = home / "familiars" / "default" / "fts"
+    with immutable(fts / TURNS.name, fts / FACTS.name, fts) as locked:  # the index folders refuse every write
+        process = await _start(home)
+        try:
+            await process.wait_for_line("is running", timeout=30)
+            await fake_discord.send_message(
+                channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="a zeppelin!", mentions_bot=True
+            )
+            await process.wait_for_line("index turns is locked", timeout=30)
+            pid = process.process.pid
+            await _until(lambda: _locked(home), 30, "the index status to say the turns index is locked")
+            for _ in range(2):  # and again, once the holder has tried more
+                before = _holder_attempts(home, pid)
+                turns = (await _status(home))["turns"]
+                code, out, err = await _cli(home, "index", "status")
+                after = _holder_attempts(home, pid)
+                assert code == 0, err
+                assert turns["state"] == "locked"
+                assert before <= turns["locked_attempts"] <= after, (before, turns, after)
+                line = next(line for line in out.splitlines() if line.startswith("turns: "))
+                shown = re.match(r"turns: locked, retrying \(attempt (\d+)\), last error: ", line)
+                assert shown is not None, line
+                assert before <= int(shown.group(1)) <= after, (before, line, after)
+                await asyncio.sleep(2.5)
+            assert after >= 2
+            lift(locked)
+            await _until(lambda: _healed(home), 60, "the index to heal")
+        finally:
+            if process.process.returncode is None:
+                process.process.send_signal(signal.SIGTERM)
+            code = await process.wait(timeout=30)
+    assert code == 0

@@ -15,6 +15,7 @@ say a given text) and inspect what it received.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import time
@@ -93,14 +94,24 @@ class FakeLLM:
     """A fake OpenAI-compatible server on 127.0.0.1 with scripted behaviour.
 
     api_key: when set, every request must carry "Authorization: Bearer <api_key>" (else 401).
+    basic_auth: (user, password): every request must carry them as "Authorization: Basic ..." (else 401),
+    as a proxy that wants `http://user:password@host/v1` does (HTTP clients send the address's user and
+    password that way).
     models: when set, a chat request for any other model gets an OpenAI-style 404; GET /v1/models lists
     them (else one, "fake-model").
     models_status / models_body: script GET /v1/models (an error status, or a raw body such as garbage);
     `model_list_requests` records the headers of each one.
     """
 
-    def __init__(self, *, api_key: str | None = None, models: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        models: tuple[str, ...] | None = None,
+        basic_auth: tuple[str, str] | None = None,
+    ) -> None:
         self.api_key = api_key
+        self.basic_auth = basic_auth
         self.models = models
         self.default_reply: Callable[[list[dict[str, Any]]], str] = echo_reply
         self.requests: list[RecordedRequest] = []
@@ -204,7 +215,11 @@ class FakeLLM:
     # -- handlers ----------------------------------------------------------------------------
 
     def _authorized(self, request: web.Request) -> bool:
-        return self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}"
+        given = request.headers.get("Authorization")
+        if self.basic_auth is not None:
+            pair = ":".join(self.basic_auth).encode()
+            return given == "Basic " + base64.b64encode(pair).decode("ascii")
+        return self.api_key is None or given == f"Bearer {self.api_key}"
 
     @staticmethod
     def _unauthorized() -> web.Response:

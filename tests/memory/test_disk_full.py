@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.memory.errors import IndexDiskFullError, is_disk_full
+from app.memory.errors import IndexDiskFullError, StoreDiskFullError, is_disk_full
 from app.memory.fts import IndexTiming
 from app.memory.history import History
 from app.memory.records import IndexHealth
@@ -128,4 +128,71 @@ async def test_a_full_disk_refuses_writes_loses_nothing_and_writes_resume_once_t
         assert len(before) == BEFORE
     finally:
         small_disk.free()
+        await history.close()
+
+
+@pytest.mark.asyncio
+async def test_while_the_index_cannot_take_documents_searches_read_the_store_and_nobody_waits_for_it(
+    small_disk: SmallDisk,
+) -> None:
+    """Issue 19, item 5: a search waited for the index to catch up (up to a minute) and then missed what
+    SQL took while the disk was full, as if the index were up to date."""
+    health: list[IndexHealth] = []
+    history = await History.open(*_paths(small_disk), on_health=health.append, index_timing=QUICK)
+    try:
+        await history.append_turns([turn(f"lantern {FILLER_TEXT} {i}", message_id=i) for i in range(1, 51)])
+        await history.turns_index.flush(10)
+        [(busy, _frames, _moved)] = await history.store.read_all("PRAGMA wal_checkpoint(PASSIVE)")
+        assert busy == 0
+        small_disk.fill()
+        taken, _refused = await _append_until_full(history, 1000)
+        assert taken
+        await _until(lambda: history.turns_index.health().disk_full, "the index to meet the full disk")
+        await asyncio.wait_for(history.catch_up(60), 5)  # not waited for: it takes nothing until there is room
+        hits = await history.search_turns("filled", limit=100)
+        assert len(hits) == 50 + len(taken)  # what SQL took meanwhile is found in the store
+        status = await history.turns_index.status()
+        assert status.disk_full
+    finally:
+        small_disk.free()
+        await history.close()
+
+
+@pytest.mark.asyncio
+async def test_with_nothing_running_a_full_disk_is_read_as_it_stands_and_a_writing_open_says_it_is_full(
+    small_disk: SmallDisk,
+) -> None:
+    """Issue 19, item 5: with the familiar stopped, every command said "history.db is not a readable Familiar
+    database: disk I/O error": SQLite cannot make its shared-memory file on a full disk."""
+    db, fts, backups = _paths(small_disk)
+    history = await History.open(db, fts, backups)
+    try:
+        await history.append_turns([turn(f"lantern {i}", message_id=i) for i in range(1, 6)])
+        await history.turns_index.flush(10)
+    finally:
+        await history.close()
+    small_disk.fill()
+    with pytest.raises(StoreDiskFullError) as refused:
+        await History.open(db, fts, backups)
+    assert is_disk_full(refused.value)
+    assert "disk I/O error" in str(refused.value)
+    reading = await History.open(db, fts, backups, reading=True)
+    try:
+        assert reading.store.read_only
+        assert not reading.turns_index.owns_index  # nothing is written, the index files neither
+        assert len(await reading.search_turns("lantern", limit=10)) == 5
+        assert await reading.store.read_one_apart("SELECT COUNT(*) FROM turns") == (5,)
+        with pytest.raises(StoreDiskFullError):
+            await reading.append_turn(turn("one more", message_id=99))
+        with pytest.raises(StoreDiskFullError):
+            await reading.store.write([("DELETE FROM turns", ())])
+    finally:
+        await reading.close()
+    small_disk.free()
+    history = await History.open(db, fts, backups)
+    try:
+        assert await history.append_turn(turn("lantern once there is room", message_id=6)) is not None
+        [(check,)] = await history.store.read_all("PRAGMA integrity_check")
+        assert check == "ok"
+    finally:
         await history.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.memory.history import History
+from app.memory.history import History, health_file
 from tests.memory.test_fts import FLUSH, Folder, fill, wait_for
 
 
@@ -56,14 +56,45 @@ async def test_a_reader_sees_the_writers_times_and_an_older_health_file_still_re
             status = await reader.turns_index.status()
             assert status.last_commit_at == committed
             # A health file an older Familiar wrote has none of the new keys: it still reads, without times.
-            health_file = folder.fts / "turns.health.json"
-            data = json.loads(health_file.read_text(encoding="utf-8"))
+            shared = health_file(folder.db, "turns")
+            data = json.loads(shared.read_text(encoding="utf-8"))
             for key in ("last_commit_at", "backlog_since", "recovered_after", "recovered_at"):
                 data.pop(key)
-            health_file.write_text(json.dumps(data), encoding="utf-8")
+            shared.write_text(json.dumps(data), encoding="utf-8")
             older = reader.turns_index.shared_health()
             assert older is not None
             assert (older.state, older.last_commit_at, older.recovered_at) == ("ready", None, None)
+        finally:
+            await reader.close()
+    finally:
+        await writer.close()
+
+
+@pytest.mark.asyncio
+async def test_a_refused_health_file_is_written_again_and_a_closed_one_is_not_the_holders_state(
+    folder: Folder,
+) -> None:
+    """Issue 19, item 6: a reader beside a locked writer said `closed`, 0 attempts: what the last process
+    left in the file when it let go, while the writer could not write it (a scanner holding it)."""
+    writer = await folder.open()
+    try:
+        shared = health_file(folder.db, "turns")
+        reader = await History.open(folder.db, folder.fts, folder.root / "backups")
+        try:
+            # What the last command left when it closed, and the writer cannot replace it for now.
+            closed = json.loads(shared.read_text(encoding="utf-8")) | {"state": "closed", "locked_attempts": 0}
+            shared.write_text(json.dumps(closed), encoding="utf-8")
+            tmp = shared.with_suffix(".tmp")
+            tmp.mkdir()  # the writer's write of the file fails while this is here
+            await fill(writer, 2)
+            await writer.turns_index.flush(FLUSH)
+            assert json.loads(shared.read_text(encoding="utf-8"))["state"] == "closed"
+            status = await reader.turns_index.status()
+            assert status.state == "reader"  # not the "closed" of a process that let go
+            tmp.rmdir()
+            await wait_for(lambda: json.loads(shared.read_text(encoding="utf-8"))["state"] == "ready", FLUSH)
+            status = await reader.turns_index.status()
+            assert (status.state, status.commits) == ("ready", writer.turns_index.health().commits)
         finally:
             await reader.close()
     finally:

@@ -224,3 +224,26 @@ async def test_an_import_the_database_refuses_puts_the_familiars_own_key_back(tm
         assert await target.tombstones.keys.secret_now(target.store) == own
     finally:
         await target.close()
+
+
+async def test_opening_again_writes_nothing_when_the_key_is_in_place(tmp_path: Path) -> None:
+    """Issue 19, item 5: every open committed the key's id again, so a command that only reads failed
+    beside a running familiar on a full disk ("database or disk is full")."""
+    secrets = vault(tmp_path)
+    first = await open_history(tmp_path, secrets)
+    try:
+        await remember_and_forget(first)
+        await first.catch_up(10)
+        [(busy, _frames, _moved)] = await first.store.read_all("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert busy == 0
+        wal = tmp_path / "history.db-wal"
+        assert wal.stat().st_size == 0
+        for reading in (True, False):  # a command beside it, reading or not, opens the same store
+            beside = await History.open(*files(tmp_path), keys=VaultKeys(secrets), reading=reading)
+            try:
+                assert wal.stat().st_size == 0, "opening wrote to the database"
+                assert await relearn(beside) == "tombstoned"  # with the key the familiar uses
+            finally:
+                await beside.close()
+    finally:
+        await first.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import socket
 import time
@@ -727,3 +728,53 @@ async def test_list_models_refuses_what_is_not_a_web_address(make_client: MakeCl
         await make_client("localhost:11434").list_models()
     with pytest.raises(LLMError, match="Set the LLM endpoint first"):
         await make_client(" ").list_models()
+
+
+# -- a user and password in the address (a proxy that wants them): issue 19, item 4 ------------------------
+
+
+@pytest_asyncio.fixture
+async def proxy() -> AsyncIterator[FakeLLM]:
+    server = FakeLLM(basic_auth=("user", "S3CRETPASS"), models=("tiny",))
+    await server.start()
+    try:
+        yield server
+    finally:
+        async with asyncio.timeout(5):
+            await server.close()
+
+
+@pytest.mark.asyncio
+async def test_a_password_in_the_address_reaches_the_proxy_and_no_text_or_request_line(
+    proxy: FakeLLM, make_client: MakeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It went to familiar.log in the check's line, every error and an httpx line per request."""
+    url = proxy.base_url.replace("http://", "http://user:S3CRETPASS@")
+    shown = proxy.base_url.replace("http://", "http://[redacted]@")
+    client = make_client(url, max_retries=0)
+    caplog.set_level(logging.DEBUG)
+
+    assert await client.complete(HELLO) == "echo: hi"
+    assert shown in await client.check()
+    assert await client.list_models() == ("tiny",)
+    proxy.script(ScriptedReply(status=500), ScriptedReply(status=401))
+    with pytest.raises(LLMError) as raised:
+        await client.complete(HELLO)
+    assert assert_one_line(raised.value).startswith(f"The LLM endpoint {shown} answered with an error 500")
+    with pytest.raises(LLMError) as refused:
+        await client.complete(HELLO)
+    assert "rejected the API key (401)" in assert_one_line(refused.value)
+
+    # The proxy got the user and password, as the HTTP client would have sent them from the address.
+    assert {r.headers["Authorization"] for r in proxy.requests} == {"Basic dXNlcjpTM0NSRVRQQVNT"}
+    requests = [r.getMessage() for r in caplog.records if r.name.startswith("httpx")]
+    assert requests, "the HTTP client logged no request line"
+    assert all("S3CRETPASS" not in line for line in requests), requests  # as the library wrote them
+    assert not [r for r in caplog.records if "S3CRETPASS" in r.getMessage()]
+    assert client.endpoint.secrets() == ("sk-test", "S3CRETPASS")
+
+
+def test_the_address_of_an_endpoint_is_shown_without_its_password() -> None:
+    endpoint = endpoint_for("http://me:p%40ss@10.0.0.2:8000/v1?key=AIzaX")
+    assert endpoint.shown_url == "http://[redacted]@10.0.0.2:8000/v1?key=[redacted]"
+    assert sorted(endpoint.secrets()) == ["p%40ss", "p@ss", "sk-test"]
