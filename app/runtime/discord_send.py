@@ -26,7 +26,7 @@ import aiohttp
 import discord
 
 from app.runtime.discord_messages import SAFE_MENTIONS
-from app.runtime.errors import FamiliarError
+from app.runtime.errors import SendGaveUpError
 
 _log = logging.getLogger(__name__)
 
@@ -35,10 +35,6 @@ _LOST = (aiohttp.ClientError, OSError, TimeoutError)
 _LOST_PAUSE = 1.0  # seconds before a message not found after a lost answer is sent again
 _HISTORY_LOOK = 100  # messages read after the one before, looking for one whose answer was lost
 _TYPING_EVERY = 5.0  # Discord shows the indicator for 10 s
-
-
-class SendGaveUpError(FamiliarError):
-    """A reply's message was not sent (or cannot be shown to have been) within the retry window."""
 
 
 class RetryWindow:

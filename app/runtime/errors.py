@@ -73,3 +73,7 @@ class LoreConflictError(FamiliarError):
 
 class RebuildCancelledError(FamiliarError):
     """The rebuild was cancelled: every index answers exactly as it did before."""
+
+
+class SendGaveUpError(FamiliarError):
+    """A reply's message was not sent (or cannot be shown to have been) within the retry window."""
