@@ -79,7 +79,7 @@ from app.ui.theme import (
 )
 from app.ui.widgets.lore_entry_editor import LOGICS, LoreEntryEditor
 from app.ui.widgets.menu_button import MenuButton
-from app.ui.widgets.placeholder_table import PlaceholderTableView
+from app.ui.widgets.record_table import RecordTableView
 from app.ui.widgets.word_diff import diff_html, legend_html
 
 _log = logging.getLogger(__name__)
@@ -237,24 +237,20 @@ class LorebookPane(Pane):
         # the table
         self.model = LoreTableModel(self)
         self._focus_after_load: int | None = None  # an entry another pane asked to show before the book loaded
-        self.table = PlaceholderTableView(NO_MATCH)
-        self.table.setModel(self.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table = RecordTableView(
+            NO_MATCH,
+            self.model,
+            selection=QAbstractItemView.SelectionMode.ExtendedSelection,
+            row_height=22,
+            columns=QHeaderView.ResizeMode.Interactive,
+        )
         # The book's order first (sorted by "#"); a click on a header sorts by that column.
         self.table.horizontalHeader().setSortIndicator(COLUMN_NAMES.index("#"), Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(22)
-        self.table.setWordWrap(False)
-        self.table.setAlternatingRowColors(True)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(False)
         for column, width in enumerate((26, 32, 44, 170, 170, 70, 120, 60, 66, 52, 60, 62, 90)):
             header.resizeSection(column, width)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.activated.connect(lambda _index: self.editor.focus_first())
 
         # the side: entry editor, tester, timed effects
@@ -268,11 +264,14 @@ class LorebookPane(Pane):
             ),
             parent=self,
         )
-        self.timed_table = PlaceholderTableView("No sticky or cooldown effects in force anywhere.")
-        self.timed_table.setModel(self.timed_model)
-        self.timed_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.timed_table.horizontalHeader().setStretchLastSection(True)
-        self.timed_table.verticalHeader().setVisible(False)
+        self.timed_table = RecordTableView(
+            "No sticky or cooldown effects in force anywhere.",
+            self.timed_model,
+            selection=QAbstractItemView.SelectionMode.ExtendedSelection,  # Clear selected ends several at once
+            alternating=False,
+            wrap=True,
+            stretch="last",
+        )
         clear_one = self._button("Clear selected", "End the selected effects now", self._on_clear_timed)
         clear_all = self._button("Clear all", "End every sticky and cooldown effect now", self._on_clear_all_timed)
         timed = QWidget()

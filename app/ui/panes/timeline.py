@@ -26,7 +26,6 @@ from typing import Final
 from PySide6.QtCore import QDateTime, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QHideEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDateTimeEdit,
@@ -34,14 +33,12 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QGridLayout,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
     QSizePolicy,
     QSplitter,
     QStackedWidget,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -75,6 +72,7 @@ from app.ui.time_text import when, when_or_now
 from app.ui.undo import Reversible
 from app.ui.widgets.diff_delegate import DiffDelegate
 from app.ui.widgets.fact_panel import FactPanel
+from app.ui.widgets.record_table import RecordTableView
 from app.ui.widgets.time_slider import TimeSlider
 from app.ui.widgets.timeline_view import PREFETCH_ROWS, TimelineView
 
@@ -210,13 +208,7 @@ class TimelinePane(Pane):
         self.model = TimelineModel(self)
         self.diff_model = TimelineDiffModel(self)
         self.view = TimelineView(self.model)
-        self.diff_view = QTableView()
-        self.diff_view.setModel(self.diff_model)
-        self.diff_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.diff_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.diff_view.verticalHeader().setVisible(False)
-        self.diff_view.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.diff_view.setWordWrap(False)
+        self.diff_view = RecordTableView("", self.diff_model, alternating=False, stretch=1)
         self.diff_view.setItemDelegateForColumn(1, DiffDelegate(DiffRole, self.diff_view))
         self.panel = FactPanel()
 
