@@ -29,8 +29,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDateTimeEdit,
-    QDialog,
-    QDialogButtonBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -61,13 +59,13 @@ from app.runtime.views import (
 )
 from app.ui import fact_actions
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.edit_fact_dialog import ask_for_text
 from app.ui.dialogs.forget_dialog import forget_with_preview
-from app.ui.dialogs.modal import window_modal
 from app.ui.models.roles import RecordRole
 from app.ui.models.timeline_model import DiffRole, TimelineDiffModel, TimelineModel, shown
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.theme import TIMELINE_RECORDED_B, TIMELINE_WORLD_CURSOR, small_label
+from app.ui.theme import TIMELINE_RECORDED_B, TIMELINE_WORLD_CURSOR
 from app.ui.time_text import when, when_or_now
 from app.ui.undo import Reversible
 from app.ui.widgets.diff_delegate import DiffDelegate
@@ -109,36 +107,6 @@ def _to_qt(moment: datetime) -> QDateTime:
 
 def _from_qt(value: QDateTime) -> datetime:
     return datetime.fromtimestamp(value.toSecsSinceEpoch(), UTC)
-
-
-class EditFactDialog(QDialog):
-    """Correct a fact's text (Enter saves, Escape cancels)."""
-
-    def __init__(self, text: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Edit a fact")
-        self.setMinimumWidth(520)
-        self.editor = QLineEdit(" ".join(text.split()))
-        self.editor.selectAll()
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        self.editor.returnPressed.connect(self.accept)
-        layout = QVBoxLayout(self)
-        layout.addWidget(small_label("The corrected text becomes a new version; the old one stays in the history."))
-        layout.addWidget(self.editor)
-        layout.addWidget(buttons)
-
-    def text(self) -> str:
-        return " ".join(self.editor.text().split())
-
-
-async def ask_for_text(text: str, parent: QWidget | None) -> str | None:
-    """The edit dialog, window-modal without a nested event loop; the new text, or None."""
-    dialog = EditFactDialog(text, parent)
-    result = await window_modal(dialog)
-    new = dialog.text()
-    return new if result == QDialog.DialogCode.Accepted and new and new != " ".join(text.split()) else None
 
 
 class DateEdit(QDateTimeEdit):
