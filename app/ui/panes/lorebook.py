@@ -18,7 +18,6 @@ import dataclasses
 import html
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +59,10 @@ from app.ui.dialogs.lore_import_dialog import ImportDialog
 from app.ui.dialogs.modal import accepted, ask_int, ask_item, ask_text, choose_file_to_open, choose_file_to_save
 from app.ui.models.base import Column, RecordTableModel
 from app.ui.models.lore_model import COLUMN_NAMES, TITLE_COLUMN, LoreTableModel
-from app.ui.models.lore_rows import LoreRow, make_row, merge, same_entry, translate
+from app.ui.models.lore_rows import LoreRow, make_row
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
+from app.ui.state.lore_draft import DraftStep, LoreDraft, Snapshot, to_import, with_key, without_key
 from app.ui.theme import (
     HINT_BACKGROUND,
     HINT_BORDER,
@@ -105,40 +105,6 @@ NO_MATCH = "No entries match the filter. Clear it (Esc in the filter) to see all
 BAR_STYLE = f"background: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER}; border-radius: 4px; padding: 6px;"
 
 
-# -- undo steps -------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """The draft's entries at one moment, and the generation of the book their refs point into."""
-
-    generation: int
-    entries: tuple[LoreEntryView, ...]
-    settings: LoreBookSettings | None = None  # the book-wide fields (None: as they were)
-
-
-class DraftStep:
-    """An edit of the draft (one entry, or a bulk operation on many): undo puts the entries back."""
-
-    def __init__(self, pane: LorebookPane, label: str, before: Snapshot, after: Snapshot) -> None:
-        self._pane = pane
-        self._label = label
-        self._before = before
-        self._after = after
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    @property
-    def undo_window(self) -> float | None:
-        return None
-
-    async def redo(self) -> None:
-        self._pane.restore(self._after)
-
-    async def undo(self) -> None:
-        self._pane.restore(self._before)
-
-
 # -- the pane ---------------------------------------------------------------------------------------------
 class LorebookPane(Pane):
     name = "lorebook"
@@ -148,16 +114,9 @@ class LorebookPane(Pane):
 
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
-        self._book: LoreBookView | None = None  # the book as loaded or saved last: the draft's base
-        self._generation = 0
-        self._rebases: dict[int, dict[int, int | None]] = {}  # generation -> its refs in the next one
-        self._entries: tuple[LoreEntryView, ...] = ()  # the draft
-        self._settings: LoreBookSettings | None = None  # the draft's book-wide fields
-        self._book_settings_before: LoreBookSettings | None = None
-        self._saved: tuple[LoreEntryView, ...] = ()
+        self.draft = LoreDraft()
         self._lint: dict[int, tuple[str, ...]] = {}
         self._fired: dict[int, LoreFiredView] = {}
-        self._disk_revision = ""  # the revision on disk the pane last saw changed under it
         self._places: list[tuple[str, str]] = []  # (name, key)
 
         # toolbar
@@ -386,9 +345,9 @@ class LorebookPane(Pane):
         lore = self.facade.lore
         # A reply changes the timed effects (and what fired): the book itself is read again only when it is
         # not loaded yet or the file changed and nothing is unsaved (the watcher offers the rest).
-        book = self._book
-        if book is None or (not self.dirty and _digest(await lore.revision()) != _digest(book.revision)):
-            self._set_book(await lore.load(), reset=True)
+        draft = self.draft
+        if draft.book is None or (not draft.dirty and draft.differs_from(await lore.revision())):
+            self._set_book(await lore.load())
         try:
             fired = await lore.fired(7.0)
         except FamiliarError as error:
@@ -396,10 +355,10 @@ class LorebookPane(Pane):
             fired = []
         self._fired = {f.entry: f for f in fired}
         self._show_rows()
-        if self._focus_after_load is not None and self._entries:
+        if self._focus_after_load is not None and self.entries:
             self.select_positions([self._focus_after_load])
             self._focus_after_load = None
-        elif self._entries and not self.selected_positions():
+        elif self.entries and not self.selected_positions():
             self.select_positions([0], focus=False)
         await self._load_timed()
         await self._load_places()
@@ -436,57 +395,29 @@ class LorebookPane(Pane):
     # -- the draft -------------------------------------------------------------------------------------
     @property
     def book(self) -> LoreBookView | None:
-        return self._book
+        return self.draft.book
 
     @property
     def entries(self) -> tuple[LoreEntryView, ...]:
-        return self._entries
+        return self.draft.entries
 
     @property
     def dirty(self) -> bool:
-        return (
-            len(self._entries) != len(self._saved)
-            or any(a is not b and not same_entry(a, b) for a, b in zip(self._entries, self._saved, strict=True))
-            or any(a.ref != b.ref for a, b in zip(self._entries, self._saved, strict=True))
-            or (self._book is not None and self._settings != self._book.settings)
-        )
+        return self.draft.dirty
 
-    def _set_book(self, book: LoreBookView, *, reset: bool, rebase: dict[int, int | None] | None = None) -> None:
-        """A book loaded or saved: the new base. `rebase` maps the old generation's refs into it (a save)."""
-        if rebase is not None:
-            self._rebases[self._generation] = rebase
-        self._generation += 1
-        self._book_settings_before = self._book.settings if self._book is not None else None
-        self._book = book
-        self._disk_revision = book.revision
-        if reset or self._settings is None or self._settings == (self._book_settings_before or book.settings):
-            self._settings = book.settings
-        self._saved = book.entries
-        if reset:
-            self._entries = book.entries
+    def _set_book(self, book: LoreBookView) -> None:
+        """A book read from disk: the new base, the edits dropped."""
+        self.draft.set_book(book, reset=True)
         self.conflict_bar.setVisible(False)
 
     def unsaved_work(self) -> str | None:
-        if self._book is None or not (self.dirty or self.editor.pending):
+        if self.draft.book is None or not (self.draft.dirty or self.editor.pending):
             return None
         return "The lorebook has unsaved edits (Save is Ctrl+S in the Lorebook pane)."
 
-    def snapshot(self) -> Snapshot:
-        return Snapshot(self._generation, self._entries, self._settings)
-
     def restore(self, snapshot: Snapshot) -> None:
-        """Put the draft back as a snapshot had it (an undo or redo), its refs brought up to the book now."""
-        entries = snapshot.entries
-        generation = snapshot.generation
-        while generation < self._generation:
-            mapping = self._rebases.get(generation)
-            if mapping is None:
-                raise FamiliarError("the lorebook was read again from disk since: this edit cannot be undone")
-            entries = translate(entries, mapping)
-            generation += 1
-        self._entries = entries
-        if snapshot.settings is not None:
-            self._settings = snapshot.settings
+        """Put the draft back as a snapshot had it (an undo or redo) and show it."""
+        self.draft.restore(snapshot)
         self._show_rows()
         self._schedule_lint()
 
@@ -500,10 +431,10 @@ class LorebookPane(Pane):
         settings: LoreBookSettings | None = None,
     ) -> None:
         """One undoable edit of the draft (`before`: the draft it was made on, when not the one now)."""
-        before = before or self.snapshot()
-        after = Snapshot(self._generation, tuple(entries), settings or self._settings)
+        before = before or self.draft.snapshot()
+        after = self.draft.after(entries, settings)
         outcome = await self.ops.run(
-            "edit the lorebook", lambda: self.context.undo.perform(DraftStep(self, label, before, after))
+            "edit the lorebook", lambda: self.context.undo.perform(DraftStep(self.restore, label, before, after))
         )
         if isinstance(outcome, Succeeded) and select:
             self.select_positions(select)
@@ -513,8 +444,8 @@ class LorebookPane(Pane):
         fired = self._fired
         before = self.model.all_rows
         rows = []
-        for position, entry in enumerate(self._entries):
-            hit = fired.get(entry.ref) if entry.ref is not None and entry is self._saved_at(entry.ref) else None
+        for position, entry in enumerate(self.draft.entries):
+            hit = fired.get(entry.ref) if entry.ref is not None and self.draft.is_saved(entry) else None
             lint = self._lint.get(position, ())
             replies, last = (hit.replies, hit.last) if hit is not None else (0, None)
             old = before[position] if position < len(before) else None
@@ -534,27 +465,18 @@ class LorebookPane(Pane):
         self._show_editor()
         self._update_actions()
 
-    def _saved_at(self, ref: int) -> LoreEntryView | None:
-        return self._saved[ref] if 0 <= ref < len(self._saved) else None
-
     def _show_count(self) -> None:
-        total = len(self._entries)
+        total = len(self.draft.entries)
         shown = self.model.rowCount()
         self.table.set_placeholder(NO_MATCH if total else EMPTY_BOOK)
         self.count_label.setText(f"{total:,} entries" if shown == total else f"{shown:,} of {total:,}")
 
     def _show_budget(self) -> None:
-        book = self._book
-        budget = book.budget if book is not None else 0
-        chosen = self._settings.token_budget if self._settings is not None else None
-        if chosen is not None and book is not None and chosen != book.settings.token_budget:
-            budget = min(budget, chosen) if book.settings.token_budget is None else chosen  # as it will be once saved
-        enabled = [e for e in self._entries if e.enabled]
-        constant = sum(e.tokens for e in enabled if e.constant)
-        every = sum(e.tokens for e in enabled)
+        costs = self.draft.budget()
+        budget = costs.budget
         for gauge, words, label, used in (
-            (self.constant_gauge, self.constant_label, "Constant", constant),
-            (self.all_gauge, self.all_label, "All firing", every),
+            (self.constant_gauge, self.constant_label, "Constant", costs.constant),
+            (self.all_gauge, self.all_label, "All firing", costs.every),
         ):
             gauge.setRange(0, max(budget, 1))
             gauge.setValue(min(used, budget))
@@ -565,14 +487,14 @@ class LorebookPane(Pane):
             p = colours()
             colour = p.error if over else (p.amber if used > budget * 0.8 else p.ok)
             gauge.setStyleSheet(f"QProgressBar::chunk {{ background: {colour}; }}")
-        state = "Unsaved changes" if self.dirty else "Saved"
-        self.status_label.setText(f"{state} · {sum(e.tokens for e in self._entries):,} tokens in the book")
+        state = "Unsaved changes" if self.draft.dirty else "Saved"
+        self.status_label.setText(f"{state} · {costs.book:,} tokens in the book")
 
     def _update_actions(self) -> None:
         chosen = bool(self.selected_positions())
         for widget in (self.delete_button, self.bulk_button):
             widget.setEnabled(chosen)
-        self.save_button.setEnabled(self._book is not None and self.dirty)
+        self.save_button.setEnabled(self.draft.book is not None and self.draft.dirty)
 
     # -- selection and the editor ----------------------------------------------------------------------
     def focus_widget(self) -> QWidget:
@@ -582,7 +504,7 @@ class LorebookPane(Pane):
         """Show the entry at a 0-based position in the book (asked by the Explain pane's Edit entry)."""
         if not isinstance(target, int):
             return
-        if self._book is None:  # the first load selects it
+        if self.draft.book is None:  # the first load selects it
             self._focus_after_load = target
             return
         self.select_positions([target])
@@ -625,11 +547,12 @@ class LorebookPane(Pane):
 
     def _show_editor(self) -> None:
         chosen = self.selected_positions()
-        if len(chosen) == 1 and chosen[0] < len(self._entries):
+        entries = self.draft.entries
+        if len(chosen) == 1 and chosen[0] < len(entries):
             position = chosen[0]
-            entry = self._entries[position]
+            entry = entries[position]
             if self.editor.entry is not entry:
-                where = "new, not saved yet" if entry.ref is None else f"entry {position + 1} of {len(self._entries)}"
+                where = "new, not saved yet" if entry.ref is None else f"entry {position + 1} of {len(entries)}"
                 self.editor.set_entry(entry, f"{entry.title or '(untitled)'} — {where}")
         elif chosen:
             self.editor.set_entry(None, f"{len(chosen)} entries selected: use Selected ▾ for changes to all of them")
@@ -639,14 +562,11 @@ class LorebookPane(Pane):
     def _on_entry_edited(self, before: LoreEntryView, after: LoreEntryView) -> None:
         """The side editor's change to `before`, found by identity: the selection may have moved on already
         (a change is emitted when another row is chosen), and the rows may be sorted or filtered."""
-        position = next((i for i, e in enumerate(self._entries) if e is before), None)
-        if position is None:
+        done = self.draft.edited(before, after)
+        if done is None:
             return  # the entry was deleted or replaced (an undo) meanwhile: the edit has nothing to go to
-        snapshot = self.snapshot()
-        entries = (*self._entries[:position], after, *self._entries[position + 1 :])
         # Applied now, not on a task: a save or a try right after a flush must see it.
-        done = Snapshot(self._generation, entries, self._settings)
-        step = DraftStep(self, f"Edited “{after.title or 'untitled'}”", snapshot, done)
+        step = DraftStep(self.restore, f"Edited “{after.title or 'untitled'}”", self.draft.snapshot(), done)
         self.restore(done)
         # No Undo notice: it came at every pause in the typing, over the content box being typed in. Ctrl+Z
         # (outside the box, which undoes its own typing) and Edit > Undo take it back.
@@ -657,9 +577,9 @@ class LorebookPane(Pane):
     async def new_entry(self) -> None:
         self.editor.flush()
         entry = LoreEntryView(title="New entry", tokens=0)
-        position = len(self._entries)
+        position = len(self.draft.entries)
         self.filter.clear()
-        await self.change("Added an entry", (*self._entries, entry), select=[position])
+        await self.change("Added an entry", self.draft.added(entry), select=[position])
         self.editor.focus_first()
         self.editor.title.selectAll()
 
@@ -671,8 +591,8 @@ class LorebookPane(Pane):
         chosen = set(positions)
         if not chosen:
             return
-        kept = [e for i, e in enumerate(self._entries) if i not in chosen]
-        what = self._entries[min(chosen)].title if len(chosen) == 1 else f"{len(chosen)} entries"
+        kept = self.draft.without(chosen)
+        what = self.draft.entries[min(chosen)].title if len(chosen) == 1 else f"{len(chosen)} entries"
         await self.change(f"Deleted “{what}”" if len(chosen) == 1 else f"Deleted {what}", kept)
 
     async def bulk(self, label: str, positions: Sequence[int], edit: Callable[[LoreEntryView], LoreEntryView]) -> None:
@@ -681,8 +601,7 @@ class LorebookPane(Pane):
         if not chosen:
             return
         self.editor.flush()
-        entries = [edit(e) if i in chosen else e for i, e in enumerate(self._entries)]
-        await self.change(label, entries, select=sorted(chosen))
+        await self.change(label, self.draft.each_edited(chosen, edit), select=sorted(chosen))
 
     @async_slot()
     async def set_enabled(self, enabled: bool) -> None:
@@ -705,18 +624,14 @@ class LorebookPane(Pane):
         await self.bulk(
             f"Added the key “{key}” to {len(positions)} entries",
             positions,
-            lambda e: e if key in e.keys else dataclasses.replace(e, keys=(*e.keys, key)),
+            lambda e: with_key(e, key),
         )
 
     async def remove_key(self, positions: Sequence[int], key: str) -> None:
         await self.bulk(
             f"Removed the key “{key}” from {len(positions)} entries",
             positions,
-            lambda e: dataclasses.replace(
-                e,
-                keys=tuple(k for k in e.keys if k != key),
-                secondary_keys=tuple(k for k in e.secondary_keys if k != key),
-            ),
+            lambda e: without_key(e, key),
         )
 
     @async_slot()
@@ -758,7 +673,7 @@ class LorebookPane(Pane):
     @async_slot()
     async def _ask_remove_key(self) -> None:
         chosen = self.selected_positions()
-        present = sorted({k for i in chosen for k in (*self._entries[i].keys, *self._entries[i].secondary_keys)})
+        present = self.draft.keys_at(chosen)
         if not present:
             return
         key = await ask_item(self, "Remove a key", f"Key to remove from {len(chosen)} entries:", present)
@@ -767,16 +682,17 @@ class LorebookPane(Pane):
 
     @async_slot()
     async def _on_settings(self) -> None:
-        if self._settings is None:
+        settings = self.draft.settings
+        if settings is None:
             return
-        dialog = BookSettingsDialog(self._settings, self.context.window)
+        dialog = BookSettingsDialog(settings, self.context.window)
         if await accepted(dialog):
             await self.set_settings(dialog.settings())
 
     async def set_settings(self, settings: LoreBookSettings) -> None:
         """The book-wide fields, one undo step (written by the next save)."""
-        if settings != self._settings:
-            await self.change("Changed the book settings", self._entries, settings=settings)
+        if settings != self.draft.settings:
+            await self.change("Changed the book settings", self.draft.entries, settings=settings)
 
     # -- save, reload, merge ---------------------------------------------------------------------------
     @async_slot()
@@ -785,11 +701,11 @@ class LorebookPane(Pane):
 
     async def save(self) -> bool:
         self.editor.flush()
-        book = self._book
+        book = self.draft.book
         if book is None:
             return False
-        entries = self._entries
-        settings = self._settings or book.settings
+        entries = self.draft.entries
+        settings = self.draft.settings or book.settings
         outcome = await self.ops.run(
             "save the lorebook", lambda: self.facade.lore.save(entries, book.revision, settings=settings)
         )
@@ -801,12 +717,9 @@ class LorebookPane(Pane):
         if not isinstance(outcome, Succeeded):
             return False
         saved: LoreBookView = outcome.value
-        mapping: dict[int, int | None] = {i: None for i in range(len(book.entries))}
-        for position, entry in enumerate(entries):
-            if entry.ref is not None:
-                mapping[entry.ref] = position
         chosen = self.selected_positions()
-        self._set_book(saved, reset=True, rebase=mapping)
+        self.draft.saved(book, entries, saved)
+        self.conflict_bar.setVisible(False)
         self._show_rows()
         self.select_positions(chosen, focus=False)
         self._schedule_lint()
@@ -815,22 +728,21 @@ class LorebookPane(Pane):
 
     @async_slot()
     async def _check_disk(self) -> None:
-        if self._book is None or self.ops.busy or not self.isVisible():
+        if self.draft.book is None or self.ops.busy or not self.isVisible():
             return
         try:
             revision = await self.facade.lore.revision()
         except FamiliarError:
             return
-        if _digest(revision) == _digest(self._book.revision) or revision == self._disk_revision:
+        if not self.draft.changed_on_disk(revision):
             return
-        self._disk_revision = revision
-        if self.dirty:
+        if self.draft.dirty:
             self._offer_reload(revision)
         else:
             await self.reload()
 
     def _offer_reload(self, revision: str) -> None:
-        self._disk_revision = revision
+        self.draft.saw_on_disk(revision)
         self.conflict_text.setText(
             "lorebook.toml changed on disk since it was loaded, and this editor has unsaved edits: nothing was "
             "written. Merge keeps both (yours win where both changed an entry); Reload drops yours."
@@ -844,7 +756,7 @@ class LorebookPane(Pane):
     async def reload(self) -> None:
         outcome = await self.ops.run("read the lorebook again", self.facade.lore.load)
         if isinstance(outcome, Succeeded):
-            self._set_book(outcome.value, reset=True)
+            self._set_book(outcome.value)
             self._show_rows()
             self._schedule_lint()
 
@@ -854,14 +766,12 @@ class LorebookPane(Pane):
 
     async def merge_with_disk(self) -> tuple[str, ...]:
         self.editor.flush()
-        base = self._book
+        base = self.draft.book
         outcome = await self.ops.run("read the lorebook again", self.facade.lore.load)
         if base is None or not isinstance(outcome, Succeeded):
             return ()
-        theirs: LoreBookView = outcome.value
-        merged = merge(base.entries, self._entries, theirs.entries)
-        self._set_book(theirs, reset=False)
-        self._entries = merged.entries
+        merged = self.draft.merge_with(base, outcome.value)
+        self.conflict_bar.setVisible(False)
         self._show_rows()
         self._schedule_lint()
         if merged.conflicts:
@@ -880,14 +790,13 @@ class LorebookPane(Pane):
 
     @async_slot()
     async def _run_lint(self) -> None:
-        entries = self._entries
-        book = self._book
+        entries = self.draft.entries
         try:
-            found = await self.facade.lore.lint(entries, settings=self._settings if book else None)
+            found = await self.facade.lore.lint(entries, settings=self.draft.engine_settings)
         except FamiliarError as error:
             self.status_label.setText(f"Lint could not run: {error}")
             return
-        if entries is not self._entries:
+        if entries is not self.draft.entries:
             return  # edited meanwhile: the next run says
         lint: dict[int, list[str]] = {}
         for item in found:
@@ -911,8 +820,8 @@ class LorebookPane(Pane):
     async def run_try(self) -> LoreTrial | None:
         self.editor.flush()
         lore = self.facade.lore
-        entries = self._entries
-        settings = self._settings if self._book else None
+        entries = self.draft.entries
+        settings = self.draft.engine_settings
         index = self.try_source.currentIndex()
         if index <= 0:
             lines = [line for line in self.try_text.toPlainText().splitlines() if line.strip()]
@@ -960,10 +869,10 @@ class LorebookPane(Pane):
         """Put the entries of `file` the owner takes into the draft: one undo step, written by the next Save
         (the preview compares the file with the draft, unsaved edits and all)."""
         self.editor.flush()
-        book = self._book
+        book = self.draft.book
         if book is None:
             return False
-        entries = self._entries
+        entries = self.draft.entries
         outcome = await self.ops.run(
             "read the file to import",
             lambda: self.facade.lore.import_preview(file, entries, base_revision=book.revision),
@@ -979,29 +888,21 @@ class LorebookPane(Pane):
         take = await (choose or self._choose_imports)(preview)
         if take is None:
             return False
-        chosen = [item for item in preview.items if item.number in take and item.action != "unchanged"]
+        chosen = to_import(preview, take)
         if not chosen:
             self.context.undo.notices.show_message("Nothing to import: every entry is in the book already")
             return False
-        if entries is not self._entries or book is not self._book:
+        if entries is not self.draft.entries or book is not self.draft.book:
             self.error_banner.show_message("The lorebook changed while the import was open: import it again.")
             return False
-        draft = list(entries)
-        touched: list[int] = []
-        for item in chosen:
-            if item.action == "changed" and item.existing is not None and item.existing < len(draft):
-                draft[item.existing] = dataclasses.replace(item.entry, ref=draft[item.existing].ref)
-                touched.append(item.existing)
-            else:
-                touched.append(len(draft))
-                draft.append(item.entry)
+        draft, touched = self.draft.imported(chosen)
         self.filter.clear()
         label = f"Imported {len(chosen)} {'entry' if len(chosen) == 1 else 'entries'} from {file.name}"
         await self.change(f"{label} (Ctrl+S saves)", draft, select=sorted(touched))
         return True
 
     async def _choose_imports(self, preview: ImportPreview) -> frozenset[int] | None:
-        dialog = ImportDialog(preview, self._entries, self.context.window)
+        dialog = ImportDialog(preview, self.draft.entries, self.context.window)
         if not await accepted(dialog):
             return None
         return dialog.chosen()
@@ -1021,7 +922,7 @@ class LorebookPane(Pane):
         outcome = await self.ops.run("export the lorebook", lambda: self.facade.lore.export(target, fmt))
         if not isinstance(outcome, Succeeded):
             return None
-        unsaved = " (the saved book: your unsaved edits are not in it)" if self.dirty else ""
+        unsaved = " (the saved book: your unsaved edits are not in it)" if self.draft.dirty else ""
         self.context.undo.notices.show_message(f"Exported {outcome.value} entries to {target.name}{unsaved}")
         return outcome.value
 
@@ -1032,10 +933,6 @@ class LorebookPane(Pane):
     def _on_filter(self, text: str) -> None:
         self.model.set_query(text)
         self._show_count()
-
-
-def _digest(revision: str) -> str:
-    return revision.split(":", 1)[0]
 
 
 # -- the tester's report ------------------------------------------------------------------------------------
@@ -1108,4 +1005,4 @@ def trial_html(trial: LoreTrial) -> str:
     return "".join(parts)
 
 
-__all__ = ["DraftStep", "LoreRow", "LorebookPane", "trial_html"]
+__all__ = ["LoreRow", "LorebookPane", "trial_html"]
