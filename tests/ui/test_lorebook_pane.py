@@ -30,9 +30,10 @@ from app.ui.dialogs.lore_import_dialog import ImportDialog
 from app.ui.main_window import MainWindow
 from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
 from app.ui.models.lore_rows import filter_rows, make_row
-from app.ui.panes.lorebook import LorebookPane, trial_html
+from app.ui.panes.lorebook import LorebookPane
 from app.ui.state.lore_draft import merge
 from app.ui.widgets.lore_entry_editor import EDIT_SETTLE_MS
+from app.ui.widgets.lore_tester import trial_html
 from tests.conftest import write_character_toml
 from tests.demo_familiar import seed_demo
 from tests.fakes.llm_server import FakeLLM

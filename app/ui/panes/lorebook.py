@@ -15,7 +15,6 @@ Ctrl+Enter in the tester runs it, F2 (or Enter in the table) edits the entry's t
 from __future__ import annotations
 
 import dataclasses
-import html
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -25,19 +24,15 @@ from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QMenu,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
-    QSpinBox,
     QSplitter,
     QTabWidget,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -51,13 +46,11 @@ from app.runtime.views import (
     LoreEntryView,
     LoreFiredView,
     LoreTrial,
-    TimedEffectView,
 )
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.book_settings_dialog import BookSettingsDialog
 from app.ui.dialogs.lore_import_dialog import ImportDialog
 from app.ui.dialogs.modal import accepted, ask_int, ask_item, ask_text, choose_file_to_open, choose_file_to_save
-from app.ui.models.base import Column, RecordTableModel
 from app.ui.models.lore_model import COLUMN_NAMES, TITLE_COLUMN, LoreTableModel
 from app.ui.models.lore_rows import LoreRow, make_row
 from app.ui.ops import Failed, Succeeded
@@ -66,14 +59,14 @@ from app.ui.state.lore_draft import DraftStep, LoreDraft, Snapshot, to_import, w
 from app.ui.theme import (
     HINT_BACKGROUND,
     HINT_BORDER,
-    LORE_HIGHLIGHT,
-    LORE_HIGHLIGHT_TEXT,
     colours,
     small_label,
 )
 from app.ui.widgets.lore_entry_editor import LoreEntryEditor
+from app.ui.widgets.lore_tester import LoreTester
 from app.ui.widgets.menu_button import MenuButton
 from app.ui.widgets.record_table import RecordTableView
+from app.ui.widgets.timed_effects import TimedEffectsPanel
 
 _log = logging.getLogger(__name__)
 
@@ -117,7 +110,6 @@ class LorebookPane(Pane):
         self.draft = LoreDraft()
         self._lint: dict[int, tuple[str, ...]] = {}
         self._fired: dict[int, LoreFiredView] = {}
-        self._places: list[tuple[str, str]] = []  # (name, key)
 
         # toolbar
         self.filter = QLineEdit()
@@ -206,41 +198,22 @@ class LorebookPane(Pane):
         self.table.activated.connect(lambda _index: self.editor.focus_first())
 
         # the side: entry editor, tester, timed effects
-        self.tester = self._build_tester()
-        self.timed_model: RecordTableModel[TimedEffectView] = RecordTableModel(
-            (
-                Column("Place", lambda t: t.place.name),
-                Column("Entry", lambda t: t.title or "(an entry since changed)"),
-                Column("Effect", lambda t: t.kind),
-                Column("Messages", lambda t: f"{t.start + 1}–{t.end}" if t.end is not None else f"{t.start + 1}–"),
-            ),
-            parent=self,
-        )
-        self.timed_table = RecordTableView(
-            "No sticky or cooldown effects in force anywhere.",
-            self.timed_model,
-            selection=QAbstractItemView.SelectionMode.ExtendedSelection,  # Clear selected ends several at once
-            alternating=False,
-            wrap=True,
-            stretch="last",
-        )
-        clear_one = self._button("Clear selected", "End the selected effects now", self._on_clear_timed)
-        clear_all = self._button("Clear all", "End every sticky and cooldown effect now", self._on_clear_all_timed)
-        timed = QWidget()
-        timed_layout = QVBoxLayout(timed)
-        timed_layout.addWidget(
-            small_label("Sticky entries stay in a place's replies for a while; cooling-down ones wait to fire again.")
-        )
-        timed_layout.addWidget(self.timed_table, 1)
-        timed_buttons = QHBoxLayout()
-        timed_buttons.addStretch(1)
-        timed_buttons.addWidget(clear_one)
-        timed_buttons.addWidget(clear_all)
-        timed_layout.addLayout(timed_buttons)
+        self.tester = LoreTester()
+        self.tester.tried.connect(self._on_try)
+        # The tester's parts by the names the pane's callers know them by.
+        self.try_source = self.tester.source
+        self.try_last = self.tester.last
+        self.try_text = self.tester.text
+        self.try_result = self.tester.result
+        self.timed = TimedEffectsPanel()
+        self.timed.clear_selected_requested.connect(self._on_clear_timed)
+        self.timed.clear_all_requested.connect(self._on_clear_all_timed)
+        self.timed_model = self.timed.model
+        self.timed_table = self.timed.table
         self.side = QTabWidget()
         self.side.addTab(self.editor, "&Entry")
         self.side.addTab(self.tester, "T&ry")
-        self.side.addTab(timed, "Timed effects")
+        self.side.addTab(self.timed, "Timed effects")
         self.side.setMinimumWidth(300)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -307,39 +280,6 @@ class LorebookPane(Pane):
         gauge.setMaximumHeight(14)
         return gauge
 
-    def _build_tester(self) -> QWidget:
-        self.try_source = QComboBox()
-        self.try_source.addItem("Text pasted below")
-        self.try_source.setToolTip("Try pasted text, or the last messages of a place")
-        self.try_source.currentIndexChanged.connect(self._on_try_source)
-        self.try_last = QSpinBox()
-        self.try_last.setRange(1, 1000)
-        self.try_last.setValue(20)
-        self.try_last.setPrefix("last ")
-        self.try_last.setSuffix(" messages")
-        self.try_last.setEnabled(False)
-        self.try_text = QPlainTextEdit()
-        self.try_text.setPlaceholderText("Paste a conversation here, one message per line, then Try (Ctrl+Enter)")
-        self.try_text.setTabChangesFocus(True)
-        self.try_button = self._button("Try", "Run it through the lorebook as the bot would (Ctrl+Enter)", self._on_try)
-        QShortcut(QKeySequence("Ctrl+Return"), self.try_text, self._on_try).setContext(
-            Qt.ShortcutContext.WidgetShortcut
-        )
-        self.try_result = QTextBrowser()
-        self.try_result.setPlaceholderText("What fires, why, and what the budget leaves out shows here.")
-        tester = QWidget()
-        layout = QVBoxLayout(tester)
-        # The source on a row of its own: a place's name ("Lantern Club #familiar-home") is long.
-        layout.addWidget(self.try_source)
-        row = QHBoxLayout()
-        row.addWidget(self.try_last)
-        row.addStretch(1)
-        row.addWidget(self.try_button)
-        layout.addLayout(row)
-        layout.addWidget(self.try_text, 1)
-        layout.addWidget(self.try_result, 2)
-        return tester
-
     # -- loading ---------------------------------------------------------------------------------------
     async def load(self) -> bool:
         lore = self.facade.lore
@@ -380,17 +320,7 @@ class LorebookPane(Pane):
         places = [
             (p.place.name, p.place.key) for p in state.places if p.place.parent or not p.place.key.startswith("guild:")
         ]
-        if places == self._places:
-            return
-        self._places = places
-        current = self.try_source.currentIndex()
-        self.try_source.blockSignals(True)
-        self.try_source.clear()
-        self.try_source.addItem("Text pasted below")
-        for name, _key in places:
-            self.try_source.addItem(name)
-        self.try_source.setCurrentIndex(min(max(current, 0), self.try_source.count() - 1))
-        self.try_source.blockSignals(False)
+        self.tester.set_places(places)
 
     # -- the draft -------------------------------------------------------------------------------------
     @property
@@ -809,10 +739,6 @@ class LorebookPane(Pane):
         self.side.setCurrentWidget(self.tester)
         self.try_text.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
-    def _on_try_source(self, index: int) -> None:
-        self.try_last.setEnabled(index > 0)
-        self.try_text.setEnabled(index == 0)
-
     @async_slot()
     async def _on_try(self) -> None:
         await self.run_try()
@@ -822,28 +748,26 @@ class LorebookPane(Pane):
         lore = self.facade.lore
         entries = self.draft.entries
         settings = self.draft.engine_settings
-        index = self.try_source.currentIndex()
-        if index <= 0:
-            lines = [line for line in self.try_text.toPlainText().splitlines() if line.strip()]
+        where = self.tester.place()
+        if where is None:
+            lines = self.tester.lines()
             if not lines:
                 self.try_result.setHtml("<p>Paste some text to try first.</p>")
                 return None
             call = lambda: lore.try_text(lines, entries=entries, settings=settings)  # noqa: E731
         else:
-            where = self._places[index - 1][1]
             last = self.try_last.value()
             call = lambda: lore.try_place(where, last, entries=entries, settings=settings)  # noqa: E731
-        outcome = await self.ops.run("try the lorebook", call, busy=[self.try_button])
+        outcome = await self.ops.run("try the lorebook", call, busy=[self.tester.button])
         if not isinstance(outcome, Succeeded):
             return None
-        self.try_result.setHtml(trial_html(outcome.value))
+        self.tester.show_trial(outcome.value)
         return outcome.value
 
     # -- timed effects -----------------------------------------------------------------------------------
     @async_slot()
     async def _on_clear_timed(self) -> None:
-        rows = sorted({i.row() for i in self.timed_table.selectionModel().selectedRows()})
-        effects = [self.timed_model.record(row) for row in rows]
+        effects = self.timed.selected()
 
         async def clear() -> int:
             return sum([await self.facade.lore.clear_timed(e.place.key, e.key, initiator=self) for e in effects])
@@ -935,74 +859,4 @@ class LorebookPane(Pane):
         self._show_count()
 
 
-# -- the tester's report ------------------------------------------------------------------------------------
-def _highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
-    out: list[str] = []
-    at = 0
-    for start, end, title in sorted(spans):
-        if start < at or end > len(text):
-            continue
-        out.append(html.escape(text[at:start]))
-        out.append(
-            f'<b style="background:{LORE_HIGHLIGHT}; color:{LORE_HIGHLIGHT_TEXT}" title="{html.escape(title)}">'
-            f"{html.escape(text[start:end])}</b>"
-        )  # its own text colour with its background: it reads in the dark theme too
-        at = end
-    out.append(html.escape(text[at:]))
-    return "".join(out)
-
-
-def trial_html(trial: LoreTrial) -> str:
-    """The tester's report: the texts with each matched key highlighted, what fired step by step (the
-    recursion chain), and what matched but was left out, with why."""
-    spans: dict[int, list[tuple[int, int, str]]] = {}
-    for fired in trial.fired:
-        span = fired.span
-        if span is None or span.position is None or span.source == "lore":
-            continue
-        text = trial.texts[span.position] if span.position < len(trial.texts) else ""
-        offset = 0
-        if span.source == "message":
-            colon = text.find(": ")
-            offset = colon + 2 if colon >= 0 else 0
-        spans.setdefault(span.position, []).append((span.start + offset, span.end + offset, fired.title))
-    parts = [f"<h3>{len(trial.fired)} fired · {trial.tokens:,} of {trial.budget:,} tokens</h3>"]
-    parts.append("<p>" + "<br>".join(_highlight(t, spans.get(i, [])) for i, t in enumerate(trial.texts)) + "</p>")
-    if trial.fired:
-        parts.append("<h4>Fired</h4><ol>")
-        for fired in trial.fired:
-            via = {
-                "key": f"key “{html.escape(fired.key)}”",
-                "constant": "constant",
-                "sticky": "still sticky",
-                "decorator": "@@activate",
-            }[fired.via]
-            step = f", step {fired.step} (activated by an entry)" if fired.step else ""
-            roll = f", rolled {fired.roll:.0f}" if fired.roll is not None else ""
-            parts.append(
-                f"<li><b>{html.escape(fired.title or 'untitled')}</b> (entry {fired.index + 1}): {via}{step}{roll},"
-                f" {fired.tokens:,} tokens</li>"
-            )
-        parts.append("</ol>")
-    if len(trial.steps) > 1:
-        titles = {f.index: f.title for f in trial.fired}
-        chain = " → ".join(
-            ", ".join(html.escape(titles.get(i, f"entry {i + 1}")) for i in step) or "nothing" for step in trial.steps
-        )
-        parts.append(f"<p><b>Recursion:</b> {chain}</p>")
-    if trial.dropped:
-        parts.append("<h4>Matched but left out</h4><ul>")
-        for dropped in trial.dropped:
-            parts.append(
-                f"<li><b>{html.escape(dropped.title or 'untitled')}</b> (entry {dropped.index + 1}, key "
-                f"“{html.escape(dropped.key)}”): {html.escape(dropped.reason)} — {html.escape(dropped.detail)}</li>"
-            )
-        parts.append("</ul>")
-    if not trial.fired and not trial.dropped:
-        parts.append("<p>Nothing matched: no key of an enabled entry is in these messages.</p>")
-    for problem in trial.problems:
-        parts.append(f'<p style="color:{colours().error}">{html.escape(problem)}</p>')
-    return "".join(parts)
-
-
-__all__ = ["LoreRow", "LorebookPane", "trial_html"]
+__all__ = ["LoreRow", "LorebookPane"]
