@@ -39,14 +39,15 @@ from PySide6.QtWidgets import (
 
 import app.ui.main_window as main_window
 from app.ui import progress
+from app.ui.dialogs.book_settings_dialog import BookSettingsDialog
+from app.ui.dialogs.edit_fact_dialog import EditFactDialog
 from app.ui.dialogs.familiars import NewFamiliarDialog, OpenFamiliarDialog
 from app.ui.dialogs.forget_dialog import ForgetDialog
+from app.ui.dialogs.lore_import_dialog import ImportDialog
 from app.ui.dialogs.settings_dialog import SettingsDialog
 from app.ui.dialogs.shortcut_sheet import ShortcutSheet
 from app.ui.dialogs.snooze_dialog import SnoozeDialog
 from app.ui.dialogs.welcome_dialog import WelcomeDialog
-from app.ui.panes.lorebook import BookSettingsDialog, ImportDialog
-from app.ui.panes.timeline import EditFactDialog
 from app.ui.progress import BlockingProgress
 
 W = TypeVar("W", bound=QWidget)

@@ -25,11 +25,15 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.runtime.service import Familiar
 from app.runtime.views import LoreEntryView
+from app.ui.dialogs.book_settings_dialog import BookSettingsDialog
+from app.ui.dialogs.lore_import_dialog import ImportDialog
 from app.ui.main_window import MainWindow
 from app.ui.models.lore_model import COLUMN_NAMES, LoreTableModel
-from app.ui.models.lore_rows import filter_rows, make_row, merge
-from app.ui.panes.lorebook import BookSettingsDialog, ImportDialog, LorebookPane, trial_html
+from app.ui.models.lore_rows import filter_rows, make_row
+from app.ui.panes.lorebook import LorebookPane
+from app.ui.state.lore_draft import merge
 from app.ui.widgets.lore_entry_editor import EDIT_SETTLE_MS
+from app.ui.widgets.lore_tester import trial_html
 from tests.conftest import write_character_toml
 from tests.demo_familiar import seed_demo
 from tests.fakes.llm_server import FakeLLM

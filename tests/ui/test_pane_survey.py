@@ -28,8 +28,9 @@ from pytestqt.qtbot import QtBot
 from app.runtime.events import Activity, ActivityKind
 from app.runtime.service import Familiar
 from app.ui.dialogs.forget_dialog import ForgetDialog
+from app.ui.dialogs.lore_import_dialog import ImportDialog
 from app.ui.main_window import PANES, MainWindow
-from app.ui.panes.lorebook import ImportDialog, LorebookPane
+from app.ui.panes.lorebook import LorebookPane
 from app.ui.panes.pending import PendingPane
 from app.ui.panes.timeline import TimelinePane
 from app.ui.theme import DARK, LIGHT, PALETTES, TIMELINE_STATUS_COLOURS, ThemeController, readable_on

@@ -21,11 +21,12 @@ from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
 from app.runtime.views import FactView, ForgottenFact, TimelineFilters, TimelineSlice
 from app.ui.async_slot import running_slots
+from app.ui.dialogs.edit_fact_dialog import EditFactDialog
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow
 from app.ui.models.roles import RecordRole
 from app.ui.models.timeline_model import DiffRole, TimelineModel
-from app.ui.panes.timeline import EditFactDialog, TimelinePane
+from app.ui.panes.timeline import TimelinePane
 from app.ui.widgets.timeline_view import ROW_HEIGHT
 from tests.demo_familiar import BOB, DemoFacts, seed_demo
 from tests.ui.fake_facade import FakeFacade

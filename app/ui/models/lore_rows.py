@@ -1,4 +1,4 @@
-"""The lorebook editor's rows, its scoped filter and sort, and the draft merge: plain Python, no Qt.
+"""The lorebook editor's rows, its scoped filter and sort: plain Python, no Qt (the draft: app/ui/state).
 
 A row is one entry of the draft (the book as being edited) with what the table shows beside it: its lint
 marks, how often it fired lately. Its search texts are lowered once, when the row is made, so filtering
@@ -11,7 +11,6 @@ the keys or the content; `title:`, `key:` (primary or secondary keys) and `conte
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -121,77 +120,3 @@ SORT_KEYS: dict[str, Callable[[LoreRow], Any]] = {
 def sort_rows(rows: Sequence[LoreRow], key: str, descending: bool) -> list[LoreRow]:
     """Stable, so equal rows keep the book's order."""
     return sorted(rows, key=SORT_KEYS.get(key, _never), reverse=descending)
-
-
-# -- the draft and its merge with the file ------------------------------------------------------------------
-def same_entry(a: LoreEntryView, b: LoreEntryView) -> bool:
-    """Equal in every field a save writes (not the derived token count, not the position)."""
-    return a is b or dataclasses.replace(a, ref=None, tokens=0) == dataclasses.replace(b, ref=None, tokens=0)
-
-
-def _identity(entry: LoreEntryView) -> tuple[str, tuple[str, ...]]:
-    return (entry.title, entry.keys)
-
-
-@dataclass(frozen=True, slots=True)
-class Merged:
-    entries: tuple[LoreEntryView, ...]  # refs into `theirs` (None: new)
-    conflicts: tuple[str, ...]  # titles edited both here and on disk: this editor's version was kept
-
-
-def merge(base: Sequence[LoreEntryView], mine: Sequence[LoreEntryView], theirs: Sequence[LoreEntryView]) -> Merged:
-    """A three-way merge of the draft (`mine`, refs into `base`) with the book as it is on disk now
-    (`theirs`). Entries are matched by position when the file kept its count, else by title and keys.
-    Edited on one side only: that side wins; on both: the draft wins and the entry is named in
-    `conflicts`; added on disk: appended; removed on disk: dropped unless the draft edited it."""
-    if len(base) == len(theirs):
-        mapping: dict[int, int | None] = {i: i for i in range(len(base))}
-    else:
-        found: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        for i, entry in enumerate(theirs):
-            found.setdefault(_identity(entry), []).append(i)
-        mapping = {}
-        for i, entry in enumerate(base):
-            candidates = found.get(_identity(entry), [])
-            mapping[i] = candidates.pop(0) if candidates else None
-    used: set[int] = set()
-    out: list[LoreEntryView] = []
-    conflicts: list[str] = []
-    kept_refs = {e.ref for e in mine if e.ref is not None}
-    for entry in mine:
-        if entry.ref is None:
-            out.append(entry)
-            continue
-        was = base[entry.ref]
-        target = mapping.get(entry.ref)
-        mine_changed = not same_entry(entry, was)
-        if target is None:
-            if mine_changed:
-                out.append(dataclasses.replace(entry, ref=None))
-            continue
-        used.add(target)
-        their = theirs[target]
-        theirs_changed = not same_entry(their, was)
-        if mine_changed and theirs_changed and not same_entry(entry, their):
-            conflicts.append(entry.title or f"entry {target + 1}")
-        out.append(dataclasses.replace(entry, ref=target) if mine_changed else their)
-    for index, target in mapping.items():
-        if index not in kept_refs and target is not None:
-            used.add(target)  # removed here: stays removed (an edit on disk of it is lost, so say so)
-            if not same_entry(theirs[target], base[index]):
-                conflicts.append(theirs[target].title or f"entry {target + 1}")
-    out.extend(entry for i, entry in enumerate(theirs) if i not in used)
-    return Merged(tuple(out), tuple(conflicts))
-
-
-def translate(entries: Sequence[LoreEntryView], mapping: dict[int, int | None]) -> tuple[LoreEntryView, ...]:
-    """Entries whose refs point into a book as it was, pointed into the book a save made of it (`mapping`:
-    old ref -> new, None for an entry the save removed: it becomes a new entry again)."""
-    out: list[LoreEntryView] = []
-    for entry in entries:
-        if entry.ref is None:
-            out.append(entry)
-            continue
-        target = mapping.get(entry.ref)
-        out.append(entry if target == entry.ref else dataclasses.replace(entry, ref=target))
-    return tuple(out)

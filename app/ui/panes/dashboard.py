@@ -6,7 +6,6 @@ import logging
 
 from PySide6.QtCore import QModelIndex, QPoint, Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QFrame,
     QHBoxLayout,
     QHeaderView,
@@ -36,7 +35,7 @@ from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import SPACE_L, SPACE_M, SPACE_SM, SPACE_XS, section_label, setup_hint_style
 from app.ui.widgets.connection_indicator import ConnectionIndicator
 from app.ui.widgets.error_banner import ErrorBanner
-from app.ui.widgets.placeholder_table import PlaceholderTableView
+from app.ui.widgets.record_table import RecordTableView
 
 _log = logging.getLogger(__name__)
 
@@ -103,19 +102,23 @@ class DashboardPane(Pane):
         status_row.addWidget(self.start_button)
         status_row.addWidget(self.stop_button)
 
-        self.guilds_view = _table_view(GUILDS_PLACEHOLDER_STOPPED)
-        self.guilds_view.setModel(self.guilds_model)
+        self.guilds_view = RecordTableView(
+            GUILDS_PLACEHOLDER_STOPPED,
+            self.guilds_model,
+            grid=False,
+            wrap=True,
+            row_height=24,
+            stretch=guilds_model.NAME,
+            left_headers=True,
+        )
         guild_header = self.guilds_view.horizontalHeader()
-        guild_header.setStretchLastSection(False)
-        guild_header.setSectionResizeMode(guilds_model.NAME, QHeaderView.ResizeMode.Stretch)
         guild_header.setSectionResizeMode(guilds_model.ID, QHeaderView.ResizeMode.ResizeToContents)
         guild_header.setSectionResizeMode(guilds_model.MEMBERS, QHeaderView.ResizeMode.ResizeToContents)
         self.guilds_heading = section_label("Servers")
 
-        self.activity_view = _table_view(ACTIVITY_PLACEHOLDER)
-        self.activity_view.setModel(self.activity_model)
-        self.activity_view.setWordWrap(False)
-        self.activity_view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.activity_view = RecordTableView(
+            ACTIVITY_PLACEHOLDER, self.activity_model, grid=False, row_height=24, stretch="last", left_headers=True
+        )
         self.activity_view.setColumnWidth(activity_model.TIME, 80)
         self.activity_view.setColumnWidth(activity_model.KIND, 80)
         self.activity_view.setColumnWidth(activity_model.WHERE, 200)
@@ -282,21 +285,7 @@ class DashboardPane(Pane):
             self.activity_view.scrollToBottom()
 
 
-def _table_view(placeholder: str) -> PlaceholderTableView:
-    view = PlaceholderTableView(placeholder)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    view.setAlternatingRowColors(True)
-    view.setShowGrid(False)
-    view.verticalHeader().setVisible(False)
-    view.verticalHeader().setDefaultSectionSize(24)
-    view.horizontalHeader().setStretchLastSection(True)
-    view.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-    return view
-
-
-def _section(heading: QLabel, view: PlaceholderTableView) -> QWidget:
+def _section(heading: QLabel, view: RecordTableView) -> QWidget:
     """A heading over a table, as one splitter child."""
     section = QWidget()
     layout = QVBoxLayout(section)

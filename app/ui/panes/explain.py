@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import QAbstractItemModel, QRegularExpression, Qt, QUrl
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QRegularExpressionValidator
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QFrame,
     QHBoxLayout,
     QHeaderView,
@@ -66,7 +65,7 @@ from app.ui.ops import Succeeded
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import section_label, small_label
 from app.ui.widgets.lore_text import Span, highlighted_html, key_spans
-from app.ui.widgets.placeholder_table import PlaceholderTableView
+from app.ui.widgets.record_table import RecordTableView
 from app.ui.widgets.token_waterfall import TokenWaterfall
 
 _log = logging.getLogger(__name__)
@@ -563,22 +562,15 @@ def _escape(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def _table(model: QAbstractItemModel, placeholder: str, stretch: int | None = None) -> PlaceholderTableView:
-    view = PlaceholderTableView(placeholder)
-    view.setModel(model)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    view.setAlternatingRowColors(True)
-    view.setWordWrap(False)
-    view.verticalHeader().setVisible(False)
-    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-    if stretch is None:
-        view.horizontalHeader().setStretchLastSection(True)
-    else:
-        view.horizontalHeader().setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
-    view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
-    return view
+def _table(model: QAbstractItemModel, placeholder: str, stretch: int | None = None) -> RecordTableView:
+    """A table of the explanation: its rows are of very different heights (it scrolls by pixels)."""
+    return RecordTableView(
+        placeholder,
+        model,
+        columns=QHeaderView.ResizeMode.Interactive,
+        stretch="last" if stretch is None else stretch,
+        per_pixel=True,
+    )
 
 
 def _fit(view: QTableView) -> None:

@@ -25,10 +25,9 @@ from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime
 from typing import Final, TypeVar
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QAbstractItemModel, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -64,7 +63,7 @@ from app.ui.models.index_health import (
 from app.ui.ops import Cancelled, Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import dot_style, section_label, small_label
-from app.ui.widgets.placeholder_table import PlaceholderTableView
+from app.ui.widgets.record_table import RecordTableView, SelectionBehavior, Stretch
 
 _log = logging.getLogger(__name__)
 
@@ -194,18 +193,23 @@ def _text_width(view: QWidget, sample: str) -> int:
     return view.fontMetrics().horizontalAdvance(sample) + 12
 
 
-def _table(placeholder: str = "") -> PlaceholderTableView:
-    view = PlaceholderTableView(placeholder)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    view.setShowGrid(False)
-    view.setWordWrap(False)
-    view.setTextElideMode(Qt.TextElideMode.ElideRight)
-    view.verticalHeader().setVisible(False)
-    view.verticalHeader().setDefaultSectionSize(ROW_HEIGHT)
-    view.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-    return view
+def _table(
+    placeholder: str,
+    model: QAbstractItemModel,
+    stretch: Stretch = None,
+    behavior: SelectionBehavior = SelectionBehavior.SelectRows,
+) -> RecordTableView:
+    """A table of figures: no stripes, no grid, rows of one size, headers at the left as the figures are."""
+    return RecordTableView(
+        placeholder,
+        model,
+        behavior=behavior,
+        alternating=False,
+        grid=False,
+        row_height=ROW_HEIGHT,
+        stretch=stretch,
+        left_headers=True,
+    )
 
 
 class IndexPane(Pane):
@@ -255,30 +259,23 @@ class IndexPane(Pane):
         self.result_label = small_label("")
         self.result_label.setVisible(False)
 
-        self.metrics_view = _table()
-        self.metrics_view.setModel(self.metrics_model)
-        self.metrics_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
+        self.metrics_view = _table("", self.metrics_model, behavior=SelectionBehavior.SelectItems)
         header = self.metrics_view.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         for column in range(1, self.metrics_model.columnCount()):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
 
-        self.models_view = _table(MODELS_PLACEHOLDER)
-        self.models_view.setModel(self.models_model)
+        self.models_view = _table(MODELS_PLACEHOLDER, self.models_model, stretch=0)
         models_header = self.models_view.horizontalHeader()
-        models_header.setStretchLastSection(False)
-        models_header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column, sample in ((1, "99,999 facts"), (2, "re-embedding")):
             models_header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
             self.models_view.setColumnWidth(column, _text_width(self.models_view, sample))
         self.mismatch_label = small_label("")
         self.mismatch_label.setVisible(False)
 
-        self.events_view = _table(EVENTS_PLACEHOLDER)
-        self.events_view.setModel(self.events_model)
+        self.events_view = _table(EVENTS_PLACEHOLDER, self.events_model, stretch="last")
         self.events_view.setColumnWidth(0, _text_width(self.events_view, "23:59:59  "))
         self.events_view.setColumnWidth(1, _text_width(self.events_view, "Messages  "))
-        self.events_view.horizontalHeader().setStretchLastSection(True)
         self._stick_to_bottom = True
         self.events_model.rowsAboutToBeInserted.connect(self._on_events_rows_about_to_be_inserted)
         self.events_model.rowsInserted.connect(self._on_events_rows_inserted)

@@ -15,10 +15,8 @@ Ctrl+Enter in the tester runs it, F2 (or Enter in the table) edits the entry's t
 from __future__ import annotations
 
 import dataclasses
-import html
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,61 +24,49 @@ from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QCheckBox,
-    QComboBox,
-    QDialog,
-    QDialogButtonBox,
-    QFormLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QMenu,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
-    QSpinBox,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
 from app.runtime.errors import FamiliarError, LoreConflictError
 from app.runtime.events import ChangeKind
-from app.runtime.textdiff import word_diff
 from app.runtime.views import (
-    ImportItem,
     ImportPreview,
     LoreBookSettings,
     LoreBookView,
     LoreEntryView,
     LoreFiredView,
     LoreTrial,
-    TimedEffectView,
 )
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.book_settings_dialog import BookSettingsDialog
+from app.ui.dialogs.lore_import_dialog import ImportDialog
 from app.ui.dialogs.modal import accepted, ask_int, ask_item, ask_text, choose_file_to_open, choose_file_to_save
-from app.ui.models.base import Column, RecordTableModel
 from app.ui.models.lore_model import COLUMN_NAMES, TITLE_COLUMN, LoreTableModel
-from app.ui.models.lore_rows import LoreRow, make_row, merge, same_entry, translate
+from app.ui.models.lore_rows import LoreRow, make_row
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
+from app.ui.state.lore_draft import DraftStep, LoreDraft, Snapshot, to_import, with_key, without_key
 from app.ui.theme import (
     HINT_BACKGROUND,
     HINT_BORDER,
-    LORE_HIGHLIGHT,
-    LORE_HIGHLIGHT_TEXT,
     colours,
     small_label,
 )
-from app.ui.widgets.lore_entry_editor import LOGICS, LoreEntryEditor
+from app.ui.widgets.lore_entry_editor import LoreEntryEditor
+from app.ui.widgets.lore_tester import LoreTester
 from app.ui.widgets.menu_button import MenuButton
-from app.ui.widgets.placeholder_table import PlaceholderTableView
-from app.ui.widgets.word_diff import diff_html, legend_html
+from app.ui.widgets.record_table import RecordTableView
+from app.ui.widgets.timed_effects import TimedEffectsPanel
 
 _log = logging.getLogger(__name__)
 
@@ -112,40 +98,6 @@ NO_MATCH = "No entries match the filter. Clear it (Esc in the filter) to see all
 BAR_STYLE = f"background: {HINT_BACKGROUND}; border: 1px solid {HINT_BORDER}; border-radius: 4px; padding: 6px;"
 
 
-# -- undo steps -------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """The draft's entries at one moment, and the generation of the book their refs point into."""
-
-    generation: int
-    entries: tuple[LoreEntryView, ...]
-    settings: LoreBookSettings | None = None  # the book-wide fields (None: as they were)
-
-
-class DraftStep:
-    """An edit of the draft (one entry, or a bulk operation on many): undo puts the entries back."""
-
-    def __init__(self, pane: LorebookPane, label: str, before: Snapshot, after: Snapshot) -> None:
-        self._pane = pane
-        self._label = label
-        self._before = before
-        self._after = after
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    @property
-    def undo_window(self) -> float | None:
-        return None
-
-    async def redo(self) -> None:
-        self._pane.restore(self._after)
-
-    async def undo(self) -> None:
-        self._pane.restore(self._before)
-
-
 # -- the pane ---------------------------------------------------------------------------------------------
 class LorebookPane(Pane):
     name = "lorebook"
@@ -155,17 +107,9 @@ class LorebookPane(Pane):
 
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
-        self._book: LoreBookView | None = None  # the book as loaded or saved last: the draft's base
-        self._generation = 0
-        self._rebases: dict[int, dict[int, int | None]] = {}  # generation -> its refs in the next one
-        self._entries: tuple[LoreEntryView, ...] = ()  # the draft
-        self._settings: LoreBookSettings | None = None  # the draft's book-wide fields
-        self._book_settings_before: LoreBookSettings | None = None
-        self._saved: tuple[LoreEntryView, ...] = ()
+        self.draft = LoreDraft()
         self._lint: dict[int, tuple[str, ...]] = {}
         self._fired: dict[int, LoreFiredView] = {}
-        self._disk_revision = ""  # the revision on disk the pane last saw changed under it
-        self._places: list[tuple[str, str]] = []  # (name, key)
 
         # toolbar
         self.filter = QLineEdit()
@@ -237,59 +181,39 @@ class LorebookPane(Pane):
         # the table
         self.model = LoreTableModel(self)
         self._focus_after_load: int | None = None  # an entry another pane asked to show before the book loaded
-        self.table = PlaceholderTableView(NO_MATCH)
-        self.table.setModel(self.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table = RecordTableView(
+            NO_MATCH,
+            self.model,
+            selection=QAbstractItemView.SelectionMode.ExtendedSelection,
+            row_height=22,
+            columns=QHeaderView.ResizeMode.Interactive,
+        )
         # The book's order first (sorted by "#"); a click on a header sorts by that column.
         self.table.horizontalHeader().setSortIndicator(COLUMN_NAMES.index("#"), Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(22)
-        self.table.setWordWrap(False)
-        self.table.setAlternatingRowColors(True)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(False)
         for column, width in enumerate((26, 32, 44, 170, 170, 70, 120, 60, 66, 52, 60, 62, 90)):
             header.resizeSection(column, width)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.activated.connect(lambda _index: self.editor.focus_first())
 
         # the side: entry editor, tester, timed effects
-        self.tester = self._build_tester()
-        self.timed_model: RecordTableModel[TimedEffectView] = RecordTableModel(
-            (
-                Column("Place", lambda t: t.place.name),
-                Column("Entry", lambda t: t.title or "(an entry since changed)"),
-                Column("Effect", lambda t: t.kind),
-                Column("Messages", lambda t: f"{t.start + 1}–{t.end}" if t.end is not None else f"{t.start + 1}–"),
-            ),
-            parent=self,
-        )
-        self.timed_table = PlaceholderTableView("No sticky or cooldown effects in force anywhere.")
-        self.timed_table.setModel(self.timed_model)
-        self.timed_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.timed_table.horizontalHeader().setStretchLastSection(True)
-        self.timed_table.verticalHeader().setVisible(False)
-        clear_one = self._button("Clear selected", "End the selected effects now", self._on_clear_timed)
-        clear_all = self._button("Clear all", "End every sticky and cooldown effect now", self._on_clear_all_timed)
-        timed = QWidget()
-        timed_layout = QVBoxLayout(timed)
-        timed_layout.addWidget(
-            small_label("Sticky entries stay in a place's replies for a while; cooling-down ones wait to fire again.")
-        )
-        timed_layout.addWidget(self.timed_table, 1)
-        timed_buttons = QHBoxLayout()
-        timed_buttons.addStretch(1)
-        timed_buttons.addWidget(clear_one)
-        timed_buttons.addWidget(clear_all)
-        timed_layout.addLayout(timed_buttons)
+        self.tester = LoreTester()
+        self.tester.tried.connect(self._on_try)
+        # The tester's parts by the names the pane's callers know them by.
+        self.try_source = self.tester.source
+        self.try_last = self.tester.last
+        self.try_text = self.tester.text
+        self.try_result = self.tester.result
+        self.timed = TimedEffectsPanel()
+        self.timed.clear_selected_requested.connect(self._on_clear_timed)
+        self.timed.clear_all_requested.connect(self._on_clear_all_timed)
+        self.timed_model = self.timed.model
+        self.timed_table = self.timed.table
         self.side = QTabWidget()
         self.side.addTab(self.editor, "&Entry")
         self.side.addTab(self.tester, "T&ry")
-        self.side.addTab(timed, "Timed effects")
+        self.side.addTab(self.timed, "Timed effects")
         self.side.setMinimumWidth(300)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -356,47 +280,14 @@ class LorebookPane(Pane):
         gauge.setMaximumHeight(14)
         return gauge
 
-    def _build_tester(self) -> QWidget:
-        self.try_source = QComboBox()
-        self.try_source.addItem("Text pasted below")
-        self.try_source.setToolTip("Try pasted text, or the last messages of a place")
-        self.try_source.currentIndexChanged.connect(self._on_try_source)
-        self.try_last = QSpinBox()
-        self.try_last.setRange(1, 1000)
-        self.try_last.setValue(20)
-        self.try_last.setPrefix("last ")
-        self.try_last.setSuffix(" messages")
-        self.try_last.setEnabled(False)
-        self.try_text = QPlainTextEdit()
-        self.try_text.setPlaceholderText("Paste a conversation here, one message per line, then Try (Ctrl+Enter)")
-        self.try_text.setTabChangesFocus(True)
-        self.try_button = self._button("Try", "Run it through the lorebook as the bot would (Ctrl+Enter)", self._on_try)
-        QShortcut(QKeySequence("Ctrl+Return"), self.try_text, self._on_try).setContext(
-            Qt.ShortcutContext.WidgetShortcut
-        )
-        self.try_result = QTextBrowser()
-        self.try_result.setPlaceholderText("What fires, why, and what the budget leaves out shows here.")
-        tester = QWidget()
-        layout = QVBoxLayout(tester)
-        # The source on a row of its own: a place's name ("Lantern Club #familiar-home") is long.
-        layout.addWidget(self.try_source)
-        row = QHBoxLayout()
-        row.addWidget(self.try_last)
-        row.addStretch(1)
-        row.addWidget(self.try_button)
-        layout.addLayout(row)
-        layout.addWidget(self.try_text, 1)
-        layout.addWidget(self.try_result, 2)
-        return tester
-
     # -- loading ---------------------------------------------------------------------------------------
     async def load(self) -> bool:
         lore = self.facade.lore
         # A reply changes the timed effects (and what fired): the book itself is read again only when it is
         # not loaded yet or the file changed and nothing is unsaved (the watcher offers the rest).
-        book = self._book
-        if book is None or (not self.dirty and _digest(await lore.revision()) != _digest(book.revision)):
-            self._set_book(await lore.load(), reset=True)
+        draft = self.draft
+        if draft.book is None or (not draft.dirty and draft.differs_from(await lore.revision())):
+            self._set_book(await lore.load())
         try:
             fired = await lore.fired(7.0)
         except FamiliarError as error:
@@ -404,10 +295,10 @@ class LorebookPane(Pane):
             fired = []
         self._fired = {f.entry: f for f in fired}
         self._show_rows()
-        if self._focus_after_load is not None and self._entries:
+        if self._focus_after_load is not None and self.entries:
             self.select_positions([self._focus_after_load])
             self._focus_after_load = None
-        elif self._entries and not self.selected_positions():
+        elif self.entries and not self.selected_positions():
             self.select_positions([0], focus=False)
         await self._load_timed()
         await self._load_places()
@@ -429,72 +320,34 @@ class LorebookPane(Pane):
         places = [
             (p.place.name, p.place.key) for p in state.places if p.place.parent or not p.place.key.startswith("guild:")
         ]
-        if places == self._places:
-            return
-        self._places = places
-        current = self.try_source.currentIndex()
-        self.try_source.blockSignals(True)
-        self.try_source.clear()
-        self.try_source.addItem("Text pasted below")
-        for name, _key in places:
-            self.try_source.addItem(name)
-        self.try_source.setCurrentIndex(min(max(current, 0), self.try_source.count() - 1))
-        self.try_source.blockSignals(False)
+        self.tester.set_places(places)
 
     # -- the draft -------------------------------------------------------------------------------------
     @property
     def book(self) -> LoreBookView | None:
-        return self._book
+        return self.draft.book
 
     @property
     def entries(self) -> tuple[LoreEntryView, ...]:
-        return self._entries
+        return self.draft.entries
 
     @property
     def dirty(self) -> bool:
-        return (
-            len(self._entries) != len(self._saved)
-            or any(a is not b and not same_entry(a, b) for a, b in zip(self._entries, self._saved, strict=True))
-            or any(a.ref != b.ref for a, b in zip(self._entries, self._saved, strict=True))
-            or (self._book is not None and self._settings != self._book.settings)
-        )
+        return self.draft.dirty
 
-    def _set_book(self, book: LoreBookView, *, reset: bool, rebase: dict[int, int | None] | None = None) -> None:
-        """A book loaded or saved: the new base. `rebase` maps the old generation's refs into it (a save)."""
-        if rebase is not None:
-            self._rebases[self._generation] = rebase
-        self._generation += 1
-        self._book_settings_before = self._book.settings if self._book is not None else None
-        self._book = book
-        self._disk_revision = book.revision
-        if reset or self._settings is None or self._settings == (self._book_settings_before or book.settings):
-            self._settings = book.settings
-        self._saved = book.entries
-        if reset:
-            self._entries = book.entries
+    def _set_book(self, book: LoreBookView) -> None:
+        """A book read from disk: the new base, the edits dropped."""
+        self.draft.set_book(book, reset=True)
         self.conflict_bar.setVisible(False)
 
     def unsaved_work(self) -> str | None:
-        if self._book is None or not (self.dirty or self.editor.pending):
+        if self.draft.book is None or not (self.draft.dirty or self.editor.pending):
             return None
         return "The lorebook has unsaved edits (Save is Ctrl+S in the Lorebook pane)."
 
-    def snapshot(self) -> Snapshot:
-        return Snapshot(self._generation, self._entries, self._settings)
-
     def restore(self, snapshot: Snapshot) -> None:
-        """Put the draft back as a snapshot had it (an undo or redo), its refs brought up to the book now."""
-        entries = snapshot.entries
-        generation = snapshot.generation
-        while generation < self._generation:
-            mapping = self._rebases.get(generation)
-            if mapping is None:
-                raise FamiliarError("the lorebook was read again from disk since: this edit cannot be undone")
-            entries = translate(entries, mapping)
-            generation += 1
-        self._entries = entries
-        if snapshot.settings is not None:
-            self._settings = snapshot.settings
+        """Put the draft back as a snapshot had it (an undo or redo) and show it."""
+        self.draft.restore(snapshot)
         self._show_rows()
         self._schedule_lint()
 
@@ -508,10 +361,10 @@ class LorebookPane(Pane):
         settings: LoreBookSettings | None = None,
     ) -> None:
         """One undoable edit of the draft (`before`: the draft it was made on, when not the one now)."""
-        before = before or self.snapshot()
-        after = Snapshot(self._generation, tuple(entries), settings or self._settings)
+        before = before or self.draft.snapshot()
+        after = self.draft.after(entries, settings)
         outcome = await self.ops.run(
-            "edit the lorebook", lambda: self.context.undo.perform(DraftStep(self, label, before, after))
+            "edit the lorebook", lambda: self.context.undo.perform(DraftStep(self.restore, label, before, after))
         )
         if isinstance(outcome, Succeeded) and select:
             self.select_positions(select)
@@ -521,8 +374,8 @@ class LorebookPane(Pane):
         fired = self._fired
         before = self.model.all_rows
         rows = []
-        for position, entry in enumerate(self._entries):
-            hit = fired.get(entry.ref) if entry.ref is not None and entry is self._saved_at(entry.ref) else None
+        for position, entry in enumerate(self.draft.entries):
+            hit = fired.get(entry.ref) if entry.ref is not None and self.draft.is_saved(entry) else None
             lint = self._lint.get(position, ())
             replies, last = (hit.replies, hit.last) if hit is not None else (0, None)
             old = before[position] if position < len(before) else None
@@ -542,27 +395,18 @@ class LorebookPane(Pane):
         self._show_editor()
         self._update_actions()
 
-    def _saved_at(self, ref: int) -> LoreEntryView | None:
-        return self._saved[ref] if 0 <= ref < len(self._saved) else None
-
     def _show_count(self) -> None:
-        total = len(self._entries)
+        total = len(self.draft.entries)
         shown = self.model.rowCount()
         self.table.set_placeholder(NO_MATCH if total else EMPTY_BOOK)
         self.count_label.setText(f"{total:,} entries" if shown == total else f"{shown:,} of {total:,}")
 
     def _show_budget(self) -> None:
-        book = self._book
-        budget = book.budget if book is not None else 0
-        chosen = self._settings.token_budget if self._settings is not None else None
-        if chosen is not None and book is not None and chosen != book.settings.token_budget:
-            budget = min(budget, chosen) if book.settings.token_budget is None else chosen  # as it will be once saved
-        enabled = [e for e in self._entries if e.enabled]
-        constant = sum(e.tokens for e in enabled if e.constant)
-        every = sum(e.tokens for e in enabled)
+        costs = self.draft.budget()
+        budget = costs.budget
         for gauge, words, label, used in (
-            (self.constant_gauge, self.constant_label, "Constant", constant),
-            (self.all_gauge, self.all_label, "All firing", every),
+            (self.constant_gauge, self.constant_label, "Constant", costs.constant),
+            (self.all_gauge, self.all_label, "All firing", costs.every),
         ):
             gauge.setRange(0, max(budget, 1))
             gauge.setValue(min(used, budget))
@@ -573,14 +417,14 @@ class LorebookPane(Pane):
             p = colours()
             colour = p.error if over else (p.amber if used > budget * 0.8 else p.ok)
             gauge.setStyleSheet(f"QProgressBar::chunk {{ background: {colour}; }}")
-        state = "Unsaved changes" if self.dirty else "Saved"
-        self.status_label.setText(f"{state} · {sum(e.tokens for e in self._entries):,} tokens in the book")
+        state = "Unsaved changes" if self.draft.dirty else "Saved"
+        self.status_label.setText(f"{state} · {costs.book:,} tokens in the book")
 
     def _update_actions(self) -> None:
         chosen = bool(self.selected_positions())
         for widget in (self.delete_button, self.bulk_button):
             widget.setEnabled(chosen)
-        self.save_button.setEnabled(self._book is not None and self.dirty)
+        self.save_button.setEnabled(self.draft.book is not None and self.draft.dirty)
 
     # -- selection and the editor ----------------------------------------------------------------------
     def focus_widget(self) -> QWidget:
@@ -590,7 +434,7 @@ class LorebookPane(Pane):
         """Show the entry at a 0-based position in the book (asked by the Explain pane's Edit entry)."""
         if not isinstance(target, int):
             return
-        if self._book is None:  # the first load selects it
+        if self.draft.book is None:  # the first load selects it
             self._focus_after_load = target
             return
         self.select_positions([target])
@@ -633,11 +477,12 @@ class LorebookPane(Pane):
 
     def _show_editor(self) -> None:
         chosen = self.selected_positions()
-        if len(chosen) == 1 and chosen[0] < len(self._entries):
+        entries = self.draft.entries
+        if len(chosen) == 1 and chosen[0] < len(entries):
             position = chosen[0]
-            entry = self._entries[position]
+            entry = entries[position]
             if self.editor.entry is not entry:
-                where = "new, not saved yet" if entry.ref is None else f"entry {position + 1} of {len(self._entries)}"
+                where = "new, not saved yet" if entry.ref is None else f"entry {position + 1} of {len(entries)}"
                 self.editor.set_entry(entry, f"{entry.title or '(untitled)'} — {where}")
         elif chosen:
             self.editor.set_entry(None, f"{len(chosen)} entries selected: use Selected ▾ for changes to all of them")
@@ -647,14 +492,11 @@ class LorebookPane(Pane):
     def _on_entry_edited(self, before: LoreEntryView, after: LoreEntryView) -> None:
         """The side editor's change to `before`, found by identity: the selection may have moved on already
         (a change is emitted when another row is chosen), and the rows may be sorted or filtered."""
-        position = next((i for i, e in enumerate(self._entries) if e is before), None)
-        if position is None:
+        done = self.draft.edited(before, after)
+        if done is None:
             return  # the entry was deleted or replaced (an undo) meanwhile: the edit has nothing to go to
-        snapshot = self.snapshot()
-        entries = (*self._entries[:position], after, *self._entries[position + 1 :])
         # Applied now, not on a task: a save or a try right after a flush must see it.
-        done = Snapshot(self._generation, entries, self._settings)
-        step = DraftStep(self, f"Edited “{after.title or 'untitled'}”", snapshot, done)
+        step = DraftStep(self.restore, f"Edited “{after.title or 'untitled'}”", self.draft.snapshot(), done)
         self.restore(done)
         # No Undo notice: it came at every pause in the typing, over the content box being typed in. Ctrl+Z
         # (outside the box, which undoes its own typing) and Edit > Undo take it back.
@@ -665,9 +507,9 @@ class LorebookPane(Pane):
     async def new_entry(self) -> None:
         self.editor.flush()
         entry = LoreEntryView(title="New entry", tokens=0)
-        position = len(self._entries)
+        position = len(self.draft.entries)
         self.filter.clear()
-        await self.change("Added an entry", (*self._entries, entry), select=[position])
+        await self.change("Added an entry", self.draft.added(entry), select=[position])
         self.editor.focus_first()
         self.editor.title.selectAll()
 
@@ -679,8 +521,8 @@ class LorebookPane(Pane):
         chosen = set(positions)
         if not chosen:
             return
-        kept = [e for i, e in enumerate(self._entries) if i not in chosen]
-        what = self._entries[min(chosen)].title if len(chosen) == 1 else f"{len(chosen)} entries"
+        kept = self.draft.without(chosen)
+        what = self.draft.entries[min(chosen)].title if len(chosen) == 1 else f"{len(chosen)} entries"
         await self.change(f"Deleted “{what}”" if len(chosen) == 1 else f"Deleted {what}", kept)
 
     async def bulk(self, label: str, positions: Sequence[int], edit: Callable[[LoreEntryView], LoreEntryView]) -> None:
@@ -689,8 +531,7 @@ class LorebookPane(Pane):
         if not chosen:
             return
         self.editor.flush()
-        entries = [edit(e) if i in chosen else e for i, e in enumerate(self._entries)]
-        await self.change(label, entries, select=sorted(chosen))
+        await self.change(label, self.draft.each_edited(chosen, edit), select=sorted(chosen))
 
     @async_slot()
     async def set_enabled(self, enabled: bool) -> None:
@@ -713,18 +554,14 @@ class LorebookPane(Pane):
         await self.bulk(
             f"Added the key “{key}” to {len(positions)} entries",
             positions,
-            lambda e: e if key in e.keys else dataclasses.replace(e, keys=(*e.keys, key)),
+            lambda e: with_key(e, key),
         )
 
     async def remove_key(self, positions: Sequence[int], key: str) -> None:
         await self.bulk(
             f"Removed the key “{key}” from {len(positions)} entries",
             positions,
-            lambda e: dataclasses.replace(
-                e,
-                keys=tuple(k for k in e.keys if k != key),
-                secondary_keys=tuple(k for k in e.secondary_keys if k != key),
-            ),
+            lambda e: without_key(e, key),
         )
 
     @async_slot()
@@ -766,7 +603,7 @@ class LorebookPane(Pane):
     @async_slot()
     async def _ask_remove_key(self) -> None:
         chosen = self.selected_positions()
-        present = sorted({k for i in chosen for k in (*self._entries[i].keys, *self._entries[i].secondary_keys)})
+        present = self.draft.keys_at(chosen)
         if not present:
             return
         key = await ask_item(self, "Remove a key", f"Key to remove from {len(chosen)} entries:", present)
@@ -775,16 +612,17 @@ class LorebookPane(Pane):
 
     @async_slot()
     async def _on_settings(self) -> None:
-        if self._settings is None:
+        settings = self.draft.settings
+        if settings is None:
             return
-        dialog = BookSettingsDialog(self._settings, self.context.window)
+        dialog = BookSettingsDialog(settings, self.context.window)
         if await accepted(dialog):
             await self.set_settings(dialog.settings())
 
     async def set_settings(self, settings: LoreBookSettings) -> None:
         """The book-wide fields, one undo step (written by the next save)."""
-        if settings != self._settings:
-            await self.change("Changed the book settings", self._entries, settings=settings)
+        if settings != self.draft.settings:
+            await self.change("Changed the book settings", self.draft.entries, settings=settings)
 
     # -- save, reload, merge ---------------------------------------------------------------------------
     @async_slot()
@@ -793,11 +631,11 @@ class LorebookPane(Pane):
 
     async def save(self) -> bool:
         self.editor.flush()
-        book = self._book
+        book = self.draft.book
         if book is None:
             return False
-        entries = self._entries
-        settings = self._settings or book.settings
+        entries = self.draft.entries
+        settings = self.draft.settings or book.settings
         outcome = await self.ops.run(
             "save the lorebook", lambda: self.facade.lore.save(entries, book.revision, settings=settings)
         )
@@ -808,12 +646,9 @@ class LorebookPane(Pane):
         if not isinstance(outcome, Succeeded):
             return False
         saved: LoreBookView = outcome.value
-        mapping: dict[int, int | None] = {i: None for i in range(len(book.entries))}
-        for position, entry in enumerate(entries):
-            if entry.ref is not None:
-                mapping[entry.ref] = position
         chosen = self.selected_positions()
-        self._set_book(saved, reset=True, rebase=mapping)
+        self.draft.saved(book, entries, saved)
+        self.conflict_bar.setVisible(False)
         self._show_rows()
         self.select_positions(chosen, focus=False)
         self._schedule_lint()
@@ -822,22 +657,21 @@ class LorebookPane(Pane):
 
     @async_slot()
     async def _check_disk(self) -> None:
-        if self._book is None or self.ops.busy or not self.isVisible():
+        if self.draft.book is None or self.ops.busy or not self.isVisible():
             return
         try:
             revision = await self.facade.lore.revision()
         except FamiliarError:
             return
-        if _digest(revision) == _digest(self._book.revision) or revision == self._disk_revision:
+        if not self.draft.changed_on_disk(revision):
             return
-        self._disk_revision = revision
-        if self.dirty:
+        if self.draft.dirty:
             self._offer_reload(revision)
         else:
             await self.reload()
 
     def _offer_reload(self, revision: str) -> None:
-        self._disk_revision = revision
+        self.draft.saw_on_disk(revision)
         self.conflict_text.setText(
             "lorebook.toml changed on disk since it was loaded, and this editor has unsaved edits: nothing was "
             "written. Merge keeps both (yours win where both changed an entry); Reload drops yours."
@@ -851,7 +685,7 @@ class LorebookPane(Pane):
     async def reload(self) -> None:
         outcome = await self.ops.run("read the lorebook again", self.facade.lore.load)
         if isinstance(outcome, Succeeded):
-            self._set_book(outcome.value, reset=True)
+            self._set_book(outcome.value)
             self._show_rows()
             self._schedule_lint()
 
@@ -861,14 +695,12 @@ class LorebookPane(Pane):
 
     async def merge_with_disk(self) -> tuple[str, ...]:
         self.editor.flush()
-        base = self._book
+        base = self.draft.book
         outcome = await self.ops.run("read the lorebook again", self.facade.lore.load)
         if base is None or not isinstance(outcome, Succeeded):
             return ()
-        theirs: LoreBookView = outcome.value
-        merged = merge(base.entries, self._entries, theirs.entries)
-        self._set_book(theirs, reset=False)
-        self._entries = merged.entries
+        merged = self.draft.merge_with(base, outcome.value)
+        self.conflict_bar.setVisible(False)
         self._show_rows()
         self._schedule_lint()
         if merged.conflicts:
@@ -887,14 +719,13 @@ class LorebookPane(Pane):
 
     @async_slot()
     async def _run_lint(self) -> None:
-        entries = self._entries
-        book = self._book
+        entries = self.draft.entries
         try:
-            found = await self.facade.lore.lint(entries, settings=self._settings if book else None)
+            found = await self.facade.lore.lint(entries, settings=self.draft.engine_settings)
         except FamiliarError as error:
             self.status_label.setText(f"Lint could not run: {error}")
             return
-        if entries is not self._entries:
+        if entries is not self.draft.entries:
             return  # edited meanwhile: the next run says
         lint: dict[int, list[str]] = {}
         for item in found:
@@ -907,10 +738,6 @@ class LorebookPane(Pane):
         self.side.setCurrentWidget(self.tester)
         self.try_text.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
-    def _on_try_source(self, index: int) -> None:
-        self.try_last.setEnabled(index > 0)
-        self.try_text.setEnabled(index == 0)
-
     @async_slot()
     async def _on_try(self) -> None:
         await self.run_try()
@@ -918,30 +745,28 @@ class LorebookPane(Pane):
     async def run_try(self) -> LoreTrial | None:
         self.editor.flush()
         lore = self.facade.lore
-        entries = self._entries
-        settings = self._settings if self._book else None
-        index = self.try_source.currentIndex()
-        if index <= 0:
-            lines = [line for line in self.try_text.toPlainText().splitlines() if line.strip()]
+        entries = self.draft.entries
+        settings = self.draft.engine_settings
+        where = self.tester.place()
+        if where is None:
+            lines = self.tester.lines()
             if not lines:
                 self.try_result.setHtml("<p>Paste some text to try first.</p>")
                 return None
             call = lambda: lore.try_text(lines, entries=entries, settings=settings)  # noqa: E731
         else:
-            where = self._places[index - 1][1]
             last = self.try_last.value()
             call = lambda: lore.try_place(where, last, entries=entries, settings=settings)  # noqa: E731
-        outcome = await self.ops.run("try the lorebook", call, busy=[self.try_button])
+        outcome = await self.ops.run("try the lorebook", call, busy=[self.tester.button])
         if not isinstance(outcome, Succeeded):
             return None
-        self.try_result.setHtml(trial_html(outcome.value))
+        self.tester.show_trial(outcome.value)
         return outcome.value
 
     # -- timed effects -----------------------------------------------------------------------------------
     @async_slot()
     async def _on_clear_timed(self) -> None:
-        rows = sorted({i.row() for i in self.timed_table.selectionModel().selectedRows()})
-        effects = [self.timed_model.record(row) for row in rows]
+        effects = self.timed.selected()
 
         async def clear() -> int:
             return sum([await self.facade.lore.clear_timed(e.place.key, e.key, initiator=self) for e in effects])
@@ -967,10 +792,10 @@ class LorebookPane(Pane):
         """Put the entries of `file` the owner takes into the draft: one undo step, written by the next Save
         (the preview compares the file with the draft, unsaved edits and all)."""
         self.editor.flush()
-        book = self._book
+        book = self.draft.book
         if book is None:
             return False
-        entries = self._entries
+        entries = self.draft.entries
         outcome = await self.ops.run(
             "read the file to import",
             lambda: self.facade.lore.import_preview(file, entries, base_revision=book.revision),
@@ -985,29 +810,21 @@ class LorebookPane(Pane):
         take = await (choose or self._choose_imports)(preview)
         if take is None:
             return False
-        chosen = [item for item in preview.items if item.number in take and item.action != "unchanged"]
+        chosen = to_import(preview, take)
         if not chosen:
             self.context.undo.notices.show_message("Nothing to import: every entry is in the book already")
             return False
-        if entries is not self._entries or book is not self._book:
+        if entries is not self.draft.entries or book is not self.draft.book:
             self.error_banner.show_message("The lorebook changed while the import was open: import it again.")
             return False
-        draft = list(entries)
-        touched: list[int] = []
-        for item in chosen:
-            if item.action == "changed" and item.existing is not None and item.existing < len(draft):
-                draft[item.existing] = dataclasses.replace(item.entry, ref=draft[item.existing].ref)
-                touched.append(item.existing)
-            else:
-                touched.append(len(draft))
-                draft.append(item.entry)
+        draft, touched = self.draft.imported(chosen)
         self.filter.clear()
         label = f"Imported {len(chosen)} {'entry' if len(chosen) == 1 else 'entries'} from {file.name}"
         await self.change(f"{label} (Ctrl+S saves)", draft, select=sorted(touched))
         return True
 
     async def _choose_imports(self, preview: ImportPreview) -> frozenset[int] | None:
-        dialog = ImportDialog(preview, self._entries, self.context.window)
+        dialog = ImportDialog(preview, self.draft.entries, self.context.window)
         if not await accepted(dialog):
             return None
         return dialog.chosen()
@@ -1027,7 +844,7 @@ class LorebookPane(Pane):
         outcome = await self.ops.run("export the lorebook", lambda: self.facade.lore.export(target, fmt))
         if not isinstance(outcome, Succeeded):
             return None
-        unsaved = " (the saved book: your unsaved edits are not in it)" if self.dirty else ""
+        unsaved = " (the saved book: your unsaved edits are not in it)" if self.draft.dirty else ""
         self.context.undo.notices.show_message(f"Exported {outcome.value} entries to {target.name}{unsaved}")
         return outcome.value
 
@@ -1040,308 +857,4 @@ class LorebookPane(Pane):
         self._show_count()
 
 
-def _digest(revision: str) -> str:
-    return revision.split(":", 1)[0]
-
-
-FIELD_WORDS = {
-    "title": "title", "id": "id", "keys": "keys", "secondary_keys": "secondary keys", "logic": "logic",
-    "content": "content", "priority": "priority", "constant": "constant", "enabled": "enabled",
-    "case_sensitive": "match case", "whole_words": "whole words", "scan_depth": "scan depth",
-    "probability": "probability", "use_probability": "use the probability", "group": "inclusion group",
-    "group_override": "wins its group", "group_weight": "group weight", "use_group_scoring": "group scoring",
-    "sticky": "sticky", "cooldown": "cooldown", "delay": "delay", "exclude_recursion": "not activated by others",
-    "prevent_recursion": "activates no others", "delay_until_recursion": "recursion delay",
-    "extensions": "fields of its own (extensions)",
-}  # fmt: skip
-"""What each field of an entry is called in the import preview."""
-
-
-def _field_text(entry: LoreEntryView, name: str) -> str:
-    value = getattr(entry, name, None)
-    if isinstance(value, tuple):
-        return ", ".join(str(v) for v in value) or "none"
-    if value is None:
-        return "the book's"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
-def import_item_html(item: ImportItem, book: Sequence[LoreEntryView]) -> str:
-    """An entry of the file to import, in full: its keys and content; for a new version of an entry of the
-    book, what changes, with a word diff of the content."""
-    entry = item.entry
-    old = book[item.existing] if item.existing is not None and item.existing < len(book) else None
-    title = html.escape(entry.title or "(untitled)")
-    parts = [f"<h3>{title}</h3>"]
-    if item.action == "changed" and old is not None:
-        fields = ", ".join(FIELD_WORDS.get(f, f) for f in item.changed_fields)
-        parts.append(f"<p>A new version of entry {(item.existing or 0) + 1}, “{html.escape(old.title)}”: {fields}.</p>")
-    elif item.action == "unchanged":
-        parts.append(f"<p>Already in the book as entry {(item.existing or 0) + 1}, exactly so.</p>")
-    else:
-        parts.append("<p>New: the book has no entry of this title and id.</p>")
-    changed = set(item.changed_fields) if item.action == "changed" and old is not None else set()
-
-    def shown(name: str, text: str) -> str:
-        if name in changed and old is not None:
-            return f"{html.escape(text)} <i>(was: {html.escape(_field_text(old, name))})</i>"
-        return html.escape(text)
-
-    rows = [("Keys", shown("keys", _field_text(entry, "keys")))]
-    if entry.secondary_keys or "secondary_keys" in changed:
-        logic = dict(LOGICS).get(entry.logic, entry.logic)
-        rows.append(("Secondary keys", shown("secondary_keys", _field_text(entry, "secondary_keys")) + f" ({logic})"))
-    if "title" in changed and old is not None:
-        rows.append(("Title", shown("title", entry.title)))
-    for name in item.changed_fields:
-        if old is None or name in ("content", "keys", "secondary_keys", "title") or not hasattr(entry, name):
-            continue
-        rows.append(
-            (
-                FIELD_WORDS.get(name, name).capitalize(),
-                f"{html.escape(_field_text(old, name))} → {html.escape(_field_text(entry, name))}",
-            )
-        )
-    parts.append("<table cellspacing='0' cellpadding='2'>")
-    for label, cell in rows:
-        parts.append(f"<tr><td><b>{html.escape(label)}</b>&nbsp;&nbsp;</td><td>{cell}</td></tr>")
-    parts.append("</table>")
-    if item.action == "changed" and old is not None and "content" in item.changed_fields:
-        parts.append(f"<p><b>Content</b> ({legend_html('the file', 'the book')})</p>")
-        parts.append(f"<p>{diff_html(word_diff(old.content, entry.content))}</p>")
-    else:
-        parts.append("<p><b>Content</b></p>")
-        parts.append(f"<p>{html.escape(entry.content) or '<i>none</i>'}</p>".replace("\n", "<br>"))
-    return "".join(parts)
-
-
-class ImportDialog(QDialog):
-    """Each entry of the file against the book (the draft): new, changed (which fields) or already there, with
-    a choice each; the chosen row in full below (keys, content, and for a new version a diff)."""
-
-    def __init__(
-        self, preview: ImportPreview, book: Sequence[LoreEntryView] = (), parent: QWidget | None = None
-    ) -> None:
-        super().__init__(parent)
-        self.setWindowTitle(f"Import {Path(preview.file).name}")
-        self._preview = preview
-        self._book = tuple(book)
-        counts = {a: sum(1 for i in preview.items if i.action == a) for a in ("added", "changed", "unchanged")}
-        summary = QLabel(
-            f"{preview.source}: {counts['added']} new, {counts['changed']} changed, "
-            f"{counts['unchanged']} already in the book. Nothing is written until you save the lorebook."
-        )
-        summary.setWordWrap(True)
-        self.table = QTableWidget(len(preview.items), 4)
-        self.table.setHorizontalHeaderLabels(["Take", "Entry", "Keys", "Against the book"])
-        self.table.verticalHeader().setVisible(False)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setWordWrap(False)
-        self._boxes: list[QCheckBox] = []
-        for row, item in enumerate(preview.items):
-            box = QCheckBox()
-            box.setChecked(item.action != "unchanged")
-            box.setEnabled(item.action != "unchanged")
-            box.setToolTip("Take this entry" if item.action != "unchanged" else "Already in the book")
-            box.toggled.connect(self._sync)
-            self._boxes.append(box)
-            self.table.setCellWidget(row, 0, box)
-            title = item.entry.title or ", ".join(item.entry.keys)
-            keys = ", ".join(item.entry.keys)
-            what = {
-                "added": "new",
-                "changed": "changes entry "
-                f"{(item.existing or 0) + 1}: {', '.join(FIELD_WORDS.get(f, f) for f in item.changed_fields)}",
-                "unchanged": "already in the book",
-            }[item.action]
-            for column, text in ((1, title), (2, keys), (3, what)):
-                cell = QTableWidgetItem(text)
-                cell.setToolTip(text)
-                self.table.setItem(row, column, cell)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
-        self.table.resizeColumnToContents(1)
-        self.table.resizeColumnToContents(2)
-        for column in (1, 2):
-            self.table.setColumnWidth(column, min(self.table.columnWidth(column), 220))
-        self.detail = QTextBrowser()
-        self.detail.setOpenLinks(False)
-        self.table.currentCellChanged.connect(self._on_table_current_cell_changed)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        self.take_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        self.take_button.setText("Import the chosen")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.setChildrenCollapsible(False)
-        split.addWidget(self.table)
-        split.addWidget(self.detail)
-        split.setSizes([260, 240])
-        layout = QVBoxLayout(self)
-        layout.addWidget(summary)
-        layout.addWidget(split, 1)
-        layout.addWidget(self.buttons)
-        self.resize(760, 560)
-        if preview.items:
-            self.table.setCurrentCell(0, 1)
-        self._sync()
-
-    def _on_table_current_cell_changed(self, row: int, _column: int, _old_row: int, _old_column: int) -> None:
-        items = self._preview.items
-        self.detail.setHtml(import_item_html(items[row], self._book) if 0 <= row < len(items) else "")
-
-    def _sync(self, *_args: object) -> None:
-        """Import the chosen does something only with something chosen."""
-        count = len(self.chosen())
-        self.take_button.setEnabled(count > 0)
-        self.take_button.setToolTip(
-            f"Put the {count} chosen entries in the book (Save writes them)" if count else "Tick an entry to import"
-        )
-
-    def chosen(self) -> frozenset[int]:
-        return frozenset(
-            item.number for item, box in zip(self._preview.items, self._boxes, strict=True) if box.isChecked()
-        )
-
-
-class BookSettingsDialog(QDialog):
-    """The book-wide fields of lorebook.toml."""
-
-    def __init__(self, settings: LoreBookSettings, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Book settings")
-        self._base = settings
-        self.name = QLineEdit(settings.name)
-        self.scan_depth = QSpinBox()
-        self.scan_depth.setRange(0, 1000)
-        self.scan_depth.setValue(settings.scan_depth)
-        self.scan_depth.setToolTip("How many recent messages are scanned for keys")
-        self.case_sensitive = QCheckBox("Keys match only with the same case")
-        self.case_sensitive.setChecked(settings.case_sensitive)
-        self.whole_words = QCheckBox("Keys match whole words only")
-        self.whole_words.setChecked(settings.whole_words)
-        self.token_budget = QSpinBox()
-        self.token_budget.setRange(0, 1_000_000)
-        self.token_budget.setSpecialValueText("the reply budget's")
-        self.token_budget.setValue(settings.token_budget or 0)
-        self.max_entries = QSpinBox()
-        self.max_entries.setRange(0, 10_000)
-        self.max_entries.setSpecialValueText("the reply budget's")
-        self.max_entries.setValue(settings.max_entries or 0)
-        self.recursive = QCheckBox("Entries can activate other entries")
-        self.recursive.setChecked(settings.recursive_scanning)
-        self.recursion_steps = QSpinBox()
-        self.recursion_steps.setRange(0, 100)
-        self.recursion_steps.setValue(settings.max_recursion_steps)
-        self.group_scoring = QCheckBox("Inclusion groups pick by how many keys matched")
-        self.group_scoring.setChecked(settings.use_group_scoring)
-        form = QFormLayout()
-        form.addRow("Name", self.name)
-        form.addRow("Scan depth", self.scan_depth)
-        form.addRow("", self.case_sensitive)
-        form.addRow("", self.whole_words)
-        form.addRow("Token budget", self.token_budget)
-        form.addRow("Most entries", self.max_entries)
-        form.addRow("", self.recursive)
-        form.addRow("Recursion steps", self.recursion_steps)
-        form.addRow("", self.group_scoring)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(buttons)
-
-    def settings(self) -> LoreBookSettings:
-        return dataclasses.replace(
-            self._base,
-            name=self.name.text().strip(),
-            scan_depth=self.scan_depth.value(),
-            case_sensitive=self.case_sensitive.isChecked(),
-            whole_words=self.whole_words.isChecked(),
-            token_budget=self.token_budget.value() or None,
-            max_entries=self.max_entries.value() or None,
-            recursive_scanning=self.recursive.isChecked(),
-            max_recursion_steps=self.recursion_steps.value(),
-            use_group_scoring=self.group_scoring.isChecked(),
-        )
-
-
-# -- the tester's report ------------------------------------------------------------------------------------
-def _highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
-    out: list[str] = []
-    at = 0
-    for start, end, title in sorted(spans):
-        if start < at or end > len(text):
-            continue
-        out.append(html.escape(text[at:start]))
-        out.append(
-            f'<b style="background:{LORE_HIGHLIGHT}; color:{LORE_HIGHLIGHT_TEXT}" title="{html.escape(title)}">'
-            f"{html.escape(text[start:end])}</b>"
-        )  # its own text colour with its background: it reads in the dark theme too
-        at = end
-    out.append(html.escape(text[at:]))
-    return "".join(out)
-
-
-def trial_html(trial: LoreTrial) -> str:
-    """The tester's report: the texts with each matched key highlighted, what fired step by step (the
-    recursion chain), and what matched but was left out, with why."""
-    spans: dict[int, list[tuple[int, int, str]]] = {}
-    for fired in trial.fired:
-        span = fired.span
-        if span is None or span.position is None or span.source == "lore":
-            continue
-        text = trial.texts[span.position] if span.position < len(trial.texts) else ""
-        offset = 0
-        if span.source == "message":
-            colon = text.find(": ")
-            offset = colon + 2 if colon >= 0 else 0
-        spans.setdefault(span.position, []).append((span.start + offset, span.end + offset, fired.title))
-    parts = [f"<h3>{len(trial.fired)} fired · {trial.tokens:,} of {trial.budget:,} tokens</h3>"]
-    parts.append("<p>" + "<br>".join(_highlight(t, spans.get(i, [])) for i, t in enumerate(trial.texts)) + "</p>")
-    if trial.fired:
-        parts.append("<h4>Fired</h4><ol>")
-        for fired in trial.fired:
-            via = {
-                "key": f"key “{html.escape(fired.key)}”",
-                "constant": "constant",
-                "sticky": "still sticky",
-                "decorator": "@@activate",
-            }[fired.via]
-            step = f", step {fired.step} (activated by an entry)" if fired.step else ""
-            roll = f", rolled {fired.roll:.0f}" if fired.roll is not None else ""
-            parts.append(
-                f"<li><b>{html.escape(fired.title or 'untitled')}</b> (entry {fired.index + 1}): {via}{step}{roll},"
-                f" {fired.tokens:,} tokens</li>"
-            )
-        parts.append("</ol>")
-    if len(trial.steps) > 1:
-        titles = {f.index: f.title for f in trial.fired}
-        chain = " → ".join(
-            ", ".join(html.escape(titles.get(i, f"entry {i + 1}")) for i in step) or "nothing" for step in trial.steps
-        )
-        parts.append(f"<p><b>Recursion:</b> {chain}</p>")
-    if trial.dropped:
-        parts.append("<h4>Matched but left out</h4><ul>")
-        for dropped in trial.dropped:
-            parts.append(
-                f"<li><b>{html.escape(dropped.title or 'untitled')}</b> (entry {dropped.index + 1}, key "
-                f"“{html.escape(dropped.key)}”): {html.escape(dropped.reason)} — {html.escape(dropped.detail)}</li>"
-            )
-        parts.append("</ul>")
-    if not trial.fired and not trial.dropped:
-        parts.append("<p>Nothing matched: no key of an enabled entry is in these messages.</p>")
-    for problem in trial.problems:
-        parts.append(f'<p style="color:{colours().error}">{html.escape(problem)}</p>')
-    return "".join(parts)
-
-
-__all__ = ["DraftStep", "ImportDialog", "LoreRow", "LorebookPane", "trial_html"]
+__all__ = ["LoreRow", "LorebookPane"]

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import TypeVar
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -48,6 +48,7 @@ from app.ui.models.switches_model import EVERYWHERE, KIND_OF_COLUMN, LEARNING, P
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import SWITCH_HINT_STYLE, section_label, small_label
 from app.ui.widgets.placeholder_table import PlaceholderTableView
+from app.ui.widgets.record_table import RecordTableView
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,7 +80,7 @@ def describe(receipt: ForgetReceipt) -> str:
     return "; ".join(lines) or "nothing left to erase"
 
 
-class SwitchTable(PlaceholderTableView):
+class SwitchTable(RecordTableView):
     """Emits `toggle_requested(column)` for Space / Enter (the current cell's column), L and R."""
 
     toggle_requested = Signal(int)
@@ -99,21 +100,17 @@ class SwitchTable(PlaceholderTableView):
         event.accept()
 
 
-def _table(placeholder: str, view: PlaceholderTableView | None = None) -> PlaceholderTableView:
-    table = view if view is not None else PlaceholderTableView(placeholder)
-    table.set_placeholder(placeholder)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setWordWrap(False)
-    table.setTextElideMode(Qt.TextElideMode.ElideRight)
-    table.verticalHeader().setVisible(False)
-    table.setAlternatingRowColors(True)
-    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 10)
-    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    table.horizontalHeader().setStretchLastSection(True)
-    table.horizontalHeader().setMinimumSectionSize(90)
+def _table(placeholder: str, model: QAbstractItemModel) -> RecordTableView:
+    """A table of the pane's records: its columns as wide as their contents, the last one the rest."""
+    table = RecordTableView(
+        placeholder, model, columns=QHeaderView.ResizeMode.ResizeToContents, stretch="last", min_column=90
+    )
+    _room_for_a_line(table)
     return table
+
+
+def _room_for_a_line(table: RecordTableView) -> None:
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 10)
 
 
 class MemoryPane(Pane):
@@ -125,15 +122,19 @@ class MemoryPane(Pane):
         super().__init__(context, parent)
         # -- the switches --
         self.switches = SwitchesModel(self)
-        self.switch_view = SwitchTable("")
-        _table("", self.switch_view)
-        self.switch_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
-        self.switch_view.setAlternatingRowColors(False)
-        self.switch_view.setModel(self.switches)
+        # One switch a cell: cells are chosen, not rows.
+        self.switch_view = SwitchTable(
+            "",
+            self.switches,
+            behavior=QAbstractItemView.SelectionBehavior.SelectItems,
+            alternating=False,
+            columns=QHeaderView.ResizeMode.ResizeToContents,
+            stretch=PLACE,
+            min_column=90,
+        )
+        _room_for_a_line(self.switch_view)
         self.switch_view.setToolTip("Space, Enter or a click flips the switch under the cursor; L and R flip a row's")
         header = self.switch_view.horizontalHeader()
-        header.setStretchLastSection(False)
-        header.setSectionResizeMode(PLACE, QHeaderView.ResizeMode.Stretch)
         for column in (LEARNING, RECALL):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
             self.switch_view.setColumnWidth(column, 230)
@@ -157,8 +158,7 @@ class MemoryPane(Pane):
 
         # -- tombstones --
         self.tombstones = TombstonesModel(self)
-        self.tombstone_view = _table(NO_TOMBSTONES)
-        self.tombstone_view.setModel(self.tombstones)
+        self.tombstone_view = _table(NO_TOMBSTONES, self.tombstones)
         self.lift_button = QPushButton("&Lift")
         self.lift_button.setToolTip("Let the familiar learn the selected fact again (Del). Ctrl+Z undoes it.")
         self.lift_button.clicked.connect(self.lift_selected)
@@ -166,8 +166,7 @@ class MemoryPane(Pane):
 
         # -- receipts --
         self.receipts = ReceiptsModel(describe, self)
-        self.receipt_view = _table(NO_RECEIPTS)
-        self.receipt_view.setModel(self.receipts)
+        self.receipt_view = _table(NO_RECEIPTS, self.receipts)
         self.receipt_detail = small_label("")
         self.receipt_detail.setTextFormat(Qt.TextFormat.PlainText)
         self.receipt_view.selectionModel().currentRowChanged.connect(self._on_receipt_view_current_row_changed)
@@ -175,8 +174,7 @@ class MemoryPane(Pane):
 
         # -- forgets in their undo window --
         self.waiting = WaitingForgetsModel(self)
-        self.waiting_view = _table(NOTHING_WAITING)
-        self.waiting_view.setModel(self.waiting)
+        self.waiting_view = _table(NOTHING_WAITING, self.waiting)
         self.keep_button = QPushButton("&Keep it")
         self.keep_button.setToolTip("Call off the selected forget: the fact stays (Del). Ctrl+Z forgets it again.")
         self.keep_button.clicked.connect(self.keep_selected)
@@ -185,8 +183,6 @@ class MemoryPane(Pane):
         self._countdown.setInterval(COUNTDOWN_MS)
         self._countdown.timeout.connect(self.waiting.tick)
 
-        for view in (self.tombstone_view, self.receipt_view, self.waiting_view):
-            view.horizontalHeader().setStretchLastSection(True)
         for view in (self.tombstone_view, self.waiting_view):
             view.selectionModel().currentRowChanged.connect(self._on_table_current_row_changed)
         self.tabs = QTabWidget()

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Literal
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
@@ -58,6 +57,7 @@ from app.ui.models.base import native_rows
 from app.ui.models.pending_model import PendingModel
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
+from app.ui.state.pending_queue import VERBS, Kind, QueueDecision, QueueState, focus_after_decision, is_open
 from app.ui.theme import CAUGHT_UP_STYLE, scaled_font, small_label
 from app.ui.widgets.flow_layout import FlowLayout
 from app.ui.widgets.pending_detail import PendingDetail, conflict_text, left_text
@@ -89,14 +89,6 @@ NOTHING_WAITS = (
     "Decided one too many? z brings the last decision back."
 )
 
-Kind = Literal["accept", "reject", "snooze", "edit"]
-VERBS: dict[Kind, tuple[str, str]] = {  # (operation, past tense for a batch's label)
-    "accept": ("accept", "Accepted"),
-    "reject": ("reject", "Rejected"),
-    "snooze": ("snooze", "Snoozed"),
-    "edit": ("edit and accept", "Edited"),
-}
-
 
 def fixed_size_for(label: QLabel, longest: str) -> None:
     """Give a label that changes often a fixed size (room for `longest`), so a new text repaints it
@@ -110,79 +102,6 @@ def counter_text(pending: int, snoozed: int, selected: int = 0) -> str:
     return f"{text} · {selected} selected" if selected else text
 
 
-def is_open(fact: FactView) -> bool:
-    """Still something to decide: a pending head."""
-    return fact.status == "pending" and fact.is_head
-
-
-def _waiting(fact: FactView, now: datetime) -> bool:
-    return is_open(fact) and not fact.snoozed(now)
-
-
-def _snoozed(fact: FactView, now: datetime) -> bool:
-    return is_open(fact) and fact.snoozed(now)
-
-
-Settled = Callable[[PendingItem, int, FactView, FactView, bool], None]
-
-
-class QueueDecision:
-    """One decision on one or several queue items, `Reversible` for the window's undo. Each item's step is
-    a fact_actions step; after each step is done or undone the pane is told (`settled`), so it puts the
-    item back or takes it out, wherever the undo came from (z, Ctrl+Z, the notice).
-
-    The first time, a step that fails (a revision conflict) leaves the others done: `failures` lists them,
-    and only the steps done are undone later. If every step fails, the first error is raised."""
-
-    undo_window: float | None = None
-
-    def __init__(self, kind: Kind, steps: Sequence[tuple[PendingItem, int, FactStep]], settled: Settled) -> None:
-        self._kind = kind
-        self._steps = list(steps)
-        self._settled = settled
-        self._first = True
-        self.failures: list[tuple[PendingItem, int, FamiliarError]] = []
-
-    @property
-    def label(self) -> str:
-        if len(self._steps) == 1:
-            return self._steps[0][2].label
-        return f"{VERBS[self._kind][1]} {len(self._steps)} facts"
-
-    @property
-    def items(self) -> list[PendingItem]:
-        return [item for item, _order, _step in self._steps]
-
-    async def redo(self) -> None:
-        if not self._first:
-            for item, order, step in self._steps:
-                await self._move(item, order, step, step.redo, undoing=False)
-            return
-        self._first = False
-        done: list[tuple[PendingItem, int, FactStep]] = []
-        for item, order, step in self._steps:
-            try:
-                await self._move(item, order, step, step.redo, undoing=False)
-            except FamiliarError as error:
-                self.failures.append((item, order, error))
-            else:
-                done.append((item, order, step))
-        if not done:
-            raise self.failures[0][2]
-        self._steps = done
-
-    async def undo(self) -> None:
-        for item, order, step in reversed(self._steps):
-            await self._move(item, order, step, step.undo, undoing=True)
-
-    async def _move(
-        self, item: PendingItem, order: int, step: FactStep, move: Callable[[], Awaitable[None]], *, undoing: bool
-    ) -> None:
-        before = step.current
-        await move()
-        self._settled(item, order, before, step.current, undoing)
-
-
 class PendingPane(Pane):
     name = "pending"
     title = "Pending queue"
@@ -192,17 +111,8 @@ class PendingPane(Pane):
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
         self.model = PendingModel(self)
-        self._pending = 0
-        self._snoozed = 0
-        self._show_snoozed = False
-        self._conflicts: dict[int, str] = {}  # fact id -> the "changed meanwhile" note
-        self._in_flight: set[int] = set()  # taken out, decision not settled yet
-        # Facts this pane's decisions (or their undo) settled, by generation: a load that ran meanwhile
-        # read them before or after, so for them the model, not the load, is right.
-        self._generation = 0
-        self._touched: dict[int, int] = {}
+        self.queue = QueueState()
         self._serial = asyncio.Lock()  # decisions and undo run in the order their keys were pressed
-        self._wanted: int | None = None  # a fact another pane asked to show, once loaded
         self._snooze_target: PendingItem | None = None
         self.sheet: ShortcutSheet | None = None
         # The counter moves with each decision; a load reads it from the store. A load that ran beside a
@@ -409,11 +319,11 @@ class PendingPane(Pane):
     # -- reading ---------------------------------------------------------------------------------------
     @property
     def pending_count(self) -> int:
-        return self._pending
+        return self.queue.pending
 
     @property
     def snoozed_count(self) -> int:
-        return self._snoozed
+        return self.queue.snoozed
 
     @property
     def is_caught_up(self) -> bool:
@@ -422,7 +332,7 @@ class PendingPane(Pane):
     @property
     def deciding(self) -> bool:
         """Decisions taken out of the queue whose facade call has not finished yet."""
-        return bool(self._in_flight) or self._serial.locked()
+        return self.queue.deciding or self._serial.locked()
 
     @property
     def drawing_ahead(self) -> bool:
@@ -433,7 +343,7 @@ class PendingPane(Pane):
     def settling(self) -> bool:
         """Decisions taken out of the queue not finished yet, or the counter not recounted after them."""
         return (
-            bool(self._in_flight)
+            self.queue.deciding
             or self._serial.locked()
             or self._recount_timer.isActive()
             or self._recount_task is not None
@@ -448,18 +358,18 @@ class PendingPane(Pane):
         return index.row() if index.isValid() else -1
 
     def conflict_note(self, fact_id: int) -> str | None:
-        return self._conflicts.get(fact_id)
+        return self.queue.conflict(fact_id)
+
+    @property
+    def _generation(self) -> int:
+        """The queue's generation (a test stages a reload that ran beside decisions with it)."""
+        return self.queue.generation
 
     async def load(self) -> bool:
-        since = self._generation
-        queue = await self.facade.memory.pending(include_snoozed=self._show_snoozed, limit=PAGE)
+        since = self.queue.generation
+        queue = await self.facade.memory.pending(include_snoozed=self.queue.show_snoozed, limit=PAGE)
         self._apply(queue, since)
         return True
-
-    def _touch(self, *fact_ids: int) -> None:
-        self._generation += 1
-        for fact_id in fact_ids:
-            self._touched[fact_id] = self._generation
 
     def _apply(self, queue: PendingQueue, since: int) -> None:
         """Bring in a queue read from the store (begun at generation `since`), keeping what this pane's
@@ -467,26 +377,22 @@ class PendingPane(Pane):
         keep = self.current_item()
         row = self.current_row()
         order = self.model.order_key(keep.fact.id) if keep is not None else 0
-        recent = {fact_id for fact_id, generation in self._touched.items() if generation > since}
-        desired = [i for i in queue.items if i.fact.id not in self._in_flight and i.fact.id not in recent]
+        desired, recent = self.queue.read(queue, since)
         desired += [self.model.item(r) for fact_id in recent if (r := self.model.row_of(fact_id)) is not None]
         self.model.merge(desired)
-        self._touched = {f: g for f, g in self._touched.items() if g > since}
-        self._pending, self._snoozed = queue.pending, queue.snoozed
         if recent:
             self._recount_timer.start()  # the counts were read before some of those decisions
-        for fact_id in [f for f in self._conflicts if self.model.row_of(f) is None]:
-            del self._conflicts[fact_id]
-        wanted = self._wanted
+        self.queue.keep_conflicts(lambda fact_id: self.model.row_of(fact_id) is not None)
+        wanted = self.queue.wanted
         if wanted is not None and self.model.row_of(wanted) is not None:
-            self._wanted = None
+            self.queue.wanted = None
             self._select(self.model.row_of(wanted) or 0)
             self.list_view.setFocus()
         elif keep is not None and (kept := self.model.row_of(keep.fact.id)) is not None:
             self._select(kept)
         else:
             self._select(max(row, 0))
-            if keep is not None and keep.fact.id not in self._in_flight:
+            if keep is not None and not self.queue.in_flight(keep.fact.id):
                 # What the owner was looking at left the queue from elsewhere (the CLI, a worker): say
                 # what became of it, and show its newer version in its place if there is one to decide.
                 self._vanished(keep, order)
@@ -526,7 +432,7 @@ class PendingPane(Pane):
 
     def _show_detail(self) -> None:
         item = self.current_item()
-        self.detail.show_item(item, conflict=self._conflicts.get(item.fact.id) if item else None)
+        self.detail.show_item(item, conflict=self.queue.conflict(item.fact.id) if item else None)
 
     def focus_widget(self) -> QWidget:
         return self.list_view
@@ -540,8 +446,8 @@ class PendingPane(Pane):
             self._select(row)
             self.list_view.setFocus()
             return
-        self._wanted = target
-        if not self._show_snoozed:
+        self.queue.wanted = target
+        if not self.queue.show_snoozed:
             self.show_snoozed_box.setChecked(True)  # reloads
         else:
             self.refresh()
@@ -552,16 +458,16 @@ class PendingPane(Pane):
     def _sync(self) -> None:
         """The counter, the caught-up page, the selection bar: from the model and the counts."""
         marked = len(self.model.marked_ids())
-        self.counter.setText(counter_text(self._pending, self._snoozed, marked))
+        self.counter.setText(counter_text(self.queue.pending, self.queue.snoozed, marked))
         empty = self.model.rowCount() == 0
         if empty:
-            snoozed = self._snoozed
+            snoozed = self.queue.snoozed
             self.caught_up_text.setText(
                 NOTHING_WAITS
                 + (
                     f"\n{snoozed} snoozed item{'s come' if snoozed != 1 else ' comes'} back when the snooze ends"
                     " (tick “Show snoozed” to see them now)."
-                    if snoozed and not self._show_snoozed
+                    if snoozed and not self.queue.show_snoozed
                     else ""
                 )
             )
@@ -575,7 +481,7 @@ class PendingPane(Pane):
 
     def _refill(self) -> None:
         """Fetch more when the loaded part of a long queue runs low."""
-        if self.model.rowCount() < LOW_WATER and self._pending > self.model.rowCount() + len(self._in_flight):
+        if self.queue.needs_more(self.model.rowCount(), LOW_WATER):
             self.refresh()
 
     # -- deciding -------------------------------------------------------------------------------------------
@@ -624,18 +530,9 @@ class PendingPane(Pane):
         focused = self.current_item()
         row = self.current_row()
         taken = self.model.take(ids)
-        self._in_flight.update(ids)
-        for fact_id in ids:
-            self._conflicts.pop(fact_id, None)
-        if focused is not None and focused.fact.id not in ids:
-            self._select(self.model.row_of(focused.fact.id) or 0)  # deciding the selected: focus stays put
-        elif taken:
-            # The item after the last one decided (or, at the end, the one before the first): the rows above
-            # it that were decided went out with it, so it is that many rows up from where it was.
-            last = max(taken_row for taken_row, _item in taken)
-            self._select(last + 1 - len(taken))
-        else:
-            self._select(row)
+        self.queue.take_out(ids)
+        focused_id = focused.fact.id if focused is not None else None
+        self._select(focus_after_decision(focused_id, ids, [r for r, _item in taken], row, self.model.row_of))
         self._sync()
         self._run_decision(kind, [(item, row, orders[item.fact.id]) for row, item in taken], until, text)
 
@@ -669,7 +566,7 @@ class PendingPane(Pane):
                 )
                 what = VERBS[kind][0] + (" the selected facts" if len(taken) > 1 else " the fact")
                 outcome = await self.ops.run(what, lambda: self.context.undo.perform(decision), report=_quiet)
-                self._in_flight.difference_update(ids)
+                self.queue.landed(ids)
                 failed = {item.fact.id for item, _order, _error in decision.failures}
                 for item, order, error in decision.failures:
                     await self._failed(item, order, error)
@@ -681,8 +578,7 @@ class PendingPane(Pane):
                         self.error_banner.show_message(outcome.message)
                     self._sync()
         finally:
-            self._in_flight.difference_update(ids)
-            self._touch(*ids)
+            self.queue.settled(ids)
         self._refill()
 
     async def _failed(self, item: PendingItem, order: int, error: FamiliarError) -> None:
@@ -708,9 +604,9 @@ class PendingPane(Pane):
             self._sync()
             return
         now_item = replace(item, fact=current)
-        self._touch(current.id)
+        self.queue.touch(current.id)
         row = self.model.put(now_item, order_key=order)
-        self._conflicts[current.id] = note
+        self.queue.note_conflict(current.id, note)
         self.model.set_changed(current.id, True)
         self._select(row)
         self._sync()
@@ -734,9 +630,9 @@ class PendingPane(Pane):
             if self.model.row_of(head.id) is None or head.id == item.fact.id:
                 return  # held by a forget waiting out its undo window (or beyond the page): not a decision
             self.model.take([head.id])  # the reload put the newer version at the end: it goes where the old one was
-            self._touch(head.id)
+            self.queue.touch(head.id)
             self.model.put(replace(item, fact=head), order_key=order)
-            self._conflicts[head.id] = conflict_text(head)
+            self.queue.note_conflict(head.id, conflict_text(head))
             self.model.set_changed(head.id, True)
             self._select(self.model.row_of(head.id) or 0)
             self._sync()
@@ -746,14 +642,10 @@ class PendingPane(Pane):
 
     def _settled(self, item: PendingItem, order: int, before: FactView, after: FactView, undoing: bool) -> None:
         """A step was done or undone (from here, Ctrl+Z or a notice): the queue follows the fact."""
-        now = datetime.now(UTC)
-        self._pending += _waiting(after, now) - _waiting(before, now)
-        self._snoozed += _snoozed(after, now) - _snoozed(before, now)
+        belongs = self.queue.settle_step(before, after, datetime.now(UTC))
         row = self.current_row()
-        self._touch(before.id, after.id)
         if after.id != before.id:
             self.model.take([before.id])
-        belongs = is_open(after) and (self._show_snoozed or not after.snoozed(now))
         if belongs:
             put = self.model.put(replace(item, fact=after), order_key=order)
             if undoing:
@@ -774,7 +666,7 @@ class PendingPane(Pane):
 
     @async_slot()
     async def _recount(self) -> None:
-        since = self._generation
+        since = self.queue.generation
         try:
             queue = await self.facade.memory.pending(limit=1, with_related=False)
         except FamiliarError as error:
@@ -782,11 +674,10 @@ class PendingPane(Pane):
         else:
             if not isValid(self.counter):
                 return  # the window closed meanwhile
-            if self._generation != since or self._in_flight:
-                self._recount_timer.start()  # a decision overlapped this count: count again after
-            else:
-                self._pending, self._snoozed = queue.pending, queue.snoozed
+            if self.queue.recount(queue, since):
                 self._sync()
+            else:
+                self._recount_timer.start()  # a decision overlapped this count: count again after
         finally:
             self._recount_task = None
 
@@ -882,7 +773,7 @@ class PendingPane(Pane):
         self.sheet.raise_()
 
     def _on_show_snoozed_toggled(self, checked: bool) -> None:
-        self._show_snoozed = checked
+        self.queue.show_snoozed = checked
         self.refresh()
 
 

@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QFrame,
     QHBoxLayout,
     QHeaderView,
@@ -46,7 +45,7 @@ from app.ui.models.people_model import PeopleModel, person_name
 from app.ui.models.roles import RecordRole
 from app.ui.panes.base import Pane, PaneContext
 from app.ui.theme import scaled_font, section_label, small_label
-from app.ui.widgets.placeholder_table import PlaceholderTableView
+from app.ui.widgets.record_table import RecordTableView
 
 _log = logging.getLogger(__name__)
 
@@ -85,14 +84,19 @@ class PeoplePane(Pane):
         self.proxy.setFilterKeyColumn(people_model.NAME)
         self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.filter.textChanged.connect(self._on_filter_text_changed)
-        self.people_view = _table(NO_ONE_MATCHES)
+        self.people_view = RecordTableView(
+            NO_ONE_MATCHES,
+            self.proxy,
+            grid=False,
+            wrap=True,
+            row_height=24,
+            stretch=people_model.NAME,
+            left_headers=True,
+        )
         self.people_view.setObjectName("people-list")
-        self.people_view.setModel(self.proxy)
         header = self.people_view.horizontalHeader()
-        header.setSectionResizeMode(people_model.NAME, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(people_model.FACTS, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(people_model.LAST_SEEN, QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(False)
         self.people_view.selectionModel().currentRowChanged.connect(self._on_people_current_row_changed)
 
         # -- the chosen person ---------------------------------------------------------------------------
@@ -115,14 +119,16 @@ class PeoplePane(Pane):
         self.dossier.setMargin(8)
         self.dossier_line = small_label("")
         self.facts_heading = section_label("What it is based on")
-        self.facts_view = _table("No facts about them here.")
+        self.facts_view = RecordTableView(
+            "No facts about them here.",
+            self.facts_model,
+            grid=False,
+            row_height=24,
+            stretch=dossier_facts_model.FACT,
+            left_headers=True,
+        )
         self.facts_view.setObjectName("people-facts")
-        self.facts_view.setModel(self.facts_model)
-        self.facts_view.setWordWrap(False)
-        self.facts_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         facts_header = self.facts_view.horizontalHeader()
-        facts_header.setStretchLastSection(False)
-        facts_header.setSectionResizeMode(dossier_facts_model.FACT, QHeaderView.ResizeMode.Stretch)
         for column in range(1, self.facts_model.columnCount()):
             facts_header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self.facts_view.selectionModel().currentRowChanged.connect(self._on_facts_current_row_changed)
@@ -434,16 +440,3 @@ class PeoplePane(Pane):
 
     def _on_facts_current_row_changed(self, _current: QModelIndex, _previous: QModelIndex) -> None:
         self._show_sources()
-
-
-def _table(placeholder: str) -> PlaceholderTableView:
-    view = PlaceholderTableView(placeholder)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    view.setAlternatingRowColors(True)
-    view.setShowGrid(False)
-    view.verticalHeader().setVisible(False)
-    view.verticalHeader().setDefaultSectionSize(24)
-    view.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-    return view

@@ -20,28 +20,22 @@ import asyncio
 import itertools
 import logging
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Final
 
-from PySide6.QtCore import QDateTime, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QHideEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
-    QDateTimeEdit,
-    QDialog,
-    QDialogButtonBox,
     QGridLayout,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
     QSizePolicy,
     QSplitter,
     QStackedWidget,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -58,24 +52,24 @@ from app.runtime.views import (
     TimelineDiff,
     TimelineExtent,
     TimelineFilters,
-    TimelinePoint,
     TimelineRow,
     TimelineSlice,
 )
 from app.ui import fact_actions
 from app.ui.async_slot import async_slot
+from app.ui.dialogs.edit_fact_dialog import ask_for_text
 from app.ui.dialogs.forget_dialog import forget_with_preview
-from app.ui.dialogs.modal import window_modal
 from app.ui.models.roles import RecordRole
 from app.ui.models.timeline_model import DiffRole, TimelineDiffModel, TimelineModel, shown
 from app.ui.ops import Failed, Succeeded
 from app.ui.panes.base import Pane, PaneContext
-from app.ui.theme import TIMELINE_RECORDED_B, TIMELINE_WORLD_CURSOR, small_label
-from app.ui.time_text import when, when_or_now
+from app.ui.state.timeline_query import TimelineQuery, axes_for, filters_from, page_around
+from app.ui.theme import TIMELINE_RECORDED_B, TIMELINE_WORLD_CURSOR
 from app.ui.undo import Reversible
+from app.ui.widgets.as_of_control import AsOfControl
 from app.ui.widgets.diff_delegate import DiffDelegate
 from app.ui.widgets.fact_panel import FactPanel
-from app.ui.widgets.time_slider import TimeSlider
+from app.ui.widgets.record_table import RecordTableView
 from app.ui.widgets.timeline_view import PREFETCH_ROWS, TimelineView
 
 _log = logging.getLogger(__name__)
@@ -88,7 +82,6 @@ DETAIL_DEBOUNCE_MS: Final = 120
 FIRST_PAGE: Final = 120
 RESLICE_MARGIN: Final = 8  # rows beyond the view in a re-slice's page (the view asks for more as it scrolls)
 DIFF_LIMIT: Final = 500
-DATE_FORMAT: Final = "d MMM yyyy HH:mm"
 TYPE_CHOICES: Final[tuple[tuple[str, FactType | None], ...]] = (
     ("Any kind", None),
     ("Events (episodic)", "episodic"),
@@ -105,77 +98,6 @@ STATUS_CHOICES: Final[tuple[tuple[str, FactStatus | None], ...]] = (
 )
 
 
-def _to_qt(moment: datetime) -> QDateTime:
-    return QDateTime.fromSecsSinceEpoch(int(moment.timestamp()))
-
-
-def _from_qt(value: QDateTime) -> datetime:
-    return datetime.fromtimestamp(value.toSecsSinceEpoch(), UTC)
-
-
-class EditFactDialog(QDialog):
-    """Correct a fact's text (Enter saves, Escape cancels)."""
-
-    def __init__(self, text: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Edit a fact")
-        self.setMinimumWidth(520)
-        self.editor = QLineEdit(" ".join(text.split()))
-        self.editor.selectAll()
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        self.editor.returnPressed.connect(self.accept)
-        layout = QVBoxLayout(self)
-        layout.addWidget(small_label("The corrected text becomes a new version; the old one stays in the history."))
-        layout.addWidget(self.editor)
-        layout.addWidget(buttons)
-
-    def text(self) -> str:
-        return " ".join(self.editor.text().split())
-
-
-async def ask_for_text(text: str, parent: QWidget | None) -> str | None:
-    """The edit dialog, window-modal without a nested event loop; the new text, or None."""
-    dialog = EditFactDialog(text, parent)
-    result = await window_modal(dialog)
-    new = dialog.text()
-    return new if result == QDialog.DialogCode.Accepted and new and new != " ".join(text.split()) else None
-
-
-class DateEdit(QDateTimeEdit):
-    """A typed date and time; Tab leaves it (Left / Right move between its day, month, year... instead)."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.shown = 0  # the time it was last set to show (seconds): anything else was typed
-
-    def focusNextPrevChild(self, forward: bool) -> bool:
-        return QWidget.focusNextPrevChild(self, forward)
-
-
-class _TimeRow:
-    """One as-of control: a label, a slider, a typed date (two when comparing) and "Now" buttons."""
-
-    def __init__(self, title: str, colours: tuple[str, str], tip: str) -> None:
-        self.label = QLabel(title)
-        self.slider = TimeSlider(title.replace("&", ""), colours)
-        self.label.setBuddy(self.slider)
-        self.label.setToolTip(tip)
-        self.edits = (DateEdit(), DateEdit())
-        self.now_buttons = (QPushButton("Now"), QPushButton("Now"))
-        for edit, letter in zip(self.edits, "AB", strict=True):
-            edit.setDisplayFormat(DATE_FORMAT)
-            edit.setCalendarPopup(True)
-            edit.setKeyboardTracking(False)
-            edit.setToolTip(f"Type a date and time ({letter}), then Enter")
-        for button in self.now_buttons:
-            button.setCheckable(True)
-            button.setMaximumWidth(64)
-            button.setToolTip("Follow the clock (N on the slider)")
-        self.to_label = QLabel("compared with B:")
-
-
 class TimelinePane(Pane):
     name = "timeline"
     title = "Facts timeline"
@@ -189,16 +111,12 @@ class TimelinePane(Pane):
 
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
-        self._world: datetime | None = None
-        self._recorded: list[datetime | None] = [None, None]
-        self._comparing = False
-        self._filters = TimelineFilters()
+        self.query = TimelineQuery()
         self._extent: TimelineExtent | None = None
         self._selected: TimelineRow | None = None
         self._change: TimelineChange | None = None
         self._acting = False
-        self._follow_row: int | None = None  # after a forget: the row whose fact to show next
-        self._dates_due: set[tuple[_TimeRow, int]] = set()  # typed dates to bring up to the handles
+        self._dates_due: set[tuple[AsOfControl, int]] = set()  # typed dates to bring up to the handles
         self._slicing: asyncio.Task[None] | None = None
         self._again = False
         self._moved_at: float | None = None
@@ -210,13 +128,7 @@ class TimelinePane(Pane):
         self.model = TimelineModel(self)
         self.diff_model = TimelineDiffModel(self)
         self.view = TimelineView(self.model)
-        self.diff_view = QTableView()
-        self.diff_view.setModel(self.diff_model)
-        self.diff_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.diff_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.diff_view.verticalHeader().setVisible(False)
-        self.diff_view.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.diff_view.setWordWrap(False)
+        self.diff_view = RecordTableView("", self.diff_model, alternating=False, stretch=1)
         self.diff_view.setItemDelegateForColumn(1, DiffDelegate(DiffRole, self.diff_view))
         self.panel = FactPanel()
 
@@ -243,12 +155,12 @@ class TimelinePane(Pane):
         self.compare = QCheckBox("&Compare two recorded times")
         self.compare.setToolTip("Put a second marker (B) on the recorded-time axis and list what changed from A to B")
 
-        self.world = _TimeRow(
+        self.world = AsOfControl(
             "&World time",
             (TIMELINE_WORLD_CURSOR, TIMELINE_WORLD_CURSOR),
             "What held in the world at this time (Alt+W)",
         )
-        self.recorded = _TimeRow(
+        self.recorded = AsOfControl(
             "&Recorded time",
             ("#3b6fd4", TIMELINE_RECORDED_B),
             "As the familiar knew it at this time (Alt+R)",
@@ -388,23 +300,23 @@ class TimelinePane(Pane):
     # -- the points ------------------------------------------------------------------------------------------
     @property
     def world_at(self) -> datetime | None:
-        return self._world
+        return self.query.world
 
     @property
     def recorded_at(self) -> datetime | None:
-        return self._recorded[0]
+        return self.query.recorded[0]
 
     @property
     def compare_at(self) -> datetime | None:
-        return self._recorded[1]
+        return self.query.recorded[1]
 
     @property
     def comparing(self) -> bool:
-        return self._comparing
+        return self.query.comparing
 
     @property
     def filters(self) -> TimelineFilters:
-        return self._filters
+        return self.query.filters
 
     def set_world_time(self, moment: datetime | None) -> None:
         """Move the world time (None: now), as the slider or the typed date does."""
@@ -420,19 +332,16 @@ class TimelinePane(Pane):
         for widget in (self.recorded.to_label, self.recorded.edits[1], self.recorded.now_buttons[1]):
             widget.setVisible(visible)
 
-    def _set_times_shown(self, only: tuple[_TimeRow, int] | None = None) -> None:
+    def _set_times_shown(self, only: tuple[AsOfControl, int] | None = None) -> None:
         """The typed dates and Now buttons say where the handles are (`only` one of them, during a drag)."""
         now = datetime.now(UTC)
-        for control, values in ((self.world, [self._world, None]), (self.recorded, self._recorded)):
+        for control, values in (
+            (self.world, self.query.world_handles()),
+            (self.recorded, self.query.recorded_handles()),
+        ):
             for handle in (0, 1):
-                if only is not None and only != (control, handle):
-                    continue
-                edit = control.edits[handle]
-                edit.blockSignals(True)
-                edit.setDateTime(_to_qt(values[handle] or now))
-                edit.blockSignals(False)
-                edit.shown = edit.dateTime().toSecsSinceEpoch()
-                control.now_buttons[handle].setChecked(values[handle] is None)
+                if only is None or only == (control, handle):
+                    control.show_time(handle, values[handle], now)
 
     def focus_widget(self) -> QWidget:
         return self.view
@@ -444,7 +353,7 @@ class TimelinePane(Pane):
         if not extent.facts:
             self.model.clear()
             return False
-        if self._comparing:
+        if self.query.comparing:
             await self._show_diff(await self._fetch_diff())
         else:
             await self._show_slice(await self._fetch_slice(), first_load=self._selected is None)
@@ -453,15 +362,10 @@ class TimelinePane(Pane):
     def _apply_extent(self, extent: TimelineExtent) -> None:
         self._extent = extent
         now = datetime.now(UTC)
-        first_world = min(extent.first_world or now, now - timedelta(days=7))
-        last_world = max(extent.last_world or now, now)
-        pad = max((last_world - first_world) * 0.04, timedelta(hours=12))
-        self.world.slider.set_range(first_world - pad, last_world + pad, now)
-        self.view.set_axis(first_world - pad, last_world + pad, now)
-        first_recorded = min(extent.first_recorded or now, now - timedelta(days=1))
-        self.recorded.slider.set_range(
-            first_recorded - max((now - first_recorded) * 0.02, timedelta(hours=1)), now, now
-        )
+        axes = axes_for(extent, now)
+        self.world.slider.set_range(axes.world_start, axes.world_end, now)
+        self.view.set_axis(axes.world_start, axes.world_end, now)
+        self.recorded.slider.set_range(axes.recorded_start, now, now)
         self._fill_combo(self.person, "Anyone", [(p.name, p.key) for p in extent.people])
         self._fill_combo(self.place, "Anywhere", [(p.name, p.key) for p in extent.places])
         self._set_times_shown()
@@ -484,62 +388,48 @@ class TimelinePane(Pane):
         if offset is None:
             first, last = self.view.visible_rows()
             margin = RESLICE_MARGIN if self.is_loaded else PREFETCH_ROWS
-            offset = max(0, first - margin)
-            limit = max(limit or 0, last - offset + 1 + margin, 1 if self.is_loaded else FIRST_PAGE)
+            offset, around = page_around(first, last, margin, 1 if self.is_loaded else FIRST_PAGE)
+            limit = max(limit or 0, around)
+        query = self.query
         return await self.facade.memory.timeline(
-            world_at=self._world,
-            recorded_at=self._recorded[0],
+            world_at=query.world,
+            recorded_at=query.recorded[0],
             offset=offset,
             limit=limit or FIRST_PAGE,
-            filters=self._filters,
+            filters=query.filters,
         )
 
     async def _fetch_diff(self) -> TimelineDiff:
         return await self.facade.memory.timeline_diff(
-            TimelinePoint(self._world, self._recorded[0]),
-            TimelinePoint(self._world, self._recorded[1]),
-            filters=self._filters,
-            limit=DIFF_LIMIT,
+            self.query.point(0), self.query.point(1), filters=self.query.filters, limit=DIFF_LIMIT
         )
 
     async def _show_slice(self, sliced: TimelineSlice, *, first_load: bool = False) -> None:
         keep = self._selected.id if self._selected is not None else None
         self.model.set_slice(sliced)
-        self.view.set_cursor(self._world)
+        self.view.set_cursor(self.query.world)
         self.view.set_summary(f"{sliced.total:,} fact{'s' if sliced.total != 1 else ''}")
-        self.summary.setText(self._summary_text(sliced.total))
-        self.view.set_placeholder(self._empty_slice_text())
-        row = self.model.row_of(keep) if keep is not None else None
-        if row is None and keep is not None:
-            row = self._row_of_version(keep)  # corrected since: the selection follows it to its version here
-        if row is not None:
-            self.view.set_current_row(row)
-            record = self.model.record(row)
+        self.summary.setText(self.query.summary_text(sliced.total))
+        self.view.set_placeholder(self.query.empty_text())
+        detail = self.panel.detail
+        versions = detail.versions if detail is not None else None
+        focus = self.query.focus_after_slice(keep, sliced, self.model.row_of, versions, first_load=first_load)
+        if focus.kind == "kept":
+            self.view.set_current_row(focus.row)
+            record = self.model.record(focus.row)
             if record is not None and record != self._selected:
                 self._select(record, at_once=True)
-        elif self._follow_row is not None and sliced.total:
-            row, self._follow_row = min(self._follow_row, sliced.total - 1), None
-            self.view.set_current_row(row)
-            following = self.model.record(row)
+        elif focus.kind == "followed":
+            self.view.set_current_row(focus.row)
+            following = self.model.record(focus.row)
             if following is not None:
                 self._select(following, at_once=True)
-        elif first_load and sliced.rows:
-            self.view.set_current_row(sliced.offset)
+        elif focus.kind == "first":
+            self.view.set_current_row(focus.row)
             await self._show_detail(sliced.rows[0])
             self._detail_debounce.stop()  # shown just now
-        elif keep is not None:
-            self._clear_selection()  # the fact shown is not among these rows: the panel does not go on showing it
-
-    def _row_of_version(self, fact_id: int) -> int | None:
-        """The row of the newest version, among the rows loaded, of the fact the side panel shows (`fact_id`)."""
-        detail = self.panel.detail
-        if detail is None or all(version.id != fact_id for version in detail.versions):
-            return None
-        for version in reversed(detail.versions):
-            row = self.model.row_of(version.id)
-            if row is not None:
-                return row
-        return None
+        elif focus.kind == "clear":
+            self._clear_selection()
 
     def _clear_selection(self) -> None:
         """No fact chosen: no row marked, and the side panel says so (rather than showing one that has gone)."""
@@ -549,32 +439,17 @@ class TimelinePane(Pane):
         self.view.set_current_row(-1)
         self.panel.show_nothing()
 
-    def _summary_text(self, total: int) -> str:
-        world = "now" if self._world is None else f"on {when(self._world)}"
-        recorded = "knows them now" if self._recorded[0] is None else f"knew them on {when(self._recorded[0])}"
-        text = f"{total:,} fact{'s' if total != 1 else ''} held {world}, as the familiar {recorded}."
-        if self._filters.any:
-            text += " Filtered: clear the filters to see every fact."
-        return text
-
-    def _empty_slice_text(self) -> str:
-        if self._filters.any:
-            return "No fact matches these filters at these times. Clear the filters, or move either time."
-        world = "now" if self._world is None else when(self._world)
-        recorded = "now" if self._recorded[0] is None else when(self._recorded[0])
-        return f"No fact held at {world} as the familiar knew it at {recorded}. Move either time."
-
     # -- re-slicing as the times move ------------------------------------------------------------------------
     def _on_world_moved(self, _handle: int, moment: object) -> None:
-        self._world = moment if isinstance(moment, datetime) else None
-        self.view.set_cursor(self._world)
+        self.query.move_world(moment)
+        self.view.set_cursor(self.query.world)
         self._dates_due.add((self.world, 0))
         self._schedule()
 
     def _on_recorded_moved(self, handle: int, moment: object) -> None:
-        self._recorded[handle] = moment if isinstance(moment, datetime) else None
+        due = self.query.move_recorded(handle, moment)
         self._dates_due.add((self.recorded, handle))
-        if handle == 1 and not self._comparing:
+        if not due:  # B moved while not comparing: nothing shown changes
             self._show_dates()
             return
         self._schedule()
@@ -631,7 +506,7 @@ class TimelinePane(Pane):
                 self._again = False
                 self._show_dates()
                 moved_at, self._moved_at = self._moved_at, None
-                if self._comparing:
+                if self.query.comparing:
                     outcome_diff = await self.ops.run("compare the two times", self._fetch_diff)
                     if isinstance(outcome_diff, Succeeded):
                         await self._show_diff(outcome_diff.value)
@@ -647,11 +522,10 @@ class TimelinePane(Pane):
             self._slicing = None
             self.sliced.emit()
 
-    def _on_edit_finished(self, control: _TimeRow, handle: int) -> None:
-        edit = control.edits[handle]
-        if edit.dateTime().toSecsSinceEpoch() == edit.shown:
+    def _on_edit_finished(self, control: AsOfControl, handle: int) -> None:
+        moment = control.typed(handle)
+        if moment is None:
             return  # left without typing anything: the handle stays where it is (at "now" too)
-        moment = _from_qt(edit.dateTime())
         slider = control.slider
         start, end = slider.range()
         if control is self.world and not start <= moment <= end:  # a typed date beyond the axis widens it
@@ -659,7 +533,7 @@ class TimelinePane(Pane):
             self.view.set_axis(min(start, moment), max(end, moment))
         slider.set_value(handle, moment, emit=True)
 
-    def _on_now_clicked(self, control: _TimeRow, handle: int) -> None:
+    def _on_now_clicked(self, control: AsOfControl, handle: int) -> None:
         control.slider.set_value(handle, None, emit=True)
         self._set_times_shown()
 
@@ -687,16 +561,12 @@ class TimelinePane(Pane):
 
     # -- filters -------------------------------------------------------------------------------------------------
     def _on_filters_changed(self) -> None:
-        kind = self.kind.currentData()
-        status = self.status_filter.currentData()
-        person = self.person.currentData()
-        place = self.place.currentData()
-        self._filters = TimelineFilters(
-            subjects=(person,) if person else (),
-            places=(place,) if place else (),
-            types=(kind,) if kind else (),
-            statuses=(status,) if status else (),
-            text=self.search.text().strip(),
+        self.query.filters = filters_from(
+            self.person.currentData(),
+            self.place.currentData(),
+            self.kind.currentData(),
+            self.status_filter.currentData(),
+            self.search.text(),
         )
         self.view.verticalScrollBar().setValue(0)
         self._schedule()
@@ -726,16 +596,13 @@ class TimelinePane(Pane):
 
     # -- comparing -------------------------------------------------------------------------------------------------
     def _on_compare_toggled(self, on: bool) -> None:
-        self._comparing = on
+        start, _end = self.recorded.slider.range()
+        moved = self.query.compare(on, start, datetime.now(UTC))
         self.recorded.slider.set_handles(2 if on else 1)
         self._show_b(on)
         if on:
-            start, _end = self.recorded.slider.range()
-            if self._recorded[0] is None:
-                earlier = max(start, datetime.now(UTC) - timedelta(days=7))
-                self.recorded.slider.set_value(0, earlier)
-                self._recorded[0] = earlier
-            self._recorded[1] = None
+            if moved is not None:
+                self.recorded.slider.set_value(0, moved)
             self.recorded.slider.set_value(1, None)
             self.bodies.setCurrentWidget(self.diff_view)
         else:
@@ -748,15 +615,8 @@ class TimelinePane(Pane):
         self.diff = diff
         self.diff_model.set_records(diff.changes)
         self.diff_view.resizeColumnToContents(0)
-        self.view.set_cursor(self._world)
-        a = when_or_now(diff.before.recorded_at)
-        b = when_or_now(diff.after.recorded_at)
-        listed = len(diff.changes)
-        whole = diff.added + diff.removed + diff.changed
-        more = f" (the first {listed} listed)" if listed < whole else ""
-        self.summary.setText(
-            f"From A ({a}) to B ({b}): {diff.added} added, {diff.removed} removed, {diff.changed} changed{more}."
-        )
+        self.view.set_cursor(self.query.world)
+        self.summary.setText(self.query.diff_text(diff))
         if diff.changes:
             self.diff_view.selectRow(0)
         elif self._selected is not None:
@@ -870,7 +730,7 @@ class TimelinePane(Pane):
             # Out of every read at once: the row goes, and the fact after it takes its place and focus.
             self.panel.show_nothing("Forgotten. Undo brings it back within its few seconds.")
             self._selected = None
-            self._follow_row = self.view.current_row()
+            self.query.follow_row = self.view.current_row()
             self.refresh()
 
     def _on_undo_changed(self) -> None:
