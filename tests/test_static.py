@@ -114,3 +114,13 @@ def test_every_error_the_facade_raises_is_defined_in_runtime_errors() -> None:
     """Issue 20 item 6: one error contract. A front end catches FamiliarError and its kinds from
     app/runtime/errors.py (the lorebook pane used to look for a `current` attribute on whatever failed)."""
     assert _error_classes_outside_errors_py() == []
+
+
+def test_every_package_of_app_is_listed_for_installing() -> None:
+    """A package missing from [tool.setuptools] packages works in the editable install the tests use and is
+    missing from a wheel or the bundle: the list must name every folder of app/ with an __init__.py."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(REPO).parts) for init in (REPO / "app").rglob("__init__.py")}
+    assert found - listed == set()
