@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.config.files import UnreadableFileError, read_limited
 from app.lore.book import (
     DEFAULT_PRIORITY,
     MAX_ENTRIES,
@@ -272,15 +273,9 @@ def _clean(text: str) -> str:
 def read_lorebook_file(path: Path) -> ImportedLorebook:
     """Read and convert a lorebook file (any format above). Raises LorebookFormatError."""
     try:
-        if path.stat().st_size > MAX_IMPORT_BYTES:
-            raise LorebookFormatError(f"{path}: too large to be a lorebook (over {MAX_IMPORT_BYTES // 2**20} MB)")
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise LorebookFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise LorebookFormatError(f"{path}: is a folder, not a file") from None
-    except OSError as exc:
-        raise LorebookFormatError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+        raw = read_limited(path, MAX_IMPORT_BYTES, "a lorebook")
+    except UnreadableFileError as exc:
+        raise LorebookFormatError(str(exc)) from None
     if raw.startswith(b"\x89PNG"):
         raise LorebookFormatError(f"{path}: PNG cards are not read; export the card as JSON first")
     try:

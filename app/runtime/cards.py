@@ -51,6 +51,7 @@ from tomlkit.items import Table
 
 from app.config.editing import set_values
 from app.config.errors import ConfigError
+from app.config.files import UnreadableFileError, read_limited
 from app.config.paths import FamiliarPaths, create_familiar, familiar_exists, template_dir
 from app.config.settings import load_settings, parse_settings
 from app.lore.book import LorebookError, parse_lorebook, read_lorebook_text
@@ -151,15 +152,9 @@ class CardExport:
 def read_card(path: Path) -> Card:
     """Read a card file (PNG or JSON). Raises CardError naming the file and what is wrong."""
     try:
-        if path.stat().st_size > MAX_CARD_BYTES:
-            raise CardError(f"{path}: too large to be a character card (over {MAX_CARD_BYTES // 2**20} MB)")
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise CardError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise CardError(f"{path}: is a folder, not a file") from None
-    except OSError as exc:
-        raise CardError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+        raw = read_limited(path, MAX_CARD_BYTES, "a character card")
+    except UnreadableFileError as exc:
+        raise CardError(str(exc)) from None
     try:
         return parse_card(raw, png_expected=path.suffix.lower() == ".png")
     except CardError as exc:
