@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from app import memtrace
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
 from app.console import error, output
@@ -165,9 +166,11 @@ async def _headless(paths: FamiliarPaths, logs: LogSetup | None) -> int:
         events = EventLog(starting=True)
         familiar.subscribe(events)
         familiar.lore.start_watching()
+        tracing = memtrace.start()  # off unless FAMILIAR_TRACEMALLOC names a file (bench/bench_soak.py)
         try:
             return await _serve(familiar, paths, stop, events, _Terminal(paths, logs))
         finally:
+            await memtrace.stop(tracing)
             await familiar.close()
 
 
