@@ -18,19 +18,34 @@ async def test_off_by_default() -> None:
     assert not tracemalloc.is_tracing()
 
 
-async def test_writes_what_grew(tmp_path: Path) -> None:
-    report = tmp_path / "trace.txt"
-    task = memtrace.start({memtrace.ENV_PATH: str(report), memtrace.ENV_SECONDS: "0.05"})
+async def _report(path: Path, frames: str) -> str:
+    task = memtrace.start({memtrace.ENV_PATH: str(path), memtrace.ENV_SECONDS: "0.05", memtrace.ENV_FRAMES: frames})
     assert task is not None
+    assert tracemalloc.is_tracing() == (frames != "0")
     try:
-        kept = []
+        kept: list[object] = []
         async with asyncio.timeout(20):
-            while not report.exists():
-                kept.append(["grows"] * 1000)
+            while not await asyncio.to_thread(path.exists):
+                kept.append(_Grows())
                 await asyncio.sleep(0.01)
-        text = report.read_text(encoding="utf-8")
+        return await asyncio.to_thread(path.read_text, encoding="utf-8")
     finally:
         await memtrace.stop(task)
+        assert not tracemalloc.is_tracing()
+
+
+class _Grows:
+    pass
+
+
+async def test_writes_what_grew(tmp_path: Path) -> None:
+    text = await _report(tmp_path / "trace.txt", "1")
     assert "tracemalloc overhead:" in text
     assert "growth by line:" in text
-    assert not tracemalloc.is_tracing()
+    assert "_Grows" in text
+
+
+async def test_frames_0_counts_objects_only(tmp_path: Path) -> None:
+    text = await _report(tmp_path / "trace.txt", "0")
+    assert "_Grows" in text
+    assert "tracemalloc" not in text
