@@ -14,6 +14,10 @@ def main() -> None:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    # Before any thread starts: a long run on glibc otherwise spreads over many half-empty malloc arenas.
+    from app import native_memory
+
+    native_memory.limit_arenas()
     from app.cli import main as cli_main
 
     code = cli_main()

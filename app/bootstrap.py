@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from app import memtrace, native_memory
 from app.config.errors import ConfigError
 from app.config.paths import FamiliarPaths
 from app.console import error, output
@@ -169,9 +170,13 @@ async def _headless(paths: FamiliarPaths, logs: LogSetup | None) -> int:
         events = EventLog(starting=True)
         familiar.subscribe(events)
         familiar.lore.start_watching()
+        tracing = memtrace.start()  # off unless FAMILIAR_TRACEMALLOC names a file (bench/bench_soak.py)
+        trimming = asyncio.ensure_future(native_memory.trim_every())
         try:
             return await _serve(familiar, paths, stop, events, _Terminal(paths, logs))
         finally:
+            await _cancel(trimming)
+            await memtrace.stop(tracing)
             await familiar.close()
 
 
@@ -349,6 +354,7 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
                 # What Start and the first reply need, loaded now on a worker thread rather than then on this one.
                 warming = asyncio.ensure_future(asyncio.to_thread(_warm_imports))
                 cleanup.push_async_callback(_settle, warming)
+                cleanup.push_async_callback(_cancel, asyncio.ensure_future(native_memory.trim_every()))
                 if probe:
                     output(f"familiar open after {_since_start():.3f} s")
                     stop.set()
@@ -381,6 +387,12 @@ def _warm_imports() -> None:
 
 async def _settle(task: asyncio.Future[None]) -> None:
     with contextlib.suppress(Exception):
+        await task
+
+
+async def _cancel(task: asyncio.Future[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
         await task
 
 
