@@ -46,6 +46,7 @@ from app.runtime.conversation import Conversation
 from app.runtime.errors import DiskFullError, FamiliarError
 from app.runtime.event_hub import EventHub
 from app.runtime.events import (
+    ChangeKind,
     ConnectionChanged,
     ConnectionState,
     FailureReported,
@@ -112,7 +113,14 @@ class Familiar:
         self._place_namer = PlaceNamer(catalog)
         self._events.subscribe(self._place_namer.on_event)  # first: names are known before anyone shows them
         # One change broadcast (MemoryChanged) after every facade write, worker tick and foreign write.
-        self.changes = ChangeBroadcaster(history.store, self.publish)
+        self.changes = ChangeBroadcaster(
+            history.store,
+            self.publish,
+            files={
+                ChangeKind.LOREBOOK_FILE: (loaded.paths.lorebook_toml,),
+                ChangeKind.CHARACTER_FILES: (loaded.paths.character_toml, loaded.paths.character_md),
+            },
+        )
         self.work_queue = WorkQueue(history.store)
         # A full disk: what could not be stored is fetched again (or done again) once there is room.
         self.outage = StorageOutage(loaded.paths.folder, self.publish, history.store.probe_room)
