@@ -56,6 +56,7 @@ from app.runtime.events import (
 )
 from app.runtime.explain import explain
 from app.runtime.facade import ChatCleared, ChatLine, StatusSnapshot, TurnHit
+from app.runtime.hints import missing_setup
 from app.runtime.indexes_api import IndexesService
 from app.runtime.local_chat import LocalChat
 from app.runtime.lore_api import LoreDeps, LoreService
@@ -482,11 +483,7 @@ class Familiar:
     def _setup_failure(self) -> str | None:
         """Why Start would be refused now for what is not set yet (None: nothing is missing)."""
         missing = self._missing()
-        if "bot token" in missing:
-            return "No bot token yet: paste it in Settings, or set DISCORD_TOKEN."
-        if missing:
-            return f"No {' and no '.join(missing)} yet: set them in Settings."
-        return None
+        return missing_setup(missing) if missing else None
 
     # -- facade: Discord -----------------------------------------------------------------------
     async def start(self) -> None:
