@@ -23,7 +23,7 @@ from app.config.paths import FamiliarPaths
 from app.console import error, output
 from app.runtime.errors import FamiliarError
 from app.runtime.event_log import EventLog
-from app.runtime.wording import for_terminal
+from app.runtime.hints import terminal_text
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -152,7 +152,7 @@ class _Terminal:
     def error(self, message: str) -> None:
         if self._logs is not None and self._logs.shown(message):
             return
-        error(for_terminal(message, self._toml))
+        error(terminal_text(message, self._toml))
 
 
 async def _headless(paths: FamiliarPaths, logs: LogSetup | None) -> int:

@@ -1,4 +1,5 @@
-"""One change broadcast: `MemoryChanged` after every write, worker tick and foreign write.
+"""One change broadcast: `MemoryChanged` after every write, worker tick and foreign write, and when a file
+the owner edits (lorebook.toml, character.toml and character.md) changes on disk.
 
 The store keeps trigger-maintained change counters per table (and turns have ever-growing ids), in
 every process that writes. The broadcaster remembers the marks it last saw:
@@ -6,14 +7,18 @@ every process that writes. The broadcaster remembers the marks it last saw:
   caller's initiator, and anything else that moved meanwhile separately, without one;
 - after a memory-worker tick, and on a short poll (for the CLI writing beside the window, and the
   conversation's own turns), `check()` publishes whatever moved, without an initiator.
-Reads are one small query; a burst of writes between two looks becomes one event.
+Reads are one small query; a burst of writes between two looks becomes one event. The files are looked at
+on the same poll, by their size and modification time (a stat each): a pane editing one hears of a change
+within about a second instead of reading the file again on a timer of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 from app.memory.derived import change_marks
 from app.memory.errors import STORE_FAILURES
@@ -43,23 +48,40 @@ COUNTER_KINDS: dict[str, ChangeKind] = {
 
 class ChangeBroadcaster:
     def __init__(
-        self, store: Store, publish: Callable[[RuntimeEvent], None], *, poll_seconds: float = POLL_SECONDS
+        self,
+        store: Store,
+        publish: Callable[[RuntimeEvent], None],
+        *,
+        poll_seconds: float = POLL_SECONDS,
+        files: Mapping[ChangeKind, Sequence[Path]] | None = None,
     ) -> None:
         self._store = store
         self._publish = publish
         self._poll_seconds = poll_seconds
         self._marks: dict[str, int] | None = None
+        self._files = dict(files or {})
+        self._stamps: dict[ChangeKind, tuple[tuple[int, int] | None, ...]] | None = None
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._watch = LoopWatch("memory-change-poll")
 
     async def _moved(self) -> frozenset[ChangeKind]:
         """The kinds whose marks moved since the last look (the first look only sets the marks)."""
+        files = self._files_moved()
         marks = await change_marks(self._store)
         before, self._marks = self._marks, marks
         if before is None:
+            return files
+        return files | frozenset(
+            COUNTER_KINDS[n] for n, v in marks.items() if n in COUNTER_KINDS and before.get(n) != v
+        )
+
+    def _files_moved(self) -> frozenset[ChangeKind]:
+        stamps = {kind: tuple(_stamp(path) for path in paths) for kind, paths in self._files.items()}
+        before, self._stamps = self._stamps, stamps
+        if before is None:
             return frozenset()
-        return frozenset(COUNTER_KINDS[n] for n, v in marks.items() if n in COUNTER_KINDS and before.get(n) != v)
+        return frozenset(kind for kind, stamp in stamps.items() if before.get(kind) != stamp)
 
     async def prime(self) -> None:
         async with self._lock:
@@ -115,3 +137,12 @@ class ChangeBroadcaster:
         self._watch.stopped()
         task, self._task = self._task, None
         await end_task(task)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """A file's size and modification time (None: not there, or not to be looked at now)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_size, found.st_mtime_ns)

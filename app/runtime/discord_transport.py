@@ -18,6 +18,7 @@ import yarl
 
 from app.config.redaction import redact_urls
 from app.config.settings import DiscordSection
+from app.runtime.hints import RESTART, Advice
 
 PORTAL = "https://discord.com/developers/applications"
 
@@ -28,9 +29,10 @@ def explain_start_failure(exc: BaseException, settings: DiscordSection) -> str:
     if isinstance(exc, discord.LoginFailure):
         return "Discord rejected the bot token. Copy a fresh token from the Developer Portal (Bot > Reset Token)."
     if isinstance(exc, discord.PrivilegedIntentsRequired):
-        return (
+        return Advice(
             "Discord refused the Message Content intent. In the Developer Portal, open your application > Bot and "
-            "switch on 'Message Content Intent' under Privileged Gateway Intents, then press Start again."
+            "switch on 'Message Content Intent' under Privileged Gateway Intents,",
+            RESTART,
         )
     if isinstance(exc, discord.ConnectionClosed):
         if exc.code == 4004:

@@ -11,7 +11,14 @@ if TYPE_CHECKING:
 
 
 class FamiliarError(Exception):
-    """A failure of the familiar explained in one line (bad token, missing intent, unreachable LLM...)."""
+    """A failure of the familiar explained in one line (bad token, missing intent, unreachable LLM...).
+
+    Its message may be an Advice (app/runtime/hints.py: advice naming a setting); `str()` gives it back as
+    it is, so a front end can word the advice its own way (`terminal_text`)."""
+
+    def __str__(self) -> str:
+        first = self.args[0] if len(self.args) == 1 else None
+        return first if isinstance(first, str) else super().__str__()
 
 
 class DiskFullError(FamiliarError):

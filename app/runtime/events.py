@@ -129,6 +129,8 @@ class ChangeKind(enum.StrEnum):
     FORGETS = "forgets"  # deferred forgets scheduled, undone or applied; receipts
     PLACES = "places"
     LORE = "lore"  # the lorebook's timed effects (sticky, cooldown) per place
+    LOREBOOK_FILE = "lorebook_file"  # lorebook.toml changed on disk (a save here, or an editor beside)
+    CHARACTER_FILES = "character_files"  # character.toml or character.md changed on disk
 
 
 @dataclass(frozen=True, slots=True)

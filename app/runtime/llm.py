@@ -28,6 +28,17 @@ from urllib.parse import unquote
 from app.config.redaction import redact_urls, split_userinfo, url_secrets
 from app.config.settings import LLMSection, Secrets
 from app.runtime.errors import LLMError
+from app.runtime.hints import (
+    LLM_API_KEY,
+    LLM_BASE_URL,
+    LLM_MAX_CONCURRENCY,
+    LLM_MAX_TOKENS,
+    LLM_MODEL,
+    LLM_TIMEOUT,
+    MISSING,
+    Advice,
+    Hint,
+)
 from app.runtime.place_slots import PlaceSlots
 
 if TYPE_CHECKING:  # the openai package loads on the first request (importing it takes about half a second)
@@ -298,8 +309,10 @@ class LLMClient:
         if not text:
             if answer.finish_reason == "length":
                 raise LLMError(
-                    f"The LLM endpoint {self._url} returned an empty answer (it was cut off at the "
-                    "token limit). Raise max_tokens in Settings."
+                    Advice(
+                        f"The LLM endpoint {self._url} returned an empty answer (it was cut off at the token limit).",
+                        Hint("raise {}", (LLM_MAX_TOKENS,)),
+                    )
                 )
             raise LLMError(f"The LLM endpoint {self._url} returned an empty answer.")
         return text
@@ -336,7 +349,7 @@ class LLMClient:
             raise LLMError("The LLM connection is closed; restart the familiar to use it again.")
         missing = self._endpoint.missing()
         if missing:
-            raise LLMError(f"Set the {' and the '.join(missing)} in Settings first.")
+            raise LLMError(Advice("", Hint("set {} first", tuple(MISSING[name] for name in missing))))
         if not self._url.lower().startswith(("http://", "https://")):
             raise LLMError(
                 f"The LLM endpoint '{self._url}' is not a web address. "
@@ -457,21 +470,32 @@ class LLMClient:
             return _RetryableError("status", status=status, detail=detail, retry_after=_retry_after(exc))
         said = f" The server said: {detail}" if detail else ""
         if status == 401:
-            return LLMError(f"The LLM endpoint {url} rejected the API key (401). Check the key in Settings.")
+            return LLMError(
+                Advice(
+                    f"The LLM endpoint {url} rejected the API key (401).", Hint("check {}", (LLM_API_KEY,), "the key")
+                )
+            )
         if status == 403:
             return LLMError(
-                f"The LLM endpoint {url} refused access (403). Check the API key and its permissions in Settings."
-                + said
+                Advice(
+                    f"The LLM endpoint {url} refused access (403).",
+                    Hint("check {}", (LLM_API_KEY,), "the API key and its permissions"),
+                    said,
+                )
             )
         if status == 404:
             if "model" in detail.lower():
                 return LLMError(
-                    f"The LLM endpoint {url} has no model '{self._endpoint.model}' (404). "
-                    "Check the model name in Settings."
+                    Advice(
+                        f"The LLM endpoint {url} has no model '{self._endpoint.model}' (404).",
+                        Hint("check {}", (LLM_MODEL,), "the model name"),
+                    )
                 )
             return LLMError(
-                f"The LLM endpoint {url} has no chat completions API (404). "
-                "Check the URL in Settings (it usually ends in /v1)."
+                Advice(
+                    f"The LLM endpoint {url} has no chat completions API (404).",
+                    Hint("check {} (it usually ends in /v1)", (LLM_BASE_URL,), "the URL"),
+                )
             )
         if status in (400, 422):
             return LLMError(f"The LLM endpoint {url} refused the request ({status}).{said}")
@@ -482,22 +506,30 @@ class LLMClient:
         tries = _plural(attempts, "attempt")
         if failure.kind == "timeout":
             return LLMError(
-                f"The LLM endpoint {url} did not answer within {self._endpoint.timeout:g} s ({tries}). "
-                "Is the model loaded? Raise the timeout in Settings if it is just slow."
+                Advice(
+                    f"The LLM endpoint {url} did not answer within {self._endpoint.timeout:g} s ({tries}). "
+                    "Is the model loaded?",
+                    Hint("raise {} if it is just slow", (LLM_TIMEOUT,)),
+                )
             )
         if failure.kind == "connection":
+            problem = f"Cannot reach the LLM endpoint {url} ({failure.detail})."
             if failure.detail == "host not found":
-                hint = "Check the address in Settings."
-            elif failure.detail.startswith("TLS error"):
-                hint = "Check https:// versus http:// in Settings."
-            else:
-                hint = "Is the server running?"
-            return LLMError(f"Cannot reach the LLM endpoint {url} ({failure.detail}). {hint}")
+                return LLMError(Advice(problem, Hint("check {}", (LLM_BASE_URL,), "the address")))
+            if failure.detail.startswith("TLS error"):
+                versus = Hint(
+                    "check https:// versus http:// {}", (LLM_BASE_URL,), "", "check https:// versus http:// in {}"
+                )
+                return LLMError(Advice(problem, versus))
+            return LLMError(f"{problem} Is the server running?")
         said = f" The server said: {failure.detail}" if failure.detail else ""
         if failure.status == 429:
             return LLMError(
-                f"The LLM endpoint {url} is rate limiting requests (429) after {tries}. "
-                f"Wait a moment or lower max_concurrency in Settings.{said}"
+                Advice(
+                    f"The LLM endpoint {url} is rate limiting requests (429) after {tries}. Wait a moment or",
+                    Hint("lower {}", (LLM_MAX_CONCURRENCY,)),
+                    said,
+                )
             )
         if failure.status == 408:
             return LLMError(f"The LLM endpoint {url} timed out the request (408) after {tries}. Is the model loaded?")

@@ -23,6 +23,7 @@ from app.memory.history import History
 from app.memory.records import OWNER_KEY, SELF_KEY, NewTurn, Turn
 from app.runtime.errors import FamiliarError, ReplyFailedError
 from app.runtime.facade import ChatCleared, ChatLine
+from app.runtime.hints import missing_setup
 from app.runtime.names import LOCAL_PLACE
 from app.runtime.replies import Replies
 
@@ -134,7 +135,7 @@ class LocalChat:
     def _check_endpoint(self) -> None:
         missing = self._missing()
         if missing:
-            raise FamiliarError(f"No {' and no '.join(missing)} yet: set them in Settings.")
+            raise FamiliarError(missing_setup(missing))
 
     async def _answer(self, said: Turn) -> ChatLine:
         reply, explanation_id = await self._replies.answer(LOCAL_PLACE, said)

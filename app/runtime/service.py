@@ -46,6 +46,7 @@ from app.runtime.conversation import Conversation
 from app.runtime.errors import DiskFullError, FamiliarError
 from app.runtime.event_hub import EventHub
 from app.runtime.events import (
+    ChangeKind,
     ConnectionChanged,
     ConnectionState,
     FailureReported,
@@ -55,6 +56,7 @@ from app.runtime.events import (
 )
 from app.runtime.explain import explain
 from app.runtime.facade import ChatCleared, ChatLine, StatusSnapshot, TurnHit
+from app.runtime.hints import missing_setup
 from app.runtime.indexes_api import IndexesService
 from app.runtime.local_chat import LocalChat
 from app.runtime.lore_api import LoreDeps, LoreService
@@ -112,7 +114,14 @@ class Familiar:
         self._place_namer = PlaceNamer(catalog)
         self._events.subscribe(self._place_namer.on_event)  # first: names are known before anyone shows them
         # One change broadcast (MemoryChanged) after every facade write, worker tick and foreign write.
-        self.changes = ChangeBroadcaster(history.store, self.publish)
+        self.changes = ChangeBroadcaster(
+            history.store,
+            self.publish,
+            files={
+                ChangeKind.LOREBOOK_FILE: (loaded.paths.lorebook_toml,),
+                ChangeKind.CHARACTER_FILES: (loaded.paths.character_toml, loaded.paths.character_md),
+            },
+        )
         self.work_queue = WorkQueue(history.store)
         # A full disk: what could not be stored is fetched again (or done again) once there is room.
         self.outage = StorageOutage(loaded.paths.folder, self.publish, history.store.probe_room)
@@ -474,11 +483,7 @@ class Familiar:
     def _setup_failure(self) -> str | None:
         """Why Start would be refused now for what is not set yet (None: nothing is missing)."""
         missing = self._missing()
-        if "bot token" in missing:
-            return "No bot token yet: paste it in Settings, or set DISCORD_TOKEN."
-        if missing:
-            return f"No {' and no '.join(missing)} yet: set them in Settings."
-        return None
+        return missing_setup(missing) if missing else None
 
     # -- facade: Discord -----------------------------------------------------------------------
     async def start(self) -> None:

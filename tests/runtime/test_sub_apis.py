@@ -455,3 +455,25 @@ async def test_a_bad_input_is_a_one_line_error_and_a_bug_goes_up_as_it_is(
     with pytest.raises(ValueError, match="out of range") as raised:
         await familiar.memory.recall("bees", PLACE)
     assert not isinstance(raised.value, FamiliarError)
+
+
+async def test_a_file_the_owner_edits_changing_on_disk_is_in_the_change_broadcast(
+    familiar: Familiar, familiar_paths: FamiliarPaths
+) -> None:
+    """Issue 20 item 7: the lorebook and character panes each read their files again on a timer of their
+    own (every 1.5 to 2 s) to notice an edit made beside them. The change broadcast says it, by kind: an
+    edit of lorebook.toml, of character.toml or of character.md, by another program, within its poll."""
+    seen = Seen(familiar)
+    familiar.changes.start()
+    await familiar.changes.check()  # the files as they are now: nothing to say yet
+    assert not [e for e in seen if e.kinds & {ChangeKind.LOREBOOK_FILE, ChangeKind.CHARACTER_FILES}]
+    familiar_paths.lorebook_toml.write_text('[[entries]]\ntitle = "Owl"\nkeys = ["owl"]\n', encoding="utf-8")
+    await seen.until(lambda e: ChangeKind.LOREBOOK_FILE in e.kinds, "lorebook.toml's change")
+    assert not [e for e in seen if ChangeKind.CHARACTER_FILES in e.kinds]
+    seen.clear()
+    familiar_paths.character_md.write_text("You are an owl.\n", encoding="utf-8")
+    await seen.until(lambda e: ChangeKind.CHARACTER_FILES in e.kinds, "character.md's change")
+    assert not [e for e in seen if ChangeKind.LOREBOOK_FILE in e.kinds]
+    seen.clear()
+    familiar_paths.character_toml.unlink()  # gone is a change too
+    await seen.until(lambda e: ChangeKind.CHARACTER_FILES in e.kinds, "character.toml going")

@@ -40,7 +40,6 @@ Live = tuple[MainWindow, CharacterPane, Familiar, FakeDiscord, FakeLLM, Familiar
 
 @pytest.fixture
 def live(qtbot: QtBot, run: Run[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
-    monkeypatch.setattr(CharacterPane, "DISK_POLL_MS", 100)
     discord = FakeDiscord(token=TOKEN)
     discord.add_user(ALICE, "alice")
     discord.add_guild(GUILD_ID, "Lantern Club", {GENERAL: "general", HOME: "familiar-home"})
@@ -59,6 +58,7 @@ def live(qtbot: QtBot, run: Run[Any], tmp_path: Path, monkeypatch: pytest.Monkey
     paths.character_md.write_text(PERSONA, encoding="utf-8")
     secrets = SecretStore("default", paths.secrets_file, use_keyring=False)
     familiar = run(Familiar.open(paths, secrets, env={"DISCORD_TOKEN": TOKEN}))
+    familiar.changes.start()  # as the window's start does: the change broadcast says when the files change
     window = MainWindow(familiar, pane="character")
     qtbot.addWidget(window)
     window.show()

@@ -76,6 +76,7 @@ def book_path(real_familiar: Familiar) -> Path:
 
 @pytest.fixture
 def pane(qtbot: QtBot, real_familiar: Familiar, book_path: Path) -> Iterator[LorebookPane]:
+    real_familiar.changes.start()  # the change broadcast: it says when lorebook.toml changes on disk
     pane = LorebookPane(make_context(qtbot, real_familiar))
     qtbot.addWidget(pane)
     pane.resize(1100, 700)
@@ -83,7 +84,6 @@ def pane(qtbot: QtBot, real_familiar: Familiar, book_path: Path) -> Iterator[Lor
     qtbot.waitUntil(lambda: pane.is_loaded, timeout=WAIT_MS)
     settle(qtbot)
     yield pane
-    pane._watch.stop()
     settle(qtbot)
 
 
@@ -444,7 +444,6 @@ def test_notices_never_cover_the_content_box_while_typing(
     assert window.notices.notices()[0].text.startswith("Saved ")
     assert not covered()
     assert box.hasFocus()
-    pane._watch.stop()
     settle(qtbot)
 
 
@@ -478,7 +477,6 @@ def test_lorebook_screenshots(qtbot: QtBot, run: Run[Any], real_familiar: Famili
     assert dialog.grab().save(str(ARTIFACTS / "lorebook_import_dialog.png"))
     assert dialog.chosen() == frozenset(range(8))  # every new entry is taken unless unticked
     dialog.close()
-    pane._watch.stop()
     settle(qtbot)
 
 
@@ -555,7 +553,6 @@ def test_replies_show_as_fired_and_timed_effects_clear(qtbot: QtBot, run: Run[An
         settle(qtbot)
         assert pane.error_banner.text() == ""
         assert run(familiar.lore.timed()) == []
-        pane._watch.stop()
         settle(qtbot)
     finally:
         run(familiar.close())
@@ -584,7 +581,6 @@ def test_closing_the_window_with_unsaved_edits_asks_first(
     settle(qtbot)
     assert window.isVisible()
     assert pane.dirty
-    pane._watch.stop()
     assert not window.close()
     press(open_dialog(qtbot, QMessageBox), QMessageBox.StandardButton.Discard)
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=WAIT_MS)
@@ -714,7 +710,6 @@ def test_an_empty_book_says_how_to_start(qtbot: QtBot, real_familiar: Familiar) 
     assert pane.entries == ()
     assert "Ctrl+N" in pane.table.placeholder()
     assert pane.editor.heading.text().startswith("No entry chosen")
-    pane._watch.stop()
     settle(qtbot)
 
 

@@ -146,6 +146,9 @@ class Pane(QWidget):
     name: ClassVar[str]
     title: ClassVar[str]
     watches: ClassVar[frozenset[ChangeKind]] = frozenset()
+    # Files this pane edits (ChangeKind.LOREBOOK_FILE...): a change on disk calls `disk_changed()` (at once
+    # while the pane shows, else when it is shown next) instead of a reload: unsaved edits are the pane's.
+    disk_watches: ClassVar[frozenset[ChangeKind]] = frozenset()
     empty_text: ClassVar[str] = "Nothing here yet."
 
     loaded = Signal()
@@ -187,6 +190,7 @@ class Pane(QWidget):
         self._state = PaneState.LOADING
         self._pages.setCurrentWidget(self._loading_page)
         self._stale = True
+        self._disk_pending = False
         self._ever_loaded = False
         self._load_task: asyncio.Task[None] | None = None
         self._again = False
@@ -330,8 +334,19 @@ class Pane(QWidget):
         super().showEvent(event)
         if self._stale:
             self.refresh()
+        if self._disk_pending:
+            self._disk_pending = False
+            self.disk_changed()
+
+    def disk_changed(self) -> None:
+        """A file in `disk_watches` changed on disk (this pane's own save too): look at it again."""
 
     def _on_bridge_memory_changed(self, change: MemoryChanged) -> None:
+        if change.kinds & self.disk_watches:
+            if self.isVisible():
+                self.disk_changed()
+            else:
+                self._disk_pending = True
         if change.initiator is self or not (change.kinds & self.watches):
             return
         self.mark_stale()

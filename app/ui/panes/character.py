@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from PySide6.QtCore import Qt, QTimer, QUrl
-from PySide6.QtGui import QDesktopServices, QHideEvent, QKeySequence, QShortcut, QShowEvent
+from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.runtime.errors import CharacterChangedError, FamiliarError
-from app.runtime.events import ConnectionChanged, ConnectionState
+from app.runtime.events import ChangeKind, ConnectionChanged, ConnectionState
 from app.runtime.facade import CharacterApi
 from app.runtime.views import ChannelCatalog, CharacterDraft, CharacterFiles, CharacterView, FieldProblem
 from app.ui.async_slot import async_slot
@@ -128,9 +128,9 @@ class CharacterPane(Pane):
     name = "character"
     title = "Character"
     empty_text = "The character's files could not be read."
+    disk_watches = frozenset({ChangeKind.CHARACTER_FILES})
 
     CHECK_DELAY_MS: ClassVar[int] = 120  # re-check and re-count this long after the last key
-    DISK_POLL_MS: ClassVar[int] = 1_500  # look for edits on disk this often while the pane shows
 
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
         super().__init__(context, parent)
@@ -316,9 +316,6 @@ class CharacterPane(Pane):
         self.save_shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.save_shortcut.activated.connect(self.save)
 
-        self._disk_timer = QTimer(self)
-        self._disk_timer.setInterval(self.DISK_POLL_MS)
-        self._disk_timer.timeout.connect(self._poll_disk)
         self._looking = False
         context.bridge.connection_changed.connect(self._on_connection_changed)
         context.bridge.guilds_changed.connect(self._on_connection_changed)
@@ -551,10 +548,8 @@ class CharacterPane(Pane):
         self.refresh()
 
     # -- the files on disk ---------------------------------------------------------------------------
-    def _poll_disk(self) -> None:
-        if not self.context.bridge.is_subscribed:  # the window is shutting down: the runtime is going
-            self._disk_timer.stop()
-            return
+    def disk_changed(self) -> None:
+        """character.toml or character.md changed on disk (the runtime's change broadcast says so)."""
         if not self._looking:
             self.look_at_disk()
 
@@ -594,14 +589,6 @@ class CharacterPane(Pane):
             return
         if self.view is not None and not self.dirty:
             self.mark_stale()
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        self._disk_timer.start()
-
-    def hideEvent(self, event: QHideEvent) -> None:
-        super().hideEvent(event)
-        self._disk_timer.stop()
 
 
 def _number(value: float | int | str) -> str:

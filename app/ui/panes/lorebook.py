@@ -3,9 +3,9 @@
 The pane edits a draft of the book (the entries as loaded, with the edits made since); every edit, bulk
 or not, is one undo step (Ctrl+Z / Ctrl+Shift+Z) and Save (Ctrl+S) writes the draft against the revision
 it was loaded at. A change to the file on disk made meanwhile (another editor, a text editor) is noticed
-within WATCH_MS: with nothing unsaved the book is simply read again; with unsaved edits a bar offers
-Reload (drop the edits) or Merge (keep both where they do not touch the same entry), and a save never
-writes over it.
+within about a second (the runtime's change broadcast, ChangeKind.LOREBOOK_FILE): with nothing unsaved the
+book is simply read again; with unsaved edits a bar offers Reload (drop the edits) or Merge (keep both where
+they do not touch the same entry), and a save never writes over it.
 
 Keys: Ctrl+F filter (words, title:, key:, content:, is:disabled, is:lint...), Ctrl+N new entry, Del
 delete the selected entries, Ctrl+E / Ctrl+D enable / disable them, Ctrl+S save, Ctrl+T the tester,
@@ -70,7 +70,6 @@ from app.ui.widgets.timed_effects import TimedEffectsPanel
 
 _log = logging.getLogger(__name__)
 
-WATCH_MS = 2_000  # how often the file on disk is looked at for a change made beside the editor
 LINT_SETTLE_MS = 500
 FILTER_HELP = (
     "Filter: words match the title, keys or content; title:, key:, content: look in one field; "
@@ -103,6 +102,7 @@ class LorebookPane(Pane):
     name = "lorebook"
     title = "Lorebook"
     watches = frozenset({ChangeKind.LORE})
+    disk_watches = frozenset({ChangeKind.LOREBOOK_FILE})
     empty_text = "No lorebook yet."
 
     def __init__(self, context: PaneContext, parent: QWidget | None = None) -> None:
@@ -251,9 +251,6 @@ class LorebookPane(Pane):
         self._lint_timer.setSingleShot(True)
         self._lint_timer.setInterval(LINT_SETTLE_MS)
         self._lint_timer.timeout.connect(self._run_lint)
-        self._watch = QTimer(self)
-        self._watch.setInterval(WATCH_MS)
-        self._watch.timeout.connect(self._check_disk)
         self._update_actions()
 
     # -- building helpers ------------------------------------------------------------------------------
@@ -302,7 +299,6 @@ class LorebookPane(Pane):
             self.select_positions([0], focus=False)
         await self._load_timed()
         await self._load_places()
-        self._watch.start()
         self._run_lint()
         return True
 
@@ -654,6 +650,10 @@ class LorebookPane(Pane):
         self._schedule_lint()
         self.context.undo.notices.show_message(f"Saved {len(saved.entries):,} entries to lorebook.toml")
         return True
+
+    def disk_changed(self) -> None:
+        """lorebook.toml changed on disk (the runtime's change broadcast says so)."""
+        self._check_disk()
 
     @async_slot()
     async def _check_disk(self) -> None:
