@@ -1059,8 +1059,7 @@ def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]
 
 async def _lore_try_place(familiar: Familiar, args: argparse.Namespace) -> tuple[Any, str]:
     tried = await familiar.lore.try_place(args.where, args.last, seed=args.seed)
-    book = familiar.lorebook_layer.book()
-    return _trial_output(tried, book, familiar.lorebook_layer.scanner(book).disabled)
+    return _trial_output(tried, familiar.lore.book_in_use(), familiar.lore.disabled_keys())
 
 
 def _trial_output(tried: Any, book: Any, disabled: Sequence[Any]) -> tuple[Any, str]:

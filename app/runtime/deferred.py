@@ -208,13 +208,6 @@ class DeferredFacade:
     async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]:
         return cast(list[TurnHit], await self._call("search_turns")(query, limit))
 
-    async def save_credentials(
-        self, *, bot_token: str | None, llm_base_url: str | None, llm_api_key: str | None, llm_model: str | None
-    ) -> None:
-        await self._call("save_credentials")(
-            bot_token=bot_token, llm_base_url=llm_base_url, llm_api_key=llm_api_key, llm_model=llm_model
-        )
-
     async def test_llm_endpoint(self) -> str:
         return cast(str, await self._call("test_llm_endpoint")())
 

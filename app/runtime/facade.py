@@ -542,12 +542,6 @@ class FamiliarFacade(Protocol):
 
     async def search_turns(self, query: str, limit: int = 20) -> list[TurnHit]: ...
 
-    async def save_credentials(
-        self, *, bot_token: str | None, llm_base_url: str | None, llm_api_key: str | None, llm_model: str | None
-    ) -> None:
-        """Store secrets in the keyring and the endpoint in character.toml (round-trip preserving)."""
-        ...
-
     async def test_llm_endpoint(self) -> str:
         """Send a tiny request to the configured endpoint; returns a one-line result, raises FamiliarError."""
         ...

@@ -38,6 +38,7 @@ from app.lore.book import (
     Lorebook,
     LorebookError,
     LoreEntry,
+    LoreProblem,
     describe_problem,
     parse_lorebook,
     rebuilt,
@@ -631,6 +632,17 @@ class LoreService:
             LoreLint(item.entry, titles.get(item.entry, ""), item.kind, item.key, item.message, item.others)
             for item in lore_lint.lint(book)
         ]
+
+    def book_in_use(self) -> Lorebook:
+        """The book replies use now (the last good read of lorebook.toml)."""
+        return self._file.book()
+
+    def disabled_keys(self) -> tuple[LoreProblem, ...]:
+        """The regex keys that tries of the book in use (`try_text`, `try_place`) switched off for running
+        over their time limit; they stay off until lorebook.toml changes."""
+        with self._lock:
+            built = self._try_scanners.built(self._file.book())
+        return () if built is None else built.disabled
 
     def _book_for(self, entries: Sequence[LoreEntryView] | None, settings: LoreBookSettings | None) -> Lorebook:
         if entries is None:

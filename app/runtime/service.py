@@ -72,7 +72,6 @@ from app.runtime.projectors.runner import ProjectorRunner
 from app.runtime.replies import Replies
 from app.runtime.retrieval import Retriever
 from app.runtime.setup_api import SetupService
-from app.runtime.setup_views import SettingsUpdate
 from app.runtime.view_builder import ViewBuilder
 from app.runtime.views import Explanation, SourceMessage
 from app.runtime.wiring import Loaded, Shared, build_parts, load_familiar
@@ -581,14 +580,6 @@ class Familiar:
         return tuple(self._index_health.get(c.index.spec.name) or c.health() for c in self.history.indexes())
 
     # -- facade: settings ------------------------------------------------------------------------
-    async def save_credentials(
-        self, *, bot_token: str | None, llm_base_url: str | None, llm_api_key: str | None, llm_model: str | None
-    ) -> None:
-        update = SettingsUpdate(
-            bot_token=bot_token, llm_base_url=llm_base_url, llm_api_key=llm_api_key, llm_model=llm_model
-        )
-        await self.setup.save(update)
-
     async def test_llm_endpoint(self) -> str:
         return await self._parts.reply_llm.check()
 

@@ -279,3 +279,34 @@ def test_try_over_a_place_and_its_timed_effects(cli: Cli, tmp_path: Path) -> Non
     assert cli.json("lore", "timed") == {"effects": []}
     code, _out, err = cli.run("lore", "try", "x", "--where", "local")
     assert (code, err) == (1, "error: lore try takes texts or --where, not both\n")
+
+
+def test_try_over_a_place_names_a_regex_key_over_its_time_limit(cli: Cli) -> None:
+    """Issue 20 item 9: `lore try --where` took the disabled keys from the reply path's scanner, handed out
+    by the familiar (`familiar.lorebook_layer.scanner(book)`), which in a command has scanned nothing: the
+    key the try itself switched off was missing from the JSON's problems. It asks the lore API now."""
+    cli.lorebook.write_text(
+        "[[entries]]\ntitle = 'Owl'\nkeys = ['owl']\n[[entries]]\ntitle = 'Trap'\nkeys = ['/(a|a)*(?=b)/']\n",
+        encoding="utf-8",
+    )
+
+    async def chat() -> None:
+        from app.config.paths import FamiliarPaths
+        from app.config.secrets import SecretStore
+        from app.runtime.service import Familiar
+        from tests.conftest import write_character_toml
+        from tests.fakes.llm_server import FakeLLM
+
+        async with FakeLLM() as llm:
+            paths = FamiliarPaths(root=cli.home, name="default")
+            write_character_toml(paths, "http://127.0.0.1:9", "ws://127.0.0.1:9", llm.base_url)
+            familiar = await Familiar.open(paths, SecretStore("default", paths.secrets_file, use_keyring=False))
+            try:
+                await familiar.chat_local("an owl " + "a" * 40 + "!")
+            finally:
+                await familiar.close()
+
+    asyncio.run(chat())
+    tried = cli.json("lore", "try", "--where", "local", "--last", "1", "--seed", "5")
+    assert [m["title"] for m in tried["matches"]] == ["Owl"]
+    assert [(p["index"], p["title"], p["key"]) for p in tried["problems"]] == [(1, "Trap", "/(a|a)*(?=b)/")]

@@ -14,6 +14,7 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
+from app.runtime.setup_views import SettingsUpdate
 from tests.conftest import write_character_toml
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, ScriptedReply
 from tests.runtime.projectors.helpers import Brain, add_turns, learning, prompt, requests_of, turn, worker_of
@@ -70,7 +71,7 @@ async def _learn_from_a_new_message(familiar: Familiar, fake_llm: FakeLLM, text:
 async def test_a_new_key_reaches_the_background_workers_next_request(familiar: Familiar, fake_llm: FakeLLM) -> None:
     assert _key(await _learn_from_a_new_message(familiar, fake_llm, "I keep bees.")) == "Bearer old-key"
 
-    await familiar.save_credentials(bot_token=None, llm_base_url=None, llm_api_key="new-key", llm_model=None)
+    await familiar.setup.save(SettingsUpdate(llm_api_key="new-key"))
 
     assert _key(await _learn_from_a_new_message(familiar, fake_llm, "I keep goats too.")) == "Bearer new-key"
     await familiar.chat_local("hello")
@@ -182,7 +183,7 @@ async def test_a_reply_under_way_when_the_settings_change_still_arrives(familiar
     replying = asyncio.create_task(familiar.chat_local("hello"))
     await fake_llm.wait_for_requests(1)
 
-    await familiar.save_credentials(bot_token=None, llm_base_url=None, llm_api_key="new-key", llm_model=None)
+    await familiar.setup.save(SettingsUpdate(llm_api_key="new-key"))
 
     line = await asyncio.wait_for(replying, timeout=10)
     assert line.content == "a slow answer"

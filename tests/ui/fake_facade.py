@@ -100,7 +100,7 @@ class FakeFacade:
       `regenerate_local()` replaces the last reply with the next of `replies` (or answers the last message);
       `regenerate_error` makes it raise. `clear_local()` empties `history` and `restore_local()` puts it back.
       `greetings` is what `local_greetings()` gives.
-    - `gate`: when set, start / chat_local / regenerate_local / save_credentials / test_llm_endpoint wait
+    - `gate`: when set, start / chat_local / regenerate_local / test_llm_endpoint wait
       for it first, so a test can look at the window while a call is in flight.
     """
 
@@ -139,14 +139,12 @@ class FakeFacade:
         self.chat_refused: str | None = None
         self.regenerate_error: str | None = None
         self.history_error: str | None = None
-        self.save_error: str | None = None
         self.endpoint_result = "OK: tiny-model answered in 0.2 s"
         self.endpoint_error: str | None = None
         self.replies: list[str] = []
         self.history: list[ChatLine] = []
         self.greetings: list[str] = []
         self._clears: list[tuple[ChatCleared, list[ChatLine]]] = []
-        self.saved: dict[str, str | None] = {}
         self.gate: asyncio.Event | None = None
         self.fake_controls = FakeControls(self.publish)
 
@@ -370,28 +368,6 @@ class FakeFacade:
         self.calls.append(Call("search_turns", {"query": query, "limit": limit}))
         await asyncio.sleep(0)
         return []
-
-    async def save_credentials(
-        self, *, bot_token: str | None, llm_base_url: str | None, llm_api_key: str | None, llm_model: str | None
-    ) -> None:
-        values = {
-            "bot_token": bot_token,
-            "llm_base_url": llm_base_url,
-            "llm_api_key": llm_api_key,
-            "llm_model": llm_model,
-        }
-        self.calls.append(Call("save_credentials", values))
-        await self._pass_gate()
-        await asyncio.sleep(0)
-        if self.save_error is not None:
-            raise FamiliarError(self.save_error)
-        self.saved.update({key: value for key, value in values.items() if value is not None})
-        missing = tuple(
-            what
-            for what, key in (("bot token", "bot_token"), ("LLM endpoint", "llm_base_url"))
-            if what in self.status.missing and self.saved.get(key) is None
-        )
-        self.status = replace(self.status, missing=missing, configured=not missing)
 
     async def test_llm_endpoint(self) -> str:
         self.calls.append(Call("test_llm_endpoint"))

@@ -86,18 +86,6 @@ def test_chat_replies_in_script_order_then_echoes(run: Run[Any]) -> None:
     assert first.turn_id < second.turn_id
 
 
-def test_save_credentials_records_values_and_clears_missing(run: Run[Any]) -> None:
-    facade = FakeFacade(configured=False, missing=("bot token", "LLM endpoint"))
-
-    run(facade.save_credentials(bot_token="t", llm_base_url=None, llm_api_key=None, llm_model=None))
-    assert facade.get_status().missing == ("LLM endpoint",)
-    assert not facade.get_status().configured
-
-    run(facade.save_credentials(bot_token=None, llm_base_url="http://x/v1", llm_api_key=None, llm_model="m"))
-    assert facade.get_status().configured
-    assert facade.saved == {"bot_token": "t", "llm_base_url": "http://x/v1", "llm_model": "m"}
-
-
 def _protocol_members(protocol: type) -> list[str]:
     return sorted(
         name
