@@ -274,7 +274,7 @@ def run_window(paths: FamiliarPaths, pane: str | None = None) -> int:
     from PySide6.QtCore import QTimer
 
     from app.config.ui_prefs import UiPreferencesFile, ui_file
-    from app.runtime.deferred import DeferredFacade
+    from app.runtime.api.deferred import DeferredFacade
     from app.ui.dialogs.startup_error import show_startup_error
     from app.ui.main_window import MainWindow
     from app.ui.single_instance import SingleInstance, ask_first_instance, instance_key
@@ -378,7 +378,7 @@ def _theme_choice(value: str) -> Literal["system", "light", "dark"]:
 def _warm_imports() -> None:
     # Start and the first reply (openai, discord); saving character.toml or the lorebook, importing lore or a
     # card (tomlkit and the formats), regex keys (regex, re2): commands import these only when they use them.
-    for module in ("openai", "app.runtime.discord_client", "app.config.editing", "app.runtime.cards", "regex", "re2"):
+    for module in ("openai", "app.runtime.discord.client", "app.config.editing", "app.runtime.cards", "regex", "re2"):
         try:
             importlib.import_module(module)
         except ImportError:  # pragma: no cover - an installation problem: the first use will say it

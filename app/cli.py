@@ -35,9 +35,16 @@ from app.logs import configure_logging
 from app.runtime.errors import FamiliarError
 
 if TYPE_CHECKING:  # the window's start imports this module: nothing here may load the store or the clients
-    from app.runtime.memory_ops import RebuildProgress
+    from app.runtime.api.memory_ops import RebuildProgress
+    from app.runtime.api.views import (
+        EmbeddingStatusView,
+        Explanation,
+        FactView,
+        IndexStatusView,
+        Progress,
+        TombstoneView,
+    )
     from app.runtime.service import Familiar
-    from app.runtime.views import EmbeddingStatusView, Explanation, FactView, IndexStatusView, Progress, TombstoneView
 
 _log = logging.getLogger("familiar")
 
@@ -997,7 +1004,7 @@ def _lore_problems(book: Any) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def _lore_import(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]:
-    from app.runtime.lore_api import import_into
+    from app.runtime.api.lore import import_into
 
     report = import_into(args.file, paths.lorebook_toml, replace=args.replace, update=args.update)
     problems, problem_lines = _lore_problems(report.book)
@@ -1040,7 +1047,7 @@ def _lore_try(paths: FamiliarPaths, args: argparse.Namespace) -> tuple[Any, str]
     from app.config.settings import BudgetTier, load_settings
     from app.lore.book import load_lorebook
     from app.lore.scanner import LoreScanner
-    from app.runtime.lore_api import text_seed, trial
+    from app.runtime.api.lore import text_seed, trial
 
     if not args.text:
         raise FamiliarError("lore try needs texts to try, or --where WHERE for a place's last messages")

@@ -21,7 +21,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-from app.runtime.views import LoreEntryView
+from app.runtime.api.views import LoreEntryView
 from app.ui.models.lore_rows import LoreRow, filter_rows, make_row, parse_query
 
 QUERIES = ("lantern", "key:harb", "title:gull", "content:storm", "key:mar content:fish", "is:disabled", "zzzyx")

@@ -47,13 +47,13 @@ def _loaded_by(*modules: str) -> set[str]:
 
 @pytest.mark.slow
 def test_the_window_path_to_the_first_paint_loads_no_runtime_client_store_or_index() -> None:
-    loaded = _loaded_by("app.cli", "app.bootstrap", "app.logs", "app.runtime.deferred", "app.ui.main_window")
+    loaded = _loaded_by("app.cli", "app.bootstrap", "app.logs", "app.runtime.api.deferred", "app.ui.main_window")
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
     assert not {m for m in loaded if m.startswith(("app.memory", "app.runtime.service"))}
     # Only what the first paint draws: the Dashboard, not the other panes, their records or the dialogs.
     panes = {m for m in loaded if m.startswith("app.ui.panes.")}
     assert panes == {"app.ui.panes.base", "app.ui.panes.dashboard"}, sorted(panes)
-    assert not loaded & {"app.runtime.views", "app.runtime.setup_views", "app.ui.dialogs.settings_dialog"}
+    assert not loaded & {"app.runtime.api.views", "app.runtime.api.setup_views", "app.ui.dialogs.settings_dialog"}
 
 
 @pytest.mark.slow
@@ -62,7 +62,7 @@ def test_the_runtime_loads_discord_with_the_adapter_and_openai_on_first_use() ->
     assert "discord" not in loaded
     assert "openai" not in loaded
     assert "tantivy" in loaded  # the store and its index are what opening a familiar is for
-    assert "discord" in _loaded_by("app.runtime.discord_client")
+    assert "discord" in _loaded_by("app.runtime.discord.client")
 
 
 _STARTS_LEARNING = """

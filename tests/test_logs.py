@@ -87,8 +87,8 @@ def test_a_command_shows_our_warnings_once_and_no_library_line(home: Path, capsy
     logging.getLogger("app.memory.committer").info("index turns: compacted 3 documents")
     logging.getLogger("familiar").info("connection: connecting")
     for _ in range(2):
-        logging.getLogger("app.runtime.memory_ops").warning("finishing the import of %s", "x.jsonl")
-    logging.getLogger("app.runtime.discord_client").warning("said elsewhere", extra={"console": False})
+        logging.getLogger("app.runtime.api.memory_ops").warning("finishing the import of %s", "x.jsonl")
+    logging.getLogger("app.runtime.discord.client").warning("said elsewhere", extra={"console": False})
 
     assert capsys.readouterr().err == "warning: finishing the import of x.jsonl\n"
     text = _file(home)

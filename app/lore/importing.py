@@ -12,7 +12,7 @@ is compared with the entries of the book (or of an editor's unsaved draft):
 everything else in lorebook.toml stay); `replace_all` substitutes the file's book for the book's entries
 and settings. Nothing is written until the document is saved, and a bad entry raises LorebookError
 (naming it) before anything changes. The window's preview, `familiar lore import` and the editor's draft
-all plan through here (app/runtime/lore_api.py wraps the plan in view records).
+all plan through here (app/runtime/api/lore.py wraps the plan in view records).
 """
 
 from __future__ import annotations

@@ -678,7 +678,7 @@ class ImportMarker:
 
     `pending` means the database holds the import but the lorebook write and the index catch-up that
     follow may not have happened (the process died right after the commit): whoever opens the
-    familiar next finishes them (app.runtime.memory_ops) and marks it done, dropping the lorebook
+    familiar next finishes them (app.runtime.api.memory_ops) and marks it done, dropping the lorebook
     text. `fingerprint` is the store as the import left it, so a re-run of the same file can tell
     whether the familiar is still exactly that import.
     """

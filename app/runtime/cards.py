@@ -57,9 +57,9 @@ from app.config.settings import load_settings, parse_settings
 from app.lore.book import LorebookError, parse_lorebook, read_lorebook_text
 from app.lore.document import NEW_FILE_HEADER, LorebookDocument
 from app.lore.formats import LorebookFormatError, export_lorebook, import_lorebook
+from app.runtime.api.setup_views import CardApplied, CardPreview
 from app.runtime.errors import CardError, CardNameError
 from app.runtime.png_text import SIGNATURE, TEXT_CHUNKS, Chunk, PngError, placeholder, read_chunks, text_of, with_text
-from app.runtime.setup_views import CardApplied, CardPreview
 
 _log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from app import __version__
 from app.config.logs import log_file
 from app.config.redaction import REDACTED, scrub, secret_name
 from app.config.settings import Settings
-from app.runtime.facade import IndexesApi, StatusSnapshot
+from app.runtime.api.facade import IndexesApi, StatusSnapshot
 
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
 LOG_TAIL_BYTES = 128 * 1024

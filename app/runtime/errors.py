@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.runtime.facade import ChatLine
-    from app.runtime.views import FactView
+    from app.runtime.api.facade import ChatLine
+    from app.runtime.api.views import FactView
 
 
 class FamiliarError(Exception):

@@ -16,7 +16,7 @@ def _now() -> datetime:
 
 
 class ConnectionState(enum.StrEnum):
-    STARTING = "starting"  # the window is up and the familiar is still opening (app/runtime/deferred.py)
+    STARTING = "starting"  # the window is up and the familiar is still opening (app/runtime/api/deferred.py)
     STOPPED = "stopped"
     CONNECTING = "connecting"
     CONNECTED = "connected"

@@ -13,9 +13,7 @@ from typing import Any, cast
 from app.memory.errors import StoreError
 from app.memory.explanations import Explanations
 from app.memory.facts import FactBook
-from app.runtime.errors import FamiliarError
-from app.runtime.names import Names
-from app.runtime.views import (
+from app.runtime.api.views import (
     ExplainedDrop,
     ExplainedFact,
     ExplainedLayer,
@@ -26,6 +24,8 @@ from app.runtime.views import (
     JsonValue,
     LoreSpan,
 )
+from app.runtime.errors import FamiliarError
+from app.runtime.names import Names
 
 FORGOTTEN = "(forgotten)"
 

@@ -28,12 +28,9 @@ from app.memory.forgets import StoredReceipt
 from app.memory.liveness import LoopHealth, end_task
 from app.memory.tombstones import foreign_tombstones, reimpose_tombstone
 from app.memory.waiting import wait_set
-from app.runtime.errors import FamiliarError
-from app.runtime.events import ChangeKind
-from app.runtime.memory_base import MemoryBase
-from app.runtime.names import NameTable
-from app.runtime.view_builder import source_message
-from app.runtime.views import (
+from app.runtime.api.memory_base import MemoryBase
+from app.runtime.api.view_builder import source_message
+from app.runtime.api.views import (
     FORGET_UNDO_SECONDS,
     ForgetPreview,
     ForgetReceipt,
@@ -42,6 +39,9 @@ from app.runtime.views import (
     StoreCount,
     TombstoneView,
 )
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ChangeKind
+from app.runtime.names import NameTable
 
 _log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
+from app.runtime.api.views import IndexState, IndexStatusView
 from app.runtime.events import IndexHealthReport
-from app.runtime.views import IndexState, IndexStatusView
 
 CATCH_UP_GRACE = timedelta(seconds=10)
 """A backlog younger than this is the index doing its job (a message just arrived), not falling behind."""

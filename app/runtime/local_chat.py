@@ -21,8 +21,8 @@ from app.memory.errors import StoreError
 from app.memory.explanations import Explanations
 from app.memory.history import History
 from app.memory.records import OWNER_KEY, SELF_KEY, NewTurn, Turn
+from app.runtime.api.facade import ChatCleared, ChatLine
 from app.runtime.errors import FamiliarError, ReplyFailedError
-from app.runtime.facade import ChatCleared, ChatLine
 from app.runtime.hints import missing_setup
 from app.runtime.names import LOCAL_PLACE
 from app.runtime.replies import Replies

@@ -1,6 +1,6 @@
 """The runtime's own message types: what a chat platform's adapter hands the familiar (and what it
 gets back), the `MessageSink` it feeds, and reply splitting. Nothing here knows a platform's library:
-an adapter (the Discord one: discord_adapter.py) translates its objects into these."""
+an adapter (the Discord one: runtime/discord/adapter.py) translates its objects into these."""
 
 from __future__ import annotations
 

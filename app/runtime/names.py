@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from app.memory.catalog import Catalog
 from app.memory.records import OWNER_KEY, SELF_KEY
-from app.runtime.views import PersonRef, PlaceRef
+from app.runtime.api.views import PersonRef, PlaceRef
 
 LOCAL_PLACE = "local"
 

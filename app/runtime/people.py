@@ -3,9 +3,9 @@ current facts behind it."""
 
 from __future__ import annotations
 
-from app.runtime.memory_base import MemoryBase
-from app.runtime.view_builder import fact_view
-from app.runtime.views import DossierView, PersonDossiers, PersonView
+from app.runtime.api.memory_base import MemoryBase
+from app.runtime.api.view_builder import fact_view
+from app.runtime.api.views import DossierView, PersonDossiers, PersonView
 
 MAX_FACTS_PER_PERSON = 2000
 

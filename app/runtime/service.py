@@ -1,10 +1,10 @@
-"""The familiar: the facade the window and the CLI talk to (app.runtime.facade.FamiliarFacade), and
+"""The familiar: the facade the window and the CLI talk to (app.runtime.api.facade.FamiliarFacade), and
 the composition root of the runtime: it builds the parts, owns their lifetimes and delegates.
 
 The jobs are elsewhere: what the settings decide (wiring.py, swapped whole by `reconfigure`), the
 conversation a platform hands over (conversation.py), how a reply is built (replies.py), the local
-chat (local_chat.py), events (event_hub.py), the memory sub-APIs (memory_api.py, controls_api.py,
-indexes_api.py) and the background memory workers (projectors/).
+chat (local_chat.py), events (event_hub.py), the memory sub-APIs (runtime/api/memory.py, runtime/api/controls.py,
+runtime/api/indexes.py) and the background memory workers (projectors/).
 """
 
 from __future__ import annotations
@@ -38,10 +38,19 @@ from app.memory.records import IndexHealth
 from app.memory.reply_index import ReplyIndex
 from app.memory.tombstone_keys import VaultKeys, readable_keys
 from app.memory.work_queue import WorkQueue
+from app.runtime.api.character import CharacterService
+from app.runtime.api.controls import ControlsService
+from app.runtime.api.facade import ChatCleared, ChatLine, StatusSnapshot, TurnHit
+from app.runtime.api.indexes import IndexesService
+from app.runtime.api.lore import LoreDeps, LoreService
+from app.runtime.api.memory import MemoryService
+from app.runtime.api.memory_base import MemoryDeps
+from app.runtime.api.memory_ops import MemoryOps
+from app.runtime.api.setup import SetupService
+from app.runtime.api.view_builder import ViewBuilder
+from app.runtime.api.views import Explanation, SourceMessage
 from app.runtime.changes import ChangeBroadcaster
-from app.runtime.character_api import CharacterService
 from app.runtime.context.lore_layer import LorebookLayer, LoreFile
-from app.runtime.controls_api import ControlsService
 from app.runtime.conversation import Conversation
 from app.runtime.errors import DiskFullError, FamiliarError
 from app.runtime.event_hub import EventHub
@@ -55,25 +64,17 @@ from app.runtime.events import (
     SettingsReloaded,
 )
 from app.runtime.explain import explain
-from app.runtime.facade import ChatCleared, ChatLine, StatusSnapshot, TurnHit
 from app.runtime.hints import missing_setup
-from app.runtime.indexes_api import IndexesService
 from app.runtime.local_chat import LocalChat
-from app.runtime.lore_api import LoreDeps, LoreService
-from app.runtime.memory_api import MemoryService
-from app.runtime.memory_base import MemoryDeps
-from app.runtime.memory_ops import MemoryOps
 from app.runtime.messages import ChatConnection
 from app.runtime.names import Names
 from app.runtime.outage import STORE, StorageOutage, disk_full_line
 from app.runtime.places import PlaceNamer
+from app.runtime.platforms import connection_for
 from app.runtime.projectors.base import ProjectorDeps
 from app.runtime.projectors.runner import ProjectorRunner
 from app.runtime.replies import Replies
 from app.runtime.retrieval import Retriever
-from app.runtime.setup_api import SetupService
-from app.runtime.view_builder import ViewBuilder
-from app.runtime.views import Explanation, SourceMessage
 from app.runtime.wiring import Loaded, Shared, build_parts, load_familiar
 
 if TYPE_CHECKING:  # discord.py loads with the adapter, on Start: not for the window, the CLI or the store
@@ -83,7 +84,7 @@ _log = logging.getLogger(__name__)
 
 
 class Familiar:
-    """The runtime facade (see app.runtime.facade.FamiliarFacade)."""
+    """The runtime facade (see app.runtime.api.facade.FamiliarFacade)."""
 
     def __init__(
         self, loaded: Loaded, history: History, secret_store: SecretStore, env: dict[str, str] | None = None
@@ -492,12 +493,10 @@ class Familiar:
             raise self._fail(refused)
         if self._discord is not None:
             return
-        # discord.py (and aiohttp under it) load only when the familiar connects: the window and the
-        # CLI's memory commands start without them, and nothing else of the runtime knows the platform.
-        from app.runtime.discord_adapter import DiscordAdapter
-
+        # The platform's library (discord.py and aiohttp under it) loads only when the familiar connects:
+        # the window and the CLI's memory commands start without it, and nothing else of the runtime knows it.
         loaded = self._parts.loaded
-        adapter = DiscordAdapter(loaded.settings.discord, loaded.secrets.discord_token, self.conversation, self.publish)
+        adapter = connection_for("discord", loaded.settings, loaded.secrets, self.conversation, self.publish)
         self._discord = adapter
         try:
             await adapter.start()

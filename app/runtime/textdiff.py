@@ -6,7 +6,7 @@ import difflib
 import re
 from typing import Literal
 
-from app.runtime.views import DiffPiece
+from app.runtime.api.views import DiffPiece
 
 _WORDS = re.compile(r"\S+\s*")
 DUPLICATE_RATIO = 0.85  # at least this share of words alike (and the same subjects and scope): a duplicate

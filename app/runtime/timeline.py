@@ -9,11 +9,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from app.memory.facts import Fact
-from app.runtime.memory_base import MemoryBase
-from app.runtime.names import NameTable
-from app.runtime.textdiff import word_diff
-from app.runtime.view_builder import fact_view
-from app.runtime.views import (
+from app.runtime.api.memory_base import MemoryBase
+from app.runtime.api.view_builder import fact_view
+from app.runtime.api.views import (
     DiffPiece,
     FactStatus,
     FactView,
@@ -26,6 +24,8 @@ from app.runtime.views import (
     TimelineRow,
     TimelineSlice,
 )
+from app.runtime.names import NameTable
+from app.runtime.textdiff import word_diff
 
 if TYPE_CHECKING:  # the timeline book loads numpy: imported when a slice is first asked for (MemoryBase)
     from app.memory.timeline import ForgetInfo, Point, TimelineFilter

@@ -28,6 +28,7 @@ from typing import assert_never
 from PySide6.QtCore import QObject, QTimer, Signal
 from shiboken6 import isValid
 
+from app.runtime.api.facade import FamiliarFacade
 from app.runtime.events import (
     Activity,
     ConnectionChanged,
@@ -41,7 +42,6 @@ from app.runtime.events import (
     RuntimeEvent,
     SettingsReloaded,
 )
-from app.runtime.facade import FamiliarFacade
 
 _log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.runtime.facade import ControlsApi, MemoryApi
-from app.runtime.views import FORGET_UNDO_SECONDS, PauseKind, PauseView, ScheduledForget, TombstoneView
+from app.runtime.api.facade import ControlsApi, MemoryApi
+from app.runtime.api.views import FORGET_UNDO_SECONDS, PauseKind, PauseView, ScheduledForget, TombstoneView
 
 EVERYWHERE = "*"
 

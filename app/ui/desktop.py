@@ -25,9 +25,9 @@ from PySide6.QtWidgets import QApplication, QMenu
 
 from app.config.logs import log_folder
 from app.config.ui_prefs import UiPreferencesFile
+from app.runtime.api.facade import FamiliarFacade
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, ConnectionChanged, MemoryChanged, SettingsReloaded
-from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot
 from app.ui.ops import Operations, Succeeded
 from app.ui.pending_notifier import PendingNotifier

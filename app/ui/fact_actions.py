@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from app.runtime.facade import MemoryApi
-from app.runtime.views import FORGET_UNDO_SECONDS, FactView, ScheduledForget
+from app.runtime.api.facade import MemoryApi
+from app.runtime.api.views import FORGET_UNDO_SECONDS, FactView, ScheduledForget
 
 MAX_LABEL_CHARS = 60
 

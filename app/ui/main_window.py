@@ -34,8 +34,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.config.ui_prefs import UiPreferencesFile
+from app.runtime.api.facade import FamiliarFacade
 from app.runtime.events import ConnectionChanged, ConnectionState
-from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot, cancel_running_slots
 from app.ui.bridge import RuntimeBridge
 from app.ui.desktop import Desktop, window_title

@@ -40,7 +40,7 @@ _log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 if TYPE_CHECKING:  # for annotations only: this module is on the window's path to its first paint
-    from app.runtime.views import Progress
+    from app.runtime.api.views import Progress
 
 ProgressSink = Callable[["Progress"], None]
 

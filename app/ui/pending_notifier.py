@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.runtime.api.facade import FamiliarFacade
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, MemoryChanged
-from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot
 from app.ui.bridge import RuntimeBridge
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QProgressDialog
 from app.ui.theme import SPACE_S
 
 if TYPE_CHECKING:  # for annotations only: this module is on the window's path to its first paint
-    from app.runtime.views import Progress
+    from app.runtime.api.views import Progress
 
 
 MIN_SHOW_MS = 500
@@ -66,7 +66,7 @@ class StatusProgress(QWidget):
     def begin(self, label: str) -> StatusJob:
         job = self._next_job
         self._next_job += 1
-        from app.runtime.views import Progress  # loaded with the first job, not on the way to the first paint
+        from app.runtime.api.views import Progress  # loaded with the first job, not on the way to the first paint
 
         self._report(job, Progress(label, 0, None), new=True)
         return StatusJob(self, job)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QSize
 
+from app.runtime.api.facade import FamiliarFacade
 from app.runtime.errors import FamiliarError
-from app.runtime.facade import FamiliarFacade
 from app.ui.main_window import MainWindow, check_pane_name
 
 _log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from app.ui.icons import app_icon
 from app.ui.theme import STATE_WORDS, colours
 
 if TYPE_CHECKING:  # for annotations only: this module is on the window's path to its first paint
-    from app.runtime.views import PauseView
+    from app.runtime.api.views import PauseView
 
 
 _log = logging.getLogger(__name__)

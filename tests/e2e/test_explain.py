@@ -13,9 +13,9 @@ from app.cli import main
 from app.config.paths import FamiliarPaths
 from app.memory.facts import NewFact
 from app.memory.records import Turn
+from app.runtime.api.views import Explanation
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.views import Explanation
 from tests.conftest import ALICE, GENERAL, GUILD_ID
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLM

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 _WINDOW = """
 import asyncio, sys
 import app.ui.main_window as main_window
-from app.runtime.setup_views import SettingsUpdate
+from app.runtime.api.setup_views import SettingsUpdate
 ready = main_window.MainWindow.familiar_ready
 kept = []
 async def serve(window):

@@ -723,7 +723,7 @@ BAD_FRAMES: dict[str, Callable[[FakeDiscord], Awaitable[None]]] = {
 
 @pytest.mark.parametrize("kind", list(BAD_FRAMES))
 async def test_a_bad_frame_ends_an_unguarded_client(fake: FakeDiscord, kind: str) -> None:
-    """Why the app reads frames through app/runtime/discord_frames.py: discord.py as it comes lets one
+    """Why the app reads frames through app/runtime/discord/frames.py: discord.py as it comes lets one
     unreadable frame after READY end `start()` (reconnect=True notwithstanding)."""
     client = RecordingClient()
     task = asyncio.create_task(client.start(fake.token))

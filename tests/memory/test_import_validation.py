@@ -626,7 +626,7 @@ async def test_a_real_export_imports_and_reproduces_every_answer(tmp_path: Path)
 
 async def test_line_separators_inside_a_message_survive_the_file_round_trip(tmp_path: Path) -> None:
     """The file is JSON lines ending in "\\n": U+2028, U+2029 and U+0085 inside a message are text, not ends."""
-    from app.runtime.memory_ops import MemoryOps
+    from app.runtime.api.memory_ops import MemoryOps
 
     text = "first\u2028second\u2029third\u0085fourth"
     source = await History.open(tmp_path / "a.db", tmp_path / "a-fts", tmp_path / "backups")

@@ -12,10 +12,10 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
-from app.runtime.deferred import DeferredFacade
+from app.runtime.api.deferred import DeferredFacade
+from app.runtime.api.facade import CharacterApi, ControlsApi, FamiliarFacade, IndexesApi, LoreApi, MemoryApi, SetupApi
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ConnectionChanged, ConnectionState, RuntimeEvent
-from app.runtime.facade import CharacterApi, ControlsApi, FamiliarFacade, IndexesApi, LoreApi, MemoryApi, SetupApi
 from app.runtime.service import Familiar
 
 pytestmark = pytest.mark.asyncio

@@ -11,8 +11,8 @@ import pytest
 import pytest_asyncio
 
 from app.config.settings import DiscordSection
-from app.runtime.discord_check import check_bot_token, invite_url, token_problem
-from app.runtime.setup_views import TokenVerdict
+from app.runtime.api.setup_views import TokenVerdict
+from app.runtime.discord.check import check_bot_token, invite_url, token_problem
 from tests.fakes.discord_server import FakeDiscord
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]

@@ -326,7 +326,7 @@ async def test_a_bulk_delete_redacts_every_message(familiar: Familiar, fake_disc
     assert logged == [("Lantern Club #general", "3 messages were deleted at once")]
 
 
-@pytest.mark.logs_errors(r"app\.runtime\.discord_adapter: reply to \d+ failed")
+@pytest.mark.logs_errors(r"app\.runtime\.discord\.adapter: reply to \d+ failed")
 async def test_a_reply_that_cannot_be_saved_is_reported(
     familiar: Familiar, fake_discord: FakeDiscord, fake_llm: FakeLLM
 ) -> None:

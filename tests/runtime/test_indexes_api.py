@@ -17,11 +17,11 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths
 from app.memory.facts import NewFact
+from app.runtime.api.views import IndexStatusView, Progress
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, IndexHealthReport, MemoryChanged, RuntimeEvent
 from app.runtime.index_health import CATCH_UP_GRACE, with_report
 from app.runtime.service import Familiar
-from app.runtime.views import IndexStatusView, Progress
 from tests.memory.test_fts import FLUSH, fill, wait_for
 from tests.memory.test_index_lock import immutable
 from tests.runtime.index_support import HASH_EMBEDDINGS, HeldEmbedder, open_familiar, workers

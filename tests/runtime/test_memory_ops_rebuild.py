@@ -12,8 +12,8 @@ import pytest
 
 from app.memory.facts import NewFact
 from app.memory.fts import FACTS, TURNS
+from app.runtime.api.memory_ops import MemoryOps, RebuildProgress
 from app.runtime.errors import RebuildCancelledError
-from app.runtime.memory_ops import MemoryOps, RebuildProgress
 from tests.memory.helpers import PLACE
 from tests.memory.test_fts import FLUSH, Folder, assert_fully_indexed, fill
 from tests.memory.test_index_lock import Gate, HoldingIndex, answers, snapshot

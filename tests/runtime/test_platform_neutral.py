@@ -26,5 +26,5 @@ def test_importing_the_runtime_facade_does_not_import_discord() -> None:
 
 def test_the_adapter_is_what_brings_discord_in() -> None:
     """The check above can fail: the adapter module does load discord.py."""
-    loaded = _modules_loaded_by("import app.runtime.discord_adapter")
+    loaded = _modules_loaded_by("import app.runtime.discord.adapter")
     assert "discord" in loaded

@@ -12,9 +12,9 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.runtime.api.setup_views import SettingsUpdate
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.setup_views import SettingsUpdate
 from tests.conftest import write_character_toml
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, ScriptedReply
 from tests.runtime.projectors.helpers import Brain, add_turns, learning, prompt, requests_of, turn, worker_of

@@ -15,9 +15,9 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.runtime.api.setup_views import SettingSource, SettingsUpdate, TokenVerdict
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.setup_views import SettingSource, SettingsUpdate, TokenVerdict
 from tests.conftest import TOKEN, write_character_toml
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.keyring_backend import MemoryKeyring

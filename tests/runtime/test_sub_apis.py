@@ -19,12 +19,12 @@ import pytest
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.facts import NewFact
+from app.runtime.api.views import PendingItem
 from app.runtime.errors import FamiliarError, StaleRevisionError
 from app.runtime.events import ChangeKind, MemoryChanged, RuntimeEvent
 from app.runtime.messages import IncomingMessage
 from app.runtime.retrieval import Retriever
 from app.runtime.service import Familiar
-from app.runtime.views import PendingItem
 from tests.conftest import ALICE, BOB, GENERAL, GUILD_ID, HOME
 
 pytestmark = pytest.mark.asyncio

@@ -15,9 +15,9 @@ from app.config.paths import FamiliarPaths, create_familiar
 from app.config.secrets import SecretStore
 from app.memory.catalog import Catalog
 from app.runtime import timeline as timeline_module
+from app.runtime.api.views import FactView, ForgottenFact, TimelineFilters, TimelinePoint, TimelineSlice
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.views import FactView, ForgottenFact, TimelineFilters, TimelinePoint, TimelineSlice
 from tests.demo_familiar import BOB, DemoFacts, seed_demo
 
 pytestmark = pytest.mark.asyncio

@@ -58,7 +58,7 @@ def _runtime_clients_loaded() -> None:
     these tests open the familiar themselves, so they load them here, rather than on the first reply or
     slice, where importing them would eat the waits' time on a busy machine."""
     importlib.import_module("openai")
-    importlib.import_module("app.runtime.discord_client")
+    importlib.import_module("app.runtime.discord.client")
     importlib.import_module("app.memory.timeline")
 
 

@@ -16,6 +16,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.runtime.api.facade import (
+    CharacterApi,
+    ChatCleared,
+    ChatLine,
+    ControlsApi,
+    FamiliarFacade,
+    IndexesApi,
+    LoreApi,
+    MemoryApi,
+    SetupApi,
+    StatusSnapshot,
+    TurnHit,
+)
+from app.runtime.api.views import Explanation, PauseKind, PauseView, SourceMessage, WorkersView
 from app.runtime.errors import FamiliarError, ReplyFailedError
 from app.runtime.events import (
     Activity,
@@ -34,21 +48,7 @@ from app.runtime.events import (
     RuntimeEvent,
     SettingsReloaded,
 )
-from app.runtime.facade import (
-    CharacterApi,
-    ChatCleared,
-    ChatLine,
-    ControlsApi,
-    FamiliarFacade,
-    IndexesApi,
-    LoreApi,
-    MemoryApi,
-    SetupApi,
-    StatusSnapshot,
-    TurnHit,
-)
 from app.runtime.service import Familiar
-from app.runtime.views import Explanation, PauseKind, PauseView, SourceMessage, WorkersView
 
 Callback = Callable[[RuntimeEvent], None]
 

@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 from pytestqt.qtbot import QtBot
 
-from app.runtime.facade import FamiliarFacade
+from app.runtime.api.facade import FamiliarFacade
 from app.ui.async_slot import running_slots
 from app.ui.bridge import RuntimeBridge
 from app.ui.panes.base import PaneContext

@@ -11,8 +11,8 @@ from PySide6.QtGui import QColor, QContextMenuEvent
 from PySide6.QtWidgets import QApplication, QMenu, QMessageBox
 from pytestqt.qtbot import QtBot
 
+from app.runtime.api.facade import ChatLine
 from app.runtime.events import SettingsReloaded
-from app.runtime.facade import ChatLine
 from app.ui.models.chat_model import ChatNotice
 from app.ui.panes.chat import ChatPane
 from app.ui.theme import ERROR_RED

@@ -21,9 +21,9 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.memory.facts import NewFact
 from app.memory.records import NewTurn
+from app.runtime.api.views import ExplainedDrop, ExplainedLayer, Explanation, PlaceRef
 from app.runtime.events import ActivityKind
 from app.runtime.service import Familiar
-from app.runtime.views import ExplainedDrop, ExplainedLayer, Explanation, PlaceRef
 from app.ui import main_window
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from app.runtime.api.facade import CharacterApi, ControlsApi, FamiliarFacade, IndexesApi, LoreApi, MemoryApi, SetupApi
 from app.runtime.errors import FamiliarError
 from app.runtime.events import (
     ConnectionChanged,
@@ -17,7 +18,6 @@ from app.runtime.events import (
     LatencyMeasured,
     RuntimeEvent,
 )
-from app.runtime.facade import CharacterApi, ControlsApi, FamiliarFacade, IndexesApi, LoreApi, MemoryApi, SetupApi
 from tests.ui.fake_facade import FakeFacade
 from tests.ui.support import QT_STRICT, Run
 

@@ -12,8 +12,8 @@ from pytestqt.qtbot import QtBot
 
 from app.memory.facts import NewFact
 from app.memory.records import NewTurn
+from app.runtime.api.views import FactView
 from app.runtime.service import Familiar
-from app.runtime.views import FactView
 from app.ui.dialogs.forget_dialog import ForgetDialog, forget_with_preview
 from app.ui.ops import Operations
 from tests.ui.support import QT_STRICT, WAIT_MS, Run, make_context

@@ -20,8 +20,8 @@ from pytestqt.qtbot import QtBot
 from app.config.paths import FamiliarPaths
 from app.memory.facts import NewFact
 from app.memory.fts import TURNS
+from app.runtime.api.indexes import REBUILD_ELSEWHERE
 from app.runtime.events import ChangeKind
-from app.runtime.indexes_api import REBUILD_ELSEWHERE
 from app.runtime.service import Familiar
 from app.ui.bridge import THROTTLE_MS
 from app.ui.main_window import MainWindow

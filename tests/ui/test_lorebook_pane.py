@@ -23,8 +23,8 @@ from pytestqt.qtbot import QtBot
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.runtime.api.views import LoreEntryView
 from app.runtime.service import Familiar
-from app.runtime.views import LoreEntryView
 from app.ui.dialogs.book_settings_dialog import BookSettingsDialog
 from app.ui.dialogs.lore_import_dialog import ImportDialog
 from app.ui.main_window import MainWindow

@@ -18,9 +18,9 @@ from pytestqt.qtbot import QtBot
 from app.memory.catalog import Catalog
 from app.memory.facts import NewFact
 from app.memory.records import NewTurn
+from app.runtime.api.views import FactView
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.views import FactView
 from app.ui import fact_actions
 from app.ui.main_window import MainWindow
 from app.ui.models.forgetting_models import short_time

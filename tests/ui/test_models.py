@@ -11,8 +11,8 @@ from PySide6.QtGui import QColor, QFont
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
+from app.runtime.api.facade import ChatLine
 from app.runtime.events import Activity, ActivityKind, GuildInfo
-from app.runtime.facade import ChatLine
 from app.ui.models import activity_model, guilds_model
 from app.ui.models.activity_model import ActivityLogModel
 from app.ui.models.chat_model import ChatGreeting, ChatNotice, ChatTranscriptModel, entry_text

@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
+from app.runtime.api.views import Progress
 from app.runtime.errors import FamiliarError
-from app.runtime.views import Progress
 from app.ui.ops import Cancelled, Failed, Operations, Outcome, Skipped, Succeeded
 from app.ui.progress import MIN_SHOW_MS, BlockingProgress, StatusProgress
 from tests.ui.support import QT_STRICT, WAIT_MS, Run

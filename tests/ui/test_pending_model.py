@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QListView
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
-from app.runtime.views import FactView, PendingItem, PersonRef, PlaceRef, SourceMessage
+from app.runtime.api.views import FactView, PendingItem, PersonRef, PlaceRef, SourceMessage
 from app.ui.models.base import native_rows
 from app.ui.models.pending_model import ABOUT, SAID_IN, ChangedRole, PendingModel, meta_line
 from app.ui.models.roles import RecordRole

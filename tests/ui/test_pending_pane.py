@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QApplication, QLabel, QWidget
 from pytestqt.qtbot import QtBot
 
 from app.memory.facts import NewFact
+from app.runtime.api.views import FactView
 from app.runtime.service import Familiar
-from app.runtime.views import FactView
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.dialogs.shortcut_sheet import ShortcutSheet
 from app.ui.main_window import MainWindow

@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QWidget
 from pytestqt.modeltest import ModelTester
 from pytestqt.qtbot import QtBot
 
+from app.runtime.api.views import FactView, PersonRef, PersonView, PlaceRef, SourceMessage
 from app.runtime.service import Familiar
-from app.runtime.views import FactView, PersonRef, PersonView, PlaceRef, SourceMessage
 from app.ui.dialogs.forget_dialog import ForgetDialog
 from app.ui.main_window import MainWindow
 from app.ui.models.dossier_facts_model import DossierFactsModel, FactRow, status_text

@@ -17,9 +17,9 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from app.memory.facts import NewFact
+from app.runtime.api.views import FactView, ForgottenFact, TimelineFilters, TimelineSlice
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.views import FactView, ForgottenFact, TimelineFilters, TimelineSlice
 from app.ui.async_slot import running_slots
 from app.ui.dialogs.edit_fact_dialog import EditFactDialog
 from app.ui.dialogs.forget_dialog import ForgetDialog

@@ -13,7 +13,7 @@ from PySide6.QtCore import QEvent, QObject, QRect
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
-from app.runtime.views import (
+from app.runtime.api.views import (
     FactStatus,
     FactView,
     ForgottenFact,

@@ -13,9 +13,9 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from app.memory.facts import NewFact
-from app.runtime.facade import MemoryApi
+from app.runtime.api.facade import MemoryApi
+from app.runtime.api.views import FactView
 from app.runtime.service import Familiar
-from app.runtime.views import FactView
 from app.ui import fact_actions
 from app.ui.main_window import MainWindow
 from app.ui.undo import Reversible, UndoCentre

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
-from app.runtime.deferred import DeferredFacade
+from app.runtime.api.deferred import DeferredFacade
 from app.runtime.service import Familiar
 from app.ui.async_slot import running_slots
 from app.ui.main_window import MainWindow

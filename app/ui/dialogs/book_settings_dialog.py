@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.views import LoreBookSettings
+from app.runtime.api.views import LoreBookSettings
 
 
 class BookSettingsDialog(QDialog):

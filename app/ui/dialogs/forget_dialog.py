@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.facade import MemoryApi
-from app.runtime.views import FORGET_UNDO_SECONDS, FactView, ForgetPreview, StoreCount
+from app.runtime.api.facade import MemoryApi
+from app.runtime.api.views import FORGET_UNDO_SECONDS, FactView, ForgetPreview, StoreCount
 from app.ui import fact_actions
 from app.ui.async_slot import async_slot
 from app.ui.ops import Operations, Succeeded

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.runtime.api.views import ImportItem, ImportPreview, LoreEntryView
 from app.runtime.textdiff import word_diff
-from app.runtime.views import ImportItem, ImportPreview, LoreEntryView
 from app.ui.widgets.lore_entry_editor import LOGICS
 from app.ui.widgets.word_diff import diff_html, legend_html
 

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.facade import FamiliarFacade
-from app.runtime.setup_views import SettingsUpdate, SettingsView, SettingValue, Which
+from app.runtime.api.facade import FamiliarFacade
+from app.runtime.api.setup_views import SettingsUpdate, SettingsView, SettingValue, Which
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.fitting import FittingDialog
 from app.ui.error_text import single_line

@@ -37,8 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.facade import FamiliarFacade
-from app.runtime.setup_views import (
+from app.runtime.api.facade import FamiliarFacade
+from app.runtime.api.setup_views import (
     PRESETS,
     CardPreview,
     DiscordCheck,

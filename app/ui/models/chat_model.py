@@ -13,7 +13,7 @@ from typing import Final
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor
 
-from app.runtime.facade import ChatLine
+from app.runtime.api.facade import ChatLine
 from app.ui.models.base import ALL_ROLES, ROOT, Column, RecordTableModel
 from app.ui.theme import colours
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from PySide6.QtCore import QObject
 
-from app.runtime.views import FactView, PersonDossiers, PlaceRef, SourceMessage
+from app.runtime.api.views import FactView, PersonDossiers, PlaceRef, SourceMessage
 from app.ui.local_time import short_day, short_when
 from app.ui.models.base import Column, RecordTableModel
 

@@ -15,7 +15,7 @@ from typing import Final, Literal
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor
 
-from app.runtime.views import ExplainedLore, ExplainedLoreDrop, FactView, PersonRef
+from app.runtime.api.views import ExplainedLore, ExplainedLoreDrop, FactView, PersonRef
 from app.ui.models.base import RIGHT, Column, RecordTableModel
 from app.ui.models.forgetting_models import short_time
 from app.ui.theme import AMBER, DIFF_ADDED, DIFF_REMOVED, EXPLAIN_DIFF_TEXT, MUTED_GREY, OK_GREEN, themed

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from PySide6.QtCore import QObject
 
-from app.runtime.views import ForgetReceipt, PersonRef, PlaceRef, ScheduledForget, TombstoneView
+from app.runtime.api.views import ForgetReceipt, PersonRef, PlaceRef, ScheduledForget, TombstoneView
 from app.ui.models.base import ALL_ROLES as _ROLES
 from app.ui.models.base import RIGHT, Column, RecordTableModel
 from app.ui.theme import AMBER, MUTED_GREY, themed

@@ -20,8 +20,8 @@ from typing import Final
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor
 
+from app.runtime.api.views import BackgroundTaskView, EmbeddingModelView, EmbeddingStatusView, IndexStatusView
 from app.runtime.events import IndexHealthReport
-from app.runtime.views import BackgroundTaskView, EmbeddingModelView, EmbeddingStatusView, IndexStatusView
 from app.ui.models.base import RIGHT, Column, RecordTableModel
 from app.ui.theme import AMBER, MUTED_GREY, OK_GREEN, colours, themed
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.runtime.views import LoreEntryView
+from app.runtime.api.views import LoreEntryView
 
 SCOPES = ("title", "key", "content", "is")
 _TERM = re.compile(r'(?:(\w+):)?(?:"([^"]*)"|(\S+))')

@@ -16,7 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt
 
-from app.runtime.views import PendingItem
+from app.runtime.api.views import PendingItem
 from app.ui.local_time import age, short_when
 from app.ui.models.base import CENTRE, ROOT, ROW_FLAGS, AnyIndex, Column, RecordTableModel
 from app.ui.models.roles import RecordRole

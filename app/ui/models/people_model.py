@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject
 
-from app.runtime.views import PersonView
+from app.runtime.api.views import PersonView
 from app.ui.local_time import short_day
 from app.ui.models.base import RIGHT, Column, RecordTableModel
 

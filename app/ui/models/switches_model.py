@@ -10,7 +10,7 @@ from typing import Literal
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor, QFont
 
-from app.runtime.views import PauseKind, PauseView, PlaceRef, Switch
+from app.runtime.api.views import PauseKind, PauseView, PlaceRef, Switch
 from app.ui.models.base import Column, RecordTableModel
 from app.ui.theme import AMBER, HINT_BACKGROUND, INHERITED_BACKGROUND, MUTED_GREY, OK_GREEN, themed
 

@@ -18,7 +18,7 @@ from typing import Any, Final
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 
-from app.runtime.views import FactView, ForgottenFact, TimelineChange, TimelineRow, TimelineSlice
+from app.runtime.api.views import FactView, ForgottenFact, TimelineChange, TimelineRow, TimelineSlice
 from app.ui.models.base import ROW_FLAGS, Column, RecordTableModel
 from app.ui.models.roles import RecordRole
 from app.ui.theme import colours

@@ -40,7 +40,7 @@ widgets go to app/ui/widgets/, shared models to app/ui/models/.
 
 Recipes
 -------
-- Records: app/runtime/views.py (FactView, PendingItem, FactDetail, TimelineSlice, ForgetPreview,
+- Records: app/runtime/api/views.py (FactView, PendingItem, FactDetail, TimelineSlice, ForgetPreview,
   TombstoneView, PauseView, IndexStatusView, Explanation...). People and places are `PersonRef` /
   `PlaceRef`: show `.name`, act with `.key`.
 - A stale revision: the action's outcome is `Failed` with a `StaleRevisionError` carrying the fact as
@@ -85,9 +85,9 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QApplication, QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
+from app.runtime.api.facade import FamiliarFacade
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, MemoryChanged
-from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot
 from app.ui.bridge import RuntimeBridge
 from app.ui.error_text import one_line

@@ -36,10 +36,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.runtime.api.facade import CharacterApi
+from app.runtime.api.views import ChannelCatalog, CharacterDraft, CharacterFiles, CharacterView, FieldProblem
 from app.runtime.errors import CharacterChangedError, FamiliarError
 from app.runtime.events import ChangeKind, ConnectionChanged, ConnectionState
-from app.runtime.facade import CharacterApi
-from app.runtime.views import ChannelCatalog, CharacterDraft, CharacterFiles, CharacterView, FieldProblem
 from app.ui.async_slot import async_slot
 from app.ui.error_text import one_line
 from app.ui.ops import Failed

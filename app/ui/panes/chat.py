@@ -30,9 +30,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.runtime.api.facade import ChatCleared, ChatLine
 from app.runtime.errors import ReplyFailedError
 from app.runtime.events import SettingsReloaded
-from app.runtime.facade import ChatCleared, ChatLine
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.modal import ask_buttons
 from app.ui.models.chat_model import ChatGreeting, ChatNotice, ChatTranscriptModel, TranscriptEntry, entry_text

@@ -34,9 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.errors import FamiliarError
-from app.runtime.events import ChangeKind
-from app.runtime.views import (
+from app.runtime.api.views import (
     ExplainedLore,
     Explanation,
     FactView,
@@ -44,6 +42,8 @@ from app.runtime.views import (
     ScheduledForget,
     SourceMessage,
 )
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ChangeKind
 from app.ui import control_actions
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.forget_dialog import forget_with_preview

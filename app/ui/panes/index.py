@@ -37,10 +37,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.runtime.api.views import BackgroundTaskView, EmbeddingStatusView, IndexStatusView
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, IndexHealthReport, MemoryChanged
 from app.runtime.index_health import with_report
-from app.runtime.views import BackgroundTaskView, EmbeddingStatusView, IndexStatusView
 from app.ui.async_slot import async_slot
 from app.ui.models.base import RecordTableModel
 from app.ui.models.index_health import (

@@ -37,9 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.errors import FamiliarError, LoreConflictError
-from app.runtime.events import ChangeKind
-from app.runtime.views import (
+from app.runtime.api.views import (
     ImportPreview,
     LoreBookSettings,
     LoreBookView,
@@ -47,6 +45,8 @@ from app.runtime.views import (
     LoreFiredView,
     LoreTrial,
 )
+from app.runtime.errors import FamiliarError, LoreConflictError
+from app.runtime.events import ChangeKind
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.book_settings_dialog import BookSettingsDialog
 from app.ui.dialogs.lore_import_dialog import ImportDialog

@@ -29,9 +29,9 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
+from app.runtime.api.views import ForgetReceipt, PauseKind, PauseView, StoreCount
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
-from app.runtime.views import ForgetReceipt, PauseKind, PauseView, StoreCount
 from app.ui.async_slot import async_slot
 from app.ui.control_actions import KeepStep, LiftStep, SwitchStep
 from app.ui.dialogs.forget_dialog import store_line

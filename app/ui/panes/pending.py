@@ -43,9 +43,9 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
+from app.runtime.api.views import FactView, PendingItem, PendingQueue
 from app.runtime.errors import FamiliarError, StaleRevisionError
 from app.runtime.events import ChangeKind
-from app.runtime.views import FactView, PendingItem, PendingQueue
 from app.ui import fact_actions
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.forget_dialog import forget_with_preview

@@ -33,8 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.runtime.api.views import PersonView
 from app.runtime.events import ChangeKind
-from app.runtime.views import PersonView
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.forget_dialog import forget_with_preview
 from app.ui.dialogs.shortcut_sheet import keys_text

@@ -40,9 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.errors import StaleRevisionError
-from app.runtime.events import ChangeKind
-from app.runtime.views import (
+from app.runtime.api.views import (
     FactDetail,
     FactStatus,
     FactType,
@@ -55,6 +53,8 @@ from app.runtime.views import (
     TimelineRow,
     TimelineSlice,
 )
+from app.runtime.errors import StaleRevisionError
+from app.runtime.events import ChangeKind
 from app.ui import fact_actions
 from app.ui.async_slot import async_slot
 from app.ui.dialogs.edit_fact_dialog import ask_for_text

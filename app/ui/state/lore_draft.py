@@ -24,8 +24,8 @@ import dataclasses
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from app.runtime.api.views import ImportItem, ImportPreview, LoreBookSettings, LoreBookView, LoreEntryView
 from app.runtime.errors import FamiliarError
-from app.runtime.views import ImportItem, ImportPreview, LoreBookSettings, LoreBookView, LoreEntryView
 
 
 @dataclass(frozen=True, slots=True)

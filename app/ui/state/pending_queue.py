@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import datetime
 from typing import Literal
 
+from app.runtime.api.views import FactView, PendingItem, PendingQueue
 from app.runtime.errors import FamiliarError
-from app.runtime.views import FactView, PendingItem, PendingQueue
 from app.ui.fact_actions import FactStep
 
 Kind = Literal["accept", "reject", "snooze", "edit"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from app.runtime.views import (
+from app.runtime.api.views import (
     FactStatus,
     FactType,
     FactView,

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.facade import ChatLine
+from app.runtime.api.facade import ChatLine
 from app.ui.discord_markdown import SPOILER_LINK, MarkdownColours, render
 from app.ui.models.chat_model import (
     ChatGreeting,

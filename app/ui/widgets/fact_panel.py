@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.views import DiffPiece, FactDetail, FactView, ForgottenFact, StatusChange
+from app.runtime.api.views import DiffPiece, FactDetail, FactView, ForgottenFact, StatusChange
 from app.ui.theme import (
     colours,
     section_label,

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.views import LoreEntryView, LoreLogic
+from app.runtime.api.views import LoreEntryView, LoreLogic
 from app.ui.theme import section_label, small_label
 from app.ui.widgets.key_chips import KeyChips
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.views import LoreTrial
+from app.runtime.api.views import LoreTrial
 from app.ui.theme import LORE_HIGHLIGHT, LORE_HIGHLIGHT_TEXT, colours
 
 PASTED = "Text pasted below"

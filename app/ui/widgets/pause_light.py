@@ -16,16 +16,16 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton, QWidget
 from shiboken6 import isValid
 
+from app.runtime.api.facade import FamiliarFacade
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind, MemoryChanged
-from app.runtime.facade import FamiliarFacade
 from app.ui.async_slot import async_slot
 from app.ui.bridge import RuntimeBridge
 from app.ui.error_text import one_line
 from app.ui.theme import PAUSE_LIGHT_STYLE
 
 if TYPE_CHECKING:  # for annotations only: this module is on the window's path to its first paint
-    from app.runtime.views import PauseKind, PauseView
+    from app.runtime.api.views import PauseKind, PauseView
 
 
 _log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.runtime.views import FactView, PendingItem, RelatedFact
+from app.runtime.api.views import FactView, PendingItem, RelatedFact
 from app.ui.local_time import short_when, weekday_when
 from app.ui.models.pending_model import confidence_text, said_in_text, subjects_text
 from app.ui.theme import CONFLICT_STYLE, scaled_font, small_label

@@ -18,7 +18,7 @@ from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, 
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPixmap, QTextLayout, QTextOption
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
-from app.runtime.views import PendingItem
+from app.runtime.api.views import PendingItem
 from app.ui.models.pending_model import ChangedRole, PendingModel, meta_line
 from app.ui.models.roles import RecordRole
 from app.ui.theme import AMBER, LOOK_CHANGE_EVENTS, colours, scaled_font, themed

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-from app.runtime.views import TimedEffectView
+from app.runtime.api.views import TimedEffectView
 from app.ui.models.base import Column, RecordTableModel
 from app.ui.theme import small_label
 from app.ui.widgets.record_table import RecordTableView

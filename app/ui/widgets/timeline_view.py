@@ -37,7 +37,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QAbstractScrollArea, QToolTip, QWidget
 
-from app.runtime.views import ForgottenFact, TimelineRow
+from app.runtime.api.views import ForgottenFact, TimelineRow
 from app.ui.models.timeline_model import TimelineModel, about, row_text, tooltip
 from app.ui.theme import LOOK_CHANGE_EVENTS, TIMELINE_WORLD_CURSOR, Palette, colours, status_colour
 from app.ui.time_text import day

@@ -16,7 +16,7 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QHelpEvent, QPainter, QPaintEvent, QPalette, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from app.runtime.views import ExplainedLayer
+from app.runtime.api.views import ExplainedLayer
 from app.ui.theme import ERROR_RED, layer_colour
 
 ROW_HEIGHT = 24

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from app.runtime.views import DiffPiece
+from app.runtime.api.views import DiffPiece
 from app.ui.theme import DIFF_ADDED, DIFF_ADDED_TEXT, DIFF_REMOVED, DIFF_REMOVED_TEXT
 
 ADDED_STYLE = f"background-color: {DIFF_ADDED}; color: {DIFF_ADDED_TEXT}; text-decoration: underline;"

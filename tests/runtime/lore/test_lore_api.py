@@ -18,10 +18,10 @@ from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
 from app.lore.book import BOOK_SETTINGS, Lorebook
 from app.lore.importing import ENTRY_DEFAULTS
+from app.runtime.api.lore import EDIT_FIELDS, LoreConflictError
+from app.runtime.api.views import LoreBookSettings, LoreEntryView, LoreSpan
 from app.runtime.errors import FamiliarError
-from app.runtime.lore_api import EDIT_FIELDS, LoreConflictError
 from app.runtime.service import Familiar
-from app.runtime.views import LoreBookSettings, LoreEntryView, LoreSpan
 from tests.conftest import TOKEN, write_character_toml
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLM

@@ -14,9 +14,9 @@ import pytest_asyncio
 
 from app.config.paths import FamiliarPaths
 from app.config.secrets import SecretStore
+from app.runtime.api.views import LoreSpan
 from app.runtime.errors import FamiliarError
 from app.runtime.service import Familiar
-from app.runtime.views import LoreSpan
 from tests.conftest import ALICE, GENERAL, GUILD_ID, TOKEN, write_character_toml
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.llm_server import FakeLLM

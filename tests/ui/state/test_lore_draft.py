@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from app.runtime.api.views import ImportItem, ImportPreview, LoreBookSettings, LoreBookView, LoreEntryView
 from app.runtime.errors import FamiliarError
-from app.runtime.views import ImportItem, ImportPreview, LoreBookSettings, LoreBookView, LoreEntryView
 from app.ui.state.lore_draft import (
     DraftStep,
     LoreDraft,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from app.runtime.api.views import FactView, PendingItem, PendingQueue, PlaceRef
 from app.runtime.errors import FamiliarError, StaleRevisionError
-from app.runtime.views import FactView, PendingItem, PendingQueue, PlaceRef
 from app.ui.fact_actions import FactStep
 from app.ui.state.pending_queue import QueueDecision, QueueState, focus_after_decision, is_open
 

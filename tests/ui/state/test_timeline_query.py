@@ -7,7 +7,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.runtime.views import (
+from app.runtime.api.views import (
     FactView,
     PlaceRef,
     TimelineDiff,

@@ -25,7 +25,7 @@ import secrets
 import aiohttp
 import discord
 
-from app.runtime.discord_messages import SAFE_MENTIONS
+from app.runtime.discord.messages import SAFE_MENTIONS
 from app.runtime.errors import SendGaveUpError
 
 _log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 - `current()`: every connection setting with the value in force and where it comes from (character.toml,
   the OS keyring or the secrets file, an environment variable, or nothing).
-- `check_discord()`: a bot token against Discord (app/runtime/discord_check.py).
+- `check_discord()`: a bot token against Discord (app/runtime/discord/check.py).
 - `list_models()` / `test_endpoint()`: the LLM endpoint that would really be used: the typed values of a
   draft, except where an environment variable overrides them (as it will once saved).
 - `save()`: validates everything, writes character.toml and the secrets, then `Familiar.reconfigure()`
@@ -30,9 +30,7 @@ from app.config.settings import (
     environment_override,
     keys_in_file,
 )
-from app.runtime.errors import FamiliarError
-from app.runtime.llm import LLMClient, LLMEndpoint
-from app.runtime.setup_views import (
+from app.runtime.api.setup_views import (
     CardApplied,
     CardPreview,
     DiscordCheck,
@@ -43,6 +41,8 @@ from app.runtime.setup_views import (
     SettingValue,
     Which,
 )
+from app.runtime.errors import FamiliarError
+from app.runtime.llm import LLMClient, LLMEndpoint
 from app.runtime.wiring import Loaded
 
 MAX_NAME_CHARS = 100
@@ -145,7 +145,7 @@ class SetupService:
         loaded = self._loaded()
         if token is None or self._environ().get(SECRET_ENVIRONMENT["discord_token"], "").strip():
             token = loaded.secrets.discord_token
-        from app.runtime.discord_check import check_bot_token  # discord.py loads when a token is checked
+        from app.runtime.discord.check import check_bot_token  # discord.py loads when a token is checked
 
         return await check_bot_token(token, loaded.settings.discord)
 
@@ -282,7 +282,7 @@ def _checked(update: SettingsUpdate) -> tuple[dict[str, str], dict[str, str]]:
             values[key] = model
     if update.bot_token is not None:
         token = update.bot_token.strip()
-        from app.runtime.discord_check import token_problem  # discord.py loads when a token is checked
+        from app.runtime.discord.check import token_problem  # discord.py loads when a token is checked
 
         problem = token_problem(token) if token else None
         if problem is not None:

@@ -10,11 +10,11 @@ from app.memory.derived import Projections
 from app.memory.errors import StoreError
 from app.memory.pauses import EVERYWHERE, PauseState, PauseSwitches
 from app.memory.work_queue import WorkQueue
+from app.runtime.api.views import FailedWork, PauseKind, PauseView, PlaceRef, PlaceSwitches, Switch, WorkersView
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError
 from app.runtime.events import ChangeKind
 from app.runtime.names import Names, NameTable
-from app.runtime.views import FailedWork, PauseKind, PauseView, PlaceRef, PlaceSwitches, Switch, WorkersView
 
 _NOT_SWITCHABLE = frozenset({"familiar", "quarantine"})
 

@@ -1,10 +1,10 @@
 """The event client: discord.py's `Client`, whose gateway events become calls on a `DiscordEvents`.
 
 It only translates discord.py's callbacks into the adapter's public interface; what to do with them
-is the adapter's business (discord_adapter.py). Never `run()`: that would start a second loop.
+is the adapter's business (adapter.py). Never `run()`: that would start a second loop.
 Raw edit and delete events are used so messages discord.py has not cached are handled too. Its
 connection state drops a gateway frame it cannot read instead of ending the connection
-(discord_frames.py).
+(frames.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Protocol, Self
 import discord
 from discord.state import ConnectionState
 
-from app.runtime.discord_frames import GuardedState
+from app.runtime.discord.frames import GuardedState
 
 _log = logging.getLogger(__name__)
 

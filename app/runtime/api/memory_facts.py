@@ -12,14 +12,9 @@ from app.memory.decisions import Move
 from app.memory.facts import Fact, NewFact
 from app.memory.policy import place_problem
 from app.memory.records import OWNER_KEY
-from app.runtime.errors import FamiliarError
-from app.runtime.events import ChangeKind
-from app.runtime.memory_base import MemoryBase
-from app.runtime.names import NameTable
-from app.runtime.textdiff import relation, word_diff
-from app.runtime.timeline import point, slice_filter
-from app.runtime.view_builder import fact_view, source_message
-from app.runtime.views import (
+from app.runtime.api.memory_base import MemoryBase
+from app.runtime.api.view_builder import fact_view, source_message
+from app.runtime.api.views import (
     FactDetail,
     FactStatus,
     FactView,
@@ -31,6 +26,11 @@ from app.runtime.views import (
     SourceMessage,
     StatusChange,
 )
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ChangeKind
+from app.runtime.names import NameTable
+from app.runtime.textdiff import relation, word_diff
+from app.runtime.timeline import point, slice_filter
 
 MAX_ROWS = 10_000
 _LISTED = ("pending", "active", "rejected", "archived", "all")  # what list_facts takes

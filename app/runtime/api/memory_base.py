@@ -1,6 +1,6 @@
 """What every part of `facade.memory` shares: its dependencies, its state, and error translation.
 
-`MemoryService` (memory_api.py) is assembled from three parts kept in their own modules (facts and
+`MemoryService` (memory.py) is assembled from three parts kept in their own modules (facts and
 decisions, forgetting, people); each is a mixin over `MemoryBase`, which owns the state.
 """
 
@@ -19,13 +19,13 @@ from app.memory.forgets import ForgetQueue
 from app.memory.history import History
 from app.memory.liveness import LoopWatch
 from app.memory.pauses import PauseSwitches
+from app.runtime.api.memory_ops import MemoryOps
+from app.runtime.api.view_builder import ViewBuilder
+from app.runtime.api.views import FactView
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.errors import FamiliarError, StaleRevisionError
 from app.runtime.events import ChangeKind
-from app.runtime.memory_ops import MemoryOps
 from app.runtime.retrieval import Retriever
-from app.runtime.view_builder import ViewBuilder
-from app.runtime.views import FactView
 
 if TYPE_CHECKING:  # numpy loads with the timeline book, when a slice is first asked for: not for every command
     from app.memory.timeline import TimelineBook

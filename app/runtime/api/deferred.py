@@ -20,9 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from app.runtime.errors import FamiliarError
-from app.runtime.events import ConnectionChanged, ConnectionState, RuntimeEvent
-from app.runtime.facade import (
+from app.runtime.api.facade import (
     CharacterApi,
     ChatCleared,
     ChatLine,
@@ -35,9 +33,11 @@ from app.runtime.facade import (
     StatusSnapshot,
     TurnHit,
 )
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ConnectionChanged, ConnectionState, RuntimeEvent
 
 if TYPE_CHECKING:
-    from app.runtime.views import CharacterDraft, Explanation, FieldProblem, SourceMessage
+    from app.runtime.api.views import CharacterDraft, Explanation, FieldProblem, SourceMessage
 
 STARTING_SECRETS = "(known once the familiar has opened)"
 
@@ -272,11 +272,11 @@ class _DeferredCharacter(_DeferredApi):
         self._character_toml = character_toml
 
     def check(self, draft: CharacterDraft) -> tuple[FieldProblem, ...]:
-        from app.runtime.character_api import check_draft
+        from app.runtime.api.character import check_draft
 
         return check_draft(draft, self._character_toml)
 
     def count_tokens(self, text: str) -> int:
-        from app.runtime.character_api import count_character_tokens
+        from app.runtime.api.character import count_character_tokens
 
         return count_character_tokens(text)

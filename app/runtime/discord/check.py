@@ -26,7 +26,7 @@ import yarl
 
 from app.config.redaction import redact_urls
 from app.config.settings import DiscordSection
-from app.runtime.setup_views import DiscordCheck, TokenVerdict
+from app.runtime.api.setup_views import DiscordCheck, TokenVerdict
 
 _log = logging.getLogger(__name__)
 

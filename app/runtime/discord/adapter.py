@@ -1,8 +1,8 @@
 """The Discord adapter: a `ChatConnection` that puts the familiar on Discord.
 
-Its parts are kept apart as discord.py keeps its own: the connection (discord_transport.py), what is
-known of it (discord_state.py), the event client (discord_client.py), the catch-up after downtime
-(backfill.py), and discord.py's objects in the runtime's terms (discord_messages.py). The adapter
+Its parts are kept apart as discord.py keeps its own: the connection (transport.py), what is
+known of it (state.py), the event client (client.py), the catch-up after downtime
+(backfill.py), and discord.py's objects in the runtime's terms (messages.py). The adapter
 itself decides what a message needs (stored always, answered when it should be) and keeps each
 channel's replies in the order the messages came; what the familiar does with them is the
 `MessageSink`'s business, in the runtime's own message types.
@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 
 import discord
 
-from app.config.settings import DiscordSection
-from app.runtime.backfill import Backfill
-from app.runtime.discord_client import FamiliarClient
-from app.runtime.discord_messages import (
+from app.config.settings import DiscordSection, Secrets, Settings
+from app.runtime.discord.backfill import Backfill
+from app.runtime.discord.client import FamiliarClient
+from app.runtime.discord.messages import (
     PLATFORM,
     describe,
     describe_channel,
@@ -31,9 +31,9 @@ from app.runtime.discord_messages import (
     searchable_text,
     sent,
 )
-from app.runtime.discord_send import RetryWindow, keep_typing, send
-from app.runtime.discord_state import DiscordState
-from app.runtime.discord_transport import DiscordTransport, explain_start_failure
+from app.runtime.discord.send import RetryWindow, keep_typing, send
+from app.runtime.discord.state import DiscordState
+from app.runtime.discord.transport import DiscordTransport, explain_start_failure
 from app.runtime.errors import DiskFullError, FamiliarError
 from app.runtime.events import ActivityKind, ChannelInfo, ConnectionState, GuildInfo, RuntimeEvent
 from app.runtime.messages import IncomingMessage, MessageSink, split_reply
@@ -380,3 +380,10 @@ class DiscordAdapter:
         """A channel in words for the activity log, from its id alone (raw events carry no objects)."""
         channel = self._client.get_channel(channel_id) if self._client is not None else None
         return (describe(channel) if channel is not None else None) or f"channel {channel_id}"
+
+
+def connect(
+    settings: Settings, secrets: Secrets, sink: MessageSink, publish: Callable[[RuntimeEvent], None]
+) -> DiscordAdapter:
+    """The Discord connection of a familiar with these settings (app/runtime/platforms.py calls it)."""
+    return DiscordAdapter(settings.discord, secrets.discord_token, sink, publish)

@@ -5,7 +5,7 @@ typed sub-APIs are `memory` (facts, the queue, decisions and their undo, forgett
 `controls` (pause switches, workers), `indexes` (health, rebuild), `setup` (settings in force and
 their sources, token and endpoint checks, saving), `lore` (the lorebook) and `character` (the
 persona and the settings that make the character, edited and saved), plus `explain(turn_id)`.
-They return view records (app/runtime/views.py) with names resolved. Every write takes an optional
+They return view records (app/runtime/api/views.py) with names resolved. Every write takes an optional
 `initiator`, an opaque token carried on the MemoryChanged it publishes.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from app.runtime.events import ConnectionState, GuildInfo, RuntimeEvent
 
 if TYPE_CHECKING:  # records for annotations only: the window's path to its first paint skips them
-    from app.runtime.setup_views import (
+    from app.runtime.api.setup_views import (
         CardApplied,
         CardPreview,
         DiscordCheck,
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # records for annotations only: the window's path to its firs
         SettingsView,
         Which,
     )
-    from app.runtime.views import (
+    from app.runtime.api.views import (
         BackgroundTaskView,
         ChannelCatalog,
         CharacterDraft,
@@ -320,7 +320,7 @@ class SetupApi(Protocol):
 class LoreApi(Protocol):
     """The lorebook (lorebook.toml): load, edit and save it, lint it, try it, its timed effects, import and
     export. Failures are FamiliarError in one line; a save or an import against a revision the file no
-    longer has is LoreConflictError (app.runtime.lore_api), with the revision the file has now."""
+    longer has is LoreConflictError (app.runtime.api.lore), with the revision the file has now."""
 
     @property
     def problem(self) -> str | None:

@@ -22,12 +22,8 @@ from app.memory.embeddings import REEMBED_SUFFIX, Embedder, EmbeddingError, Embe
 from app.memory.errors import StoreError
 from app.memory.history import History
 from app.memory.liveness import LoopHealth
-from app.runtime.changes import ChangeBroadcaster
-from app.runtime.errors import FamiliarError
-from app.runtime.events import ChangeKind
-from app.runtime.index_health import state_line, traffic_light
-from app.runtime.memory_ops import IndexStatus, MemoryOps, RebuildProgress
-from app.runtime.views import (
+from app.runtime.api.memory_ops import IndexStatus, MemoryOps, RebuildProgress
+from app.runtime.api.views import (
     BackgroundTaskView,
     EmbeddingModelView,
     EmbeddingState,
@@ -35,6 +31,10 @@ from app.runtime.views import (
     IndexStatusView,
     Progress,
 )
+from app.runtime.changes import ChangeBroadcaster
+from app.runtime.errors import FamiliarError
+from app.runtime.events import ChangeKind
+from app.runtime.index_health import state_line, traffic_light
 
 INDEX_WORDS = {"turns": "messages", "facts": "facts"}
 TASK_WORDS = {

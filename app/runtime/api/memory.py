@@ -2,7 +2,7 @@
 
 Assembled from its parts: facts and decisions (memory_facts.py), forgetting (forgetting.py),
 people (people.py) and the timeline (timeline.py), over the state and dependencies in
-memory_base.py. The Protocol the UI depends on is `app.runtime.facade.MemoryApi`.
+memory_base.py. The Protocol the UI depends on is `app.runtime.api.facade.MemoryApi`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.runtime.api.memory_facts import FactsMixin
+from app.runtime.api.views import PlaceRef
 from app.runtime.forgetting import ForgettingMixin
-from app.runtime.memory_facts import FactsMixin
 from app.runtime.people import PeopleMixin
 from app.runtime.timeline import TimelineMixin
-from app.runtime.views import PlaceRef
 
 
 class MemoryService(FactsMixin, ForgettingMixin, PeopleMixin, TimelineMixin):

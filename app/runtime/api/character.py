@@ -37,11 +37,7 @@ from app.config.paths import FamiliarPaths
 from app.config.settings import Settings, parse_settings
 from app.memory.catalog import Catalog
 from app.memory.errors import STORE_FAILURES
-from app.runtime.context.budget import count_tokens
-from app.runtime.errors import CharacterChangedError, FamiliarError
-from app.runtime.events import ChannelInfo
-from app.runtime.names import NameTable
-from app.runtime.views import (
+from app.runtime.api.views import (
     ChannelCatalog,
     ChannelChoice,
     CharacterDraft,
@@ -52,6 +48,10 @@ from app.runtime.views import (
     ServerChoice,
     SettingOverride,
 )
+from app.runtime.context.budget import count_tokens
+from app.runtime.errors import CharacterChangedError, FamiliarError
+from app.runtime.events import ChannelInfo
+from app.runtime.names import NameTable
 
 if TYPE_CHECKING:  # app.config.editing (tomlkit) loads when character.toml is written, not at every start
     from app.config.editing import TomlValue

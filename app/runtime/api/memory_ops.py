@@ -1,6 +1,6 @@
 """Whole-memory operations under the facade's sub-APIs: export and import, the index files' purge,
 index status and rebuild. Store errors become one-line FamiliarErrors. (Facts, forgetting and people
-are `facade.memory`: memory_api.py.)"""
+are `facade.memory`: memory.py.)"""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from app.memory.export import (
 )
 from app.memory.history import History
 from app.memory.records import IndexHealth
+from app.runtime.api.views import IndexPurge
 from app.runtime.errors import FamiliarError, RebuildCancelledError
-from app.runtime.views import IndexPurge
 
 _log = logging.getLogger(__name__)
 

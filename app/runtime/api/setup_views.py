@@ -1,7 +1,7 @@
 """The records of setting a familiar up (the welcome flow and Settings), and the LLM endpoint presets.
 
 No I/O and no heavy imports here: the window imports this module to draw the welcome flow and Settings.
-The service that fills these records is app/runtime/setup_api.py.
+The service that fills these records is app/runtime/api/setup.py.
 """
 
 from __future__ import annotations

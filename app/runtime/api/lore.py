@@ -54,6 +54,19 @@ from app.memory.liveness import LoopHealth, LoopWatch, end_task
 from app.memory.lore_state import LoreState
 from app.memory.policy import place_problem
 from app.memory.records import SELF_KEY, Turn
+from app.runtime.api.views import (
+    ImportItem,
+    ImportOutcome,
+    ImportPreview,
+    LoreBookSettings,
+    LoreBookView,
+    LoreEntryView,
+    LoreFiredView,
+    LoreLint,
+    LoreProblemView,
+    LoreTrial,
+    TimedEffectView,
+)
 from app.runtime.changes import ChangeBroadcaster
 from app.runtime.context.budget import count_tokens
 from app.runtime.context.lore_layer import (
@@ -68,19 +81,6 @@ from app.runtime.errors import FamiliarError, LoreConflictError
 from app.runtime.events import ChangeKind, LorebookStatus, RuntimeEvent
 from app.runtime.explain import explained_lore, explained_lore_drop
 from app.runtime.names import Names
-from app.runtime.views import (
-    ImportItem,
-    ImportOutcome,
-    ImportPreview,
-    LoreBookSettings,
-    LoreBookView,
-    LoreEntryView,
-    LoreFiredView,
-    LoreLint,
-    LoreProblemView,
-    LoreTrial,
-    TimedEffectView,
-)
 
 if TYPE_CHECKING:  # the formats and the round-trip editor (tomlkit) load when lore is imported, exported or edited
     from app.lore.document import LorebookDocument

@@ -8,8 +8,8 @@ from typing import cast
 from app.memory.facts import Fact
 from app.memory.records import Turn
 from app.memory.store import Store
+from app.runtime.api.views import FactStatus, FactType, FactView, PersonRef, SourceMessage
 from app.runtime.names import Names, NameTable
-from app.runtime.views import FactStatus, FactType, FactView, PersonRef, SourceMessage
 
 
 def fact_view(fact: Fact, names: NameTable) -> FactView:
