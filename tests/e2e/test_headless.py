@@ -66,14 +66,14 @@ class Headless:
         return code
 
 
-async def _start(home: Path, token: str = TOKEN) -> Headless:
+async def _start(home: Path, token: str = TOKEN, extra: dict[str, str] | None = None) -> Headless:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "app",
         "run",
         "--headless",
-        env=_env(home, token),
+        env={**_env(home, token), **(extra or {})},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -153,26 +153,13 @@ async def test_the_first_headless_run_on_a_fresh_data_root_creates_default(
     empty data root made no familiar ("no familiar named 'default'"): it creates 'default' from the template,
     as the window's first launch does, says so in one line, and answers."""
     home = tmp_path / "fresh"
-    env = _env(home)
-    env.update(
-        {
-            "FAMILIAR_DISCORD_API_BASE": fake_discord.api_base,
-            "FAMILIAR_DISCORD_GATEWAY_URL": fake_discord.gateway_url,
-            "FAMILIAR_LLM_BASE_URL": fake_llm.base_url,
-            "FAMILIAR_LLM_MODEL": "echo",
-        }
-    )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app",
-        "run",
-        "--headless",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    headless = Headless(process)
+    env = {
+        "FAMILIAR_DISCORD_API_BASE": fake_discord.api_base,
+        "FAMILIAR_DISCORD_GATEWAY_URL": fake_discord.gateway_url,
+        "FAMILIAR_LLM_BASE_URL": fake_llm.base_url,
+        "FAMILIAR_LLM_MODEL": "echo",
+    }
+    headless = await _start(home, extra=env)
     await headless.wait_for_line("is running")
     created = [line for line in headless.lines if "created 'default'" in line]
     assert len(created) == 1
@@ -182,22 +169,11 @@ async def test_the_first_headless_run_on_a_fresh_data_root_creates_default(
         channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content="hello there", mentions_bot=True
     )
     await fake_discord.wait_for_posted(1, timeout=20)
-    process.send_signal(signal.SIGTERM)
+    headless.process.send_signal(signal.SIGTERM)
     assert await headless.wait() == 0
 
     # the next run finds it: nothing is created again
-    again = Headless(
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "app",
-            "run",
-            "--headless",
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    )
+    again = await _start(home, extra=env)
     await again.wait_for_line("is running")
     again.process.send_signal(signal.SIGTERM)
     assert await again.wait() == 0
