@@ -41,23 +41,27 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.memory.errors import (
+    IndexCommitError,
     IndexDiskFullError,
     IndexLockedError,
+    IndexOwnedElsewhereError,
+    IndexRebuildError,
     IndexUnavailableError,
     RebuildCancelledError,
+    StoreError,
     is_disk_full,
     no_room_left,
 )
 from app.memory.fts import (
     INLINE_SEARCH_LIMIT,
-    WRITER_KILLED,
     FtsIndex,
     IndexBuild,
     IndexTiming,
     OpenOutcome,
     is_lock_error,
-    is_transient,
     one_line,
+    write_failure,
+    writer_killed,
 )
 from app.memory.liveness import LoopHealth, LoopWatch, end_task
 from app.memory.records import IndexHealth
@@ -470,7 +474,7 @@ class IndexCommitter:
 
     def _require_owner(self) -> None:
         if not self.index.owned:
-            raise ValueError(
+            raise IndexOwnedElsewhereError(
                 f"another Familiar process is writing the {self.index.spec.name} index;"
                 " stop it (or wait until it has stopped), then rebuild again"
             )
@@ -492,9 +496,10 @@ class IndexCommitter:
             documents = await self._fill(build, progress, cancelled)
         except BaseException as exc:
             await self._abandon(build)
-            if isinstance(exc, IndexLockedError):
-                raise ValueError(f"{exc}; the old {self.index.spec.name} index is kept") from exc
-            raise
+            failure = self._rebuild_failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
         return PreparedRebuild(build=build, documents=documents)
 
     async def finish_rebuild(self, prepared: PreparedRebuild) -> int:
@@ -504,12 +509,23 @@ class IndexCommitter:
             await self._run_blocking(self.index.swap_in, prepared.build)
         except BaseException as exc:
             await self._abandon(prepared.build)
-            if isinstance(exc, IndexLockedError):
-                raise ValueError(f"{exc}; the old {self.index.spec.name} index is kept") from exc
-            raise
+            failure = self._rebuild_failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
         await self._swapped(prepared.build)
         self._resume()
         return documents
+
+    def _rebuild_failure(self, exc: BaseException) -> IndexRebuildError | None:
+        """What a failed rebuild the owner asked for raises instead of `exc`: a lock says the old index is
+        kept; tantivy's own ValueError (a failed write, a build that cannot be opened) says what it says, as
+        a store error. None: `exc` goes up as it is (a cancel, a store error, SQL's own, an OSError)."""
+        if isinstance(exc, IndexLockedError):
+            return IndexRebuildError(f"{exc}; the old {self.index.spec.name} index is kept")
+        if isinstance(exc, ValueError) and not isinstance(exc, StoreError):
+            return IndexRebuildError(str(exc))
+        return None
 
     async def abandon_rebuild(self, prepared: PreparedRebuild) -> None:
         await self._abandon(prepared.build)
@@ -748,13 +764,11 @@ class IndexCommitter:
         if self._c.backlog_since is None:  # another process wrote it (this one was not told)
             self._c.backlog_since = _now()
         delete_ids = [doc_id for _oid, doc_id in removals]
-        landed = await self._commit_with_retries(docs, delete_ids)
-        if not landed:
+        failure = await self._commit_with_retries(docs, delete_ids)
+        if failure is not None:
             self._upsert = True
-            if is_transient(ValueError(self._c.last_error or "")):
-                raise IndexLockedError(self._c.last_error or "the index refused a commit")
-            if self._c.disk_full:
-                raise IndexDiskFullError(self._c.last_error or "the disk is full")
+            if isinstance(failure, IndexLockedError | IndexDiskFullError):  # the loop backs off
+                raise failure
             self._publish()
             await asyncio.sleep(self._failure_pause)
             return True
@@ -802,8 +816,9 @@ class IndexCommitter:
             await self._run_blocking(self.index.commit)
         except BaseException as exc:
             await self._run_blocking(self._safe_rollback)
-            if isinstance(exc, ValueError) and is_transient(exc):
-                raise IndexLockedError(one_line(exc)) from exc
+            failure = write_failure(exc) if isinstance(exc, ValueError) else None
+            if isinstance(failure, IndexLockedError):  # anything else goes up as it is (a round failed)
+                raise failure from exc
             raise
         await self._run_blocking(self.index.collect_garbage)
         self._c.commits += 1
@@ -841,8 +856,12 @@ class IndexCommitter:
         self._wake.set()
         await asyncio.wait_for(fut, timeout)
 
-    async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> bool:
+    async def _commit_with_retries(self, docs: list[dict[str, Any]], delete_ids: list[int]) -> StoreError | None:
+        """Commit the batch, trying a lock again with backoff. None once it landed; else why it did not, as
+        the typed error of the last try (`write_failure`: IndexLockedError, IndexDiskFullError or
+        IndexCommitError, tantivy's own error its cause)."""
         upsert = self._upsert
+        failure: StoreError | None = None
         for attempt in range(1, self._max_attempts + 1):
             try:
                 await self._run_blocking(self._stage_and_commit, docs, delete_ids, upsert)
@@ -851,11 +870,12 @@ class IndexCommitter:
                 if self._c.live_attempt:
                     self._c.live_attempt = 0
                     self._c.last_error = None
-                return True
+                return None
             except ValueError as exc:
                 await self._run_blocking(self._safe_rollback)
+                failure = write_failure(exc)
                 self._c.last_error = one_line(exc)
-                if WRITER_KILLED in str(exc):
+                if writer_killed(exc):
                     try:
                         await self._run_blocking(self.index.recover_writer)
                     except ValueError as again:  # still locked: the next attempt tries again
@@ -863,7 +883,7 @@ class IndexCommitter:
                 self._c.disk_full = is_disk_full(exc)  # what the last try met
                 if self._c.disk_full:  # said once, by _note_disk_full: not an error per try
                     break
-                if not is_transient(exc):
+                if not isinstance(failure, IndexLockedError):
                     _log.error("index %s: commit failed: %s", self.index.spec.name, self._c.last_error)
                     break
                 upsert = True  # a failed commit may have lost part of the batch: replay as upserts
@@ -877,8 +897,10 @@ class IndexCommitter:
         self._c.failures += 1
         self._c.live_attempt = 0
         self._needs_reconcile = True
+        if failure is None:  # no try at all (max_attempts 0)
+            failure = IndexCommitError(f"the {self.index.spec.name} index was not asked to commit")
         # A lock says so once, as the index's state (see _note_locked); anything else is a warning here.
-        quiet = self._c.disk_full or is_transient(ValueError(self._c.last_error or ""))
+        quiet = self._c.disk_full or isinstance(failure, IndexLockedError)
         log = _log.debug if quiet else _log.warning
         log(
             "index %s: %d documents could not be committed (%s); SQL keeps them and the index will catch up",
@@ -886,7 +908,7 @@ class IndexCommitter:
             len(docs),
             self._c.last_error,
         )
-        return False
+        return failure
 
     def _stage_and_commit(self, docs: list[dict[str, Any]], delete_ids: list[int], upsert: bool) -> None:
         self.index.stage(docs, delete_ids, upsert=upsert)
@@ -921,12 +943,13 @@ class IndexCommitter:
         if not missing and not extra:
             return 0
         docs = await self._source.documents_by_ids(missing)
-        if not await self._commit_with_retries(docs, extra):
-            if is_transient(ValueError(self._c.last_error or "")):
-                raise IndexLockedError(self._c.last_error or "the index refused a commit")
-            if self._c.disk_full:
-                raise IndexDiskFullError(self._c.last_error or "the disk is full")
-            raise ValueError(f"index {self.index.spec.name}: reconcile could not commit ({self._c.last_error})")
+        failure = await self._commit_with_retries(docs, extra)
+        if failure is not None:
+            if isinstance(failure, IndexLockedError | IndexDiskFullError):
+                raise failure
+            raise IndexCommitError(
+                f"index {self.index.spec.name}: reconcile could not commit ({self._c.last_error})"
+            ) from failure
         self._healed()
         self._c.commits += 1
         self._c.documents += len(docs)

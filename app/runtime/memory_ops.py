@@ -40,7 +40,7 @@ _log = logging.getLogger(__name__)
 async def _explained() -> AsyncIterator[None]:
     try:
         yield
-    except (StoreError, ValueError) as exc:
+    except StoreError as exc:
         raise FamiliarError(str(exc)) from exc
 
 
