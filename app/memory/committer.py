@@ -64,7 +64,7 @@ from app.memory.fts import (
     writer_killed,
 )
 from app.memory.liveness import LoopHealth, LoopWatch, end_task
-from app.memory.records import IndexHealth
+from app.memory.records import IndexHealth, IndexState
 from app.memory.waiting import wait_set
 
 _log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class IndexCommitter:
         self._sql_version = 0  # the format SQL records for the live index
         self._sql_rebuilding = False  # SQL says a rebuild was asked for and has not finished
         self._rebuild_reason: str | None = None  # the live index must be rebuilt (beside it) before use
-        self._state = "starting"
+        self._state = IndexState.STARTING
         self._retry_after = 0.0  # monotonic time before which a locked index is not tried again
         self._reader_tried = 0.0
         self._upsert = True  # the first round after opening replays as upserts (crash recovery)
@@ -215,7 +215,7 @@ class IndexCommitter:
         return self.index.owned
 
     @property
-    def state(self) -> str:
+    def state(self) -> IndexState:
         return self._state
 
     # -- start, open, heal -------------------------------------------------------------------------
@@ -228,9 +228,9 @@ class IndexCommitter:
             self._note_locked(exc)
             if not self.index.owned and self._c.locked_attempts == 1:
                 _log.warning("index %s is locked (%s); retrying in the background", self.index.spec.name, exc)
-        if not self.index.owned and self._state != "locked":
+        if not self.index.owned and self._state is not IndexState.LOCKED:
             # Another process (the running familiar) owns the writer: read what is there, touch nothing.
-            self._set_state("reader")
+            self._set_state(IndexState.READER)
             return
         self._task = asyncio.create_task(self._loop(), name=f"index-committer-{self.index.spec.name}")
         self._watch.started(self._task)
@@ -267,7 +267,7 @@ class IndexCommitter:
             self._rebuild_reason = reason
             self._c.rebuilt_at_start = True
             _log.warning("index %s: rebuilding it beside the old one from SQL: %s", self.index.spec.name, reason)
-            self._set_state("rebuilding")
+            self._set_state(IndexState.REBUILDING)
             return
         if await self._run_blocking(self.index.leftover_build):
             await self._run_blocking(self.index.discard_leftover_build)
@@ -288,7 +288,7 @@ class IndexCommitter:
         if not self.index.is_open and self._rebuild_reason is None:
             await self._open()
             if not self.index.owned:  # another process took the index meanwhile: only read it
-                self._set_state("reader")
+                self._set_state(IndexState.READER)
                 self._closing = True
                 return
         if self._rebuild_reason is not None:
@@ -302,7 +302,7 @@ class IndexCommitter:
         c.last_error = one_line(exc)
         delay = min(self._locked_retry_max, self._locked_retry_first * 2 ** min(c.locked_attempts - 1, 16))
         self._retry_after = time.monotonic() + delay
-        self._set_state("locked")
+        self._set_state(IndexState.LOCKED)
         self._write_health_file(force=True)  # the attempt a reader shows: not held back while this one backs off
         if c.locked_attempts == 1:
             _log.warning(
@@ -347,9 +347,9 @@ class IndexCommitter:
         self._recovered()
         self._retry_after = 0.0
         if self._rebuild_reason is None and self.index.is_open:
-            self._set_state("ready")
+            self._set_state(IndexState.READY)
 
-    def _set_state(self, state: str) -> None:
+    def _set_state(self, state: IndexState) -> None:
         changed = state != self._state
         self._state = state
         if changed:
@@ -372,11 +372,11 @@ class IndexCommitter:
         """Why the index cannot answer (or catch up) now, in one line that is true."""
         name = self.index.spec.name
         c = self._c
-        if not self.index.owned and self._state != "locked":
+        if not self.index.owned and self._state is not IndexState.LOCKED:
             shared = self.shared_health()
-            if shared is not None and shared.state == "rebuilding":
+            if shared is not None and shared.state is IndexState.REBUILDING:
                 return f"the {name} search index is being rebuilt by another Familiar process"
-            if shared is not None and shared.state == "locked":
+            if shared is not None and shared.state is IndexState.LOCKED:
                 return (
                     f"the {name} search index is locked ({shared.last_error});"
                     " the Familiar process that writes it keeps retrying"
@@ -384,16 +384,16 @@ class IndexCommitter:
             return f"the {name} search index cannot be read here ({self.index.problem or 'not open'})"
         if c.disk_full:
             return f"the {name} search index cannot take new documents now: the disk is full ({c.last_error})"
-        if self._state == "locked":
+        if self._state is IndexState.LOCKED:
             return f"the {name} search index is locked, retrying (attempt {c.locked_attempts}): {c.last_error}"
-        if self._state == "rebuilding":
+        if self._state is IndexState.REBUILDING:
             return f"the {name} search index is being rebuilt"
         return f"the {name} search index is not open yet"
 
     # -- rebuild beside ------------------------------------------------------------------------------
     async def _rebuild_in_background(self) -> None:
         """The rebuild a start found necessary; a close leaves the build to be resumed next time."""
-        self._set_state("rebuilding")
+        self._set_state(IndexState.REBUILDING)
         if not self._sql_rebuilding:
             await self._mark_rebuilding(True)
         build: IndexBuild = await self._run_blocking(functools.partial(self.index.begin_build, resume=True))
@@ -492,7 +492,7 @@ class IndexCommitter:
         try:
             await self._mark_rebuilding(True)
             build = await self._run_blocking(functools.partial(self.index.begin_build, resume=False))
-            self._set_state("rebuilding")
+            self._set_state(IndexState.REBUILDING)
             documents = await self._fill(build, progress, cancelled)
         except BaseException as exc:
             await self._abandon(build)
@@ -540,7 +540,7 @@ class IndexCommitter:
             await self._mark_rebuilding(False)
         finally:
             if self._rebuild_reason is None:
-                self._set_state("ready" if self.index.is_open else self._state)
+                self._set_state(IndexState.READY if self.index.is_open else self._state)
             self._resume()
 
     async def rebuild(self, progress: ProgressCallback | None = None, cancelled: CancelCallback | None = None) -> int:
@@ -552,7 +552,7 @@ class IndexCommitter:
     # -- running -----------------------------------------------------------------------------------
     async def close(self) -> None:
         self._closing = True
-        self._state = "closed"  # what the shared health file says once this process has let go
+        self._state = IndexState.CLOSED  # what the shared health file says once this process has let go
         self._write_health_file(force=True)
         self._wake.set()
         await self._pause()
@@ -579,7 +579,7 @@ class IndexCommitter:
     async def flush(self, timeout: float = 30.0) -> None:
         """Wait until everything SQL has now is committed to the index (IndexUnavailableError at once
         while the index is locked, or as soon as it turns out to be, or a try meets a full disk)."""
-        if self._state == "locked":
+        if self._state is IndexState.LOCKED:
             raise IndexUnavailableError(self.unavailable_reason())
         target = await self._source.newest_id()
         if self._watermark >= target and not self._setup_needed() and not await self._source.removals(1):
@@ -970,7 +970,7 @@ class IndexCommitter:
             shared: IndexHealth | None = await asyncio.to_thread(self.shared_health)
             # "closed" is what the last writer left when it let go: while another process holds the
             # index, that file is older than its writer (which could not write it yet), not its state.
-            stale = shared is not None and shared.state == "closed" and self.index.owned_elsewhere
+            stale = shared is not None and shared.state is IndexState.CLOSED and self.index.owned_elsewhere
             health = health if shared is None or stale else shared
         # On a full disk the writer cannot share its health either: what this process sees of the disk says it.
         full = health.disk_full or await asyncio.to_thread(no_room_left, self.index.path.parent)
@@ -998,7 +998,7 @@ class IndexCommitter:
 
     async def _reopen_as_reader(self) -> None:
         """A reader whose index could not be read (the writer was rebuilding it) looks again, now and then."""
-        if self._state != "reader" or time.monotonic() - self._reader_tried < 1.0:
+        if self._state is not IndexState.READER or time.monotonic() - self._reader_tried < 1.0:
             return
         self._reader_tried = time.monotonic()
         await self._run_blocking(functools.partial(self.index.open, writable=False))
@@ -1010,9 +1010,9 @@ class IndexCommitter:
         behind: its persisted watermark says how far it got). None when it is catching up by itself."""
         if not self.index.is_open:
             return None
-        if self._state in ("locked", "rebuilding") or self._c.disk_full:  # it takes no commit now
+        if self._state in (IndexState.LOCKED, IndexState.REBUILDING) or self._c.disk_full:  # it takes no commit now
             return self._watermark
-        if self._state == "reader":
+        if self._state is IndexState.READER:
             watermark, _version, _rebuilding = await self._source.load_state()
             return watermark
         return None
@@ -1076,4 +1076,6 @@ def _health_from_json(data: dict[str, Any]) -> IndexHealth:
     for key in _HEALTH_TIMES:
         if data.get(key) is not None:
             data[key] = datetime.fromisoformat(str(data[key]))
+    if "state" in data:
+        data["state"] = IndexState(data["state"])  # ValueError: a state this version does not know
     return IndexHealth(**data)
