@@ -90,7 +90,9 @@ def write_failure(error: ValueError) -> StoreError:
         failure = IndexDiskFullError(text)
     else:
         failure = IndexCommitError(text)
-    failure.__cause__ = error
+    # Kept as the cause without its traceback: the frames of the failed commit hold tantivy's writer, and a
+    # writer the error killed must be gone before a new one can take tantivy's lock (`recover_writer`).
+    failure.__cause__ = error.with_traceback(None)
     return failure
 
 

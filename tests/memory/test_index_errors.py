@@ -48,6 +48,21 @@ def test_a_lock_is_an_index_locked_error_with_tantivys_error_as_its_cause(messag
     assert str(failure) == message
 
 
+def test_the_kept_cause_holds_no_frames_so_no_writer_a_failed_commit_held() -> None:
+    """The frames of a failed commit hold tantivy's writer; a writer the error killed must be gone (its lock
+    free) before `recover_writer` can make a new one, so a failure kept as an object keeps no traceback."""
+
+    def commit(writer: object) -> None:
+        raise ValueError(f"{WRITER_KILLED}: {ACCESS_DENIED}")
+
+    try:
+        commit(object())
+    except ValueError as exc:
+        failure = write_failure(exc)
+    assert failure.__cause__ is not None
+    assert failure.__cause__.__traceback__ is None
+
+
 def test_a_full_disk_is_an_index_disk_full_error() -> None:
     failure = write_failure(ValueError(NO_SPACE))
     assert type(failure) is IndexDiskFullError
