@@ -233,7 +233,7 @@ async def ingest(folder: Path, name: str, rate: float, count: int) -> tuple[floa
         folder / f"{name}.db", folder / f"{name}-fts", folder / "backups", index=index, batch_size=500
     )
     try:
-        history.turns_index._backoff = 0.005  # short backoff, as on a healthy disk
+        history.turns_index._commits.pause = 0.005  # short backoff, as on a healthy disk
         started = time.perf_counter()
         for i in range(count):
             await history.append_turn(turn(i))

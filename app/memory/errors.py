@@ -45,6 +45,21 @@ class IndexUnavailableError(StoreError):
     message says which. Searches then answer from the store."""
 
 
+class IndexCommitError(StoreError):
+    """A search index refused a write for a reason that is neither a lock nor a full disk (tantivy's own
+    error is its cause). SQL keeps the documents; the index catches up once a commit lands."""
+
+
+class IndexOwnedElsewhereError(StoreError, ValueError):
+    """Another Familiar process writes this index: only that process rebuilds or repairs it. A ValueError
+    too, as it was before it had a type of its own."""
+
+
+class IndexRebuildError(StoreError):
+    """An index rebuild beside the live index could not finish (a lock refused the build or the swap, or
+    tantivy failed); the old index answers exactly as before."""
+
+
 class RebuildCancelledError(StoreError):
     """An index rebuild was cancelled; the old index answers exactly as before."""
 

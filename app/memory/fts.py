@@ -28,7 +28,14 @@ import tantivy
 
 from app.memory import query_plan
 from app.memory.cjk import CJK_RUN, bigram_field, bigrams, split_cjk
-from app.memory.errors import IndexLockedError, IndexUnavailableError
+from app.memory.errors import (
+    IndexCommitError,
+    IndexDiskFullError,
+    IndexLockedError,
+    IndexUnavailableError,
+    StoreError,
+    is_disk_full,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -62,6 +69,31 @@ def is_lock_error(error: BaseException) -> bool:
     if isinstance(error, OSError):
         return error.errno in _LOCK_ERRNOS or getattr(error, "winerror", None) in _LOCK_WINERRORS
     return is_transient(error)
+
+
+def writer_killed(error: BaseException) -> bool:
+    """tantivy's writer died under this error: it takes nothing more until it is replaced (`recover_writer`)."""
+    return isinstance(error, ValueError) and WRITER_KILLED in str(error)
+
+
+def write_failure(error: ValueError) -> StoreError:
+    """tantivy's plain ValueError from a write, classified once by its message (the only thing tantivy
+    gives), as the typed error it stands for, with tantivy's as its cause: IndexLockedError (a lock or a
+    permission, a writer a lock killed: try again), IndexDiskFullError (no room: try again once there
+    is), or IndexCommitError (anything else). A lock is named first: a full disk that killed the writer
+    reads as a lock (`IndexHealth.disk_full` still says the cause)."""
+    text = one_line(error)
+    failure: StoreError
+    if is_transient(error):
+        failure = IndexLockedError(text)
+    elif is_disk_full(error):
+        failure = IndexDiskFullError(text)
+    else:
+        failure = IndexCommitError(text)
+    # Kept as the cause without its traceback: the frames of the failed commit hold tantivy's writer, and a
+    # writer the error killed must be gone before a new one can take tantivy's lock (`recover_writer`).
+    failure.__cause__ = error.with_traceback(None)
+    return failure
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,7 +157,7 @@ async def _backlog(store: Store, name: str, count_after: str, watermark: int) ->
 
 def health_file(db_path: Path, name: str) -> Path:
     """Where the process writing the `name` index shares its health: beside history.db, out of the index
-    folder, which is what a lock or a read-only disk refuses (app/memory/committer.py)."""
+    folder, which is what a lock or a read-only disk refuses (app/memory/index/health_file.py)."""
     return db_path.with_name(f"fts-{name}.health.json")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 # The author keys that are no platform's: the familiar's own turns and the window owner's.
 SELF_KEY = "familiar:self"
@@ -51,6 +52,20 @@ class TurnSearchHit:
     score: float
 
 
+class IndexState(StrEnum):
+    """What a search index's committer is doing. A StrEnum: each state is the string the shared health file,
+    `familiar index status --json` and the window's views have always said."""
+
+    STARTING = "starting"
+    READY = "ready"
+    # The files refuse to open or to take a commit: searches answer from the store for what the index
+    # lacks, and it is retried with backoff.
+    LOCKED = "locked"
+    REBUILDING = "rebuilding"  # a new index is built beside the old one, which answers until the swap
+    READER = "reader"  # another Familiar process writes this index; this one only reads it
+    CLOSED = "closed"  # what a writer leaves in the shared health file once it has let go
+
+
 @dataclass(frozen=True, slots=True)
 class IndexHealth:
     """Commit health of one side-index, as published to the window and `familiar index status`."""
@@ -68,11 +83,7 @@ class IndexHealth:
     rebuilt_at_start: bool
     # Removed documents whose words the index files still hold until the next compaction (seconds away).
     awaiting_purge: int = 0
-    # "ready"; "locked" (the files refuse to open or to take a commit: searches answer from the store
-    # for what the index lacks, and it is retried with backoff); "rebuilding" (a new index is built
-    # beside the old one, which answers until the new one is swapped in); "reader" (another Familiar
-    # process writes this index; this one only reads it); "starting"; "closed".
-    state: str = "ready"
+    state: IndexState = IndexState.READY
     locked_attempts: int = 0  # while locked: how many tries in a row the lock has refused
     last_commit_at: datetime | None = None  # when a commit last landed (this process, or the writer's)
     # Since when SQL has held documents the index lacks (None: caught up as far as the committer knows).
@@ -88,8 +99,8 @@ class IndexHealth:
         """The state in a few words, e.g. "locked, retrying (attempt 3), last error: ..."."""
         if self.disk_full:  # the cause, whatever it did to the index (a writer it killed reads as a lock)
             return f"{self.state}, the disk is full: retrying, last error: {self.last_error}"
-        if self.state == "locked":
+        if self.state is IndexState.LOCKED:
             return f"locked, retrying (attempt {self.locked_attempts}), last error: {self.last_error}"
-        if self.state == "reader":
+        if self.state is IndexState.READER:
             return "written by another Familiar process (read here)"
         return self.state

@@ -29,7 +29,7 @@ from app.memory.export import (
     unchanged_since,
 )
 from app.memory.history import History
-from app.memory.records import IndexHealth
+from app.memory.records import IndexHealth, IndexState
 from app.runtime.api.views import IndexPurge
 from app.runtime.errors import FamiliarError, RebuildCancelledError
 
@@ -40,7 +40,7 @@ _log = logging.getLogger(__name__)
 async def _explained() -> AsyncIterator[None]:
     try:
         yield
-    except (StoreError, ValueError) as exc:
+    except StoreError as exc:
         raise FamiliarError(str(exc)) from exc
 
 
@@ -97,7 +97,7 @@ class MemoryOps:
                     out[name] = IndexPurge("running")
                     continue
                 try:
-                    if committer.state == "locked":
+                    if committer.state is IndexState.LOCKED:
                         _to_add, to_remove = await committer.backlog()
                         if to_remove:  # removals wait in the outbox until the lock is gone
                             out[name] = IndexPurge("pending", committer.unavailable_reason())
