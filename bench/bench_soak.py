@@ -27,6 +27,7 @@ import os
 import random
 import re
 import signal
+import statistics
 import tempfile
 import time
 from collections import deque
@@ -277,6 +278,13 @@ async def main() -> None:
     else:
         first = samples[1][1] if len(samples) > 1 else start_rss or 0.0
         print(f"RSS growth from the first minute to the end: {end_rss - first:+.1f} MB over {samples[-1][0]:.1f} min")
+    # Each trim (app/native_memory.py) and each index merge moves the RSS by several MB from one minute
+    # to the next: the medians of 10-minute windows show the trend that single samples hide.
+    print("RSS medians of 10-minute windows:")
+    for window in range(0, int(samples[-1][0]) + 1, 10):
+        inside = [rss for minutes, rss in samples if window <= minutes < window + 10]
+        if inside:
+            print(f"  {window:4d}-{window + 10:<4d} min  {statistics.median(inside):7.1f} MB  ({len(inside)} samples)")
     if trace:
         overhead = re.search(r"tracemalloc overhead: ([\d.]+) MiB", trace)
         if overhead:
