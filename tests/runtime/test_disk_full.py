@@ -60,16 +60,22 @@ async def _contents(familiar: Familiar, place: str = PLACE) -> list[str]:
     return [t.content for t in await familiar.history.recent_turns(place, 500)]
 
 
-async def test_messages_said_while_the_disk_is_full_are_stored_while_running_once_there_is_room(
-    on_small_disk: Familiar, small_disk: SmallDisk, fake_discord: FakeDiscord, fake_llm: FakeLLM
-) -> None:
-    familiar = on_small_disk
+async def _started(familiar: Familiar) -> Recorder:
+    """The familiar started, its first catch-up done; the events it publishes from then on, recorded."""
     events = Recorder()
     familiar.subscribe(events)
     await familiar.start()
     await events.wait_for(
         lambda: any(a.summary.startswith("caught up") for a in events.activity(ActivityKind.INFO)), "the first catch-up"
     )
+    return events
+
+
+async def test_messages_said_while_the_disk_is_full_are_stored_while_running_once_there_is_room(
+    on_small_disk: Familiar, small_disk: SmallDisk, fake_discord: FakeDiscord, fake_llm: FakeLLM
+) -> None:
+    familiar = on_small_disk
+    events = await _started(familiar)
     await fake_discord.send_message(
         channel_id=GENERAL, guild_id=GUILD_ID, author_id=BOB, content="before the disk filled"
     )
@@ -153,12 +159,7 @@ async def test_with_nothing_said_once_there_is_room_a_retry_stores_what_waited_a
     on_small_disk: Familiar, small_disk: SmallDisk, fake_discord: FakeDiscord
 ) -> None:
     familiar = on_small_disk
-    events = Recorder()
-    familiar.subscribe(events)
-    await familiar.start()
-    await events.wait_for(
-        lambda: any(a.summary.startswith("caught up") for a in events.activity(ActivityKind.INFO)), "the first catch-up"
-    )
+    events = await _started(familiar)
     say = [
         await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=BOB, content=text)
         for text in ("keep me", "edit me", "delete me")
@@ -199,12 +200,7 @@ async def test_a_catch_up_at_start_that_the_full_disk_refuses_is_done_again_once
     on_small_disk: Familiar, small_disk: SmallDisk, fake_discord: FakeDiscord
 ) -> None:
     familiar = on_small_disk
-    events = Recorder()
-    familiar.subscribe(events)
-    await familiar.start()
-    await events.wait_for(
-        lambda: any(a.summary.startswith("caught up") for a in events.activity(ActivityKind.INFO)), "the first catch-up"
-    )
+    events = await _started(familiar)
     await familiar.stop()
     for n in range(4):
         await fake_discord.send_message(channel_id=GENERAL, guild_id=GUILD_ID, author_id=ALICE, content=f"offline {n}")
